@@ -1,0 +1,34 @@
+"""evalkit: keep fine-tuning experiments honest.
+
+The public API is re-exported here and imported lazily, so that ``import
+evalkit`` (and the ``evalkit --help`` that depends on it) stays fast: polars,
+scikit-learn and friends load only when a function that needs them is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from evalkit._version import __version__
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "split": "evalkit.splitting.api",
+    "SplitResult": "evalkit.splitting.api",
+    "SplitManifest": "evalkit.splitting.manifest",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'evalkit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

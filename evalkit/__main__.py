@@ -1,0 +1,5 @@
+"""Allow ``python -m evalkit``."""
+
+from evalkit.cli import main
+
+main()

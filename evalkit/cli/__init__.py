@@ -1,0 +1,104 @@
+"""The ``evalkit`` command line: a thin layer over the library.
+
+Each command lives in its own module and is imported only when it runs (or
+when ``--help`` lists it), and command modules import heavy libraries inside
+the command body, so ``evalkit --help`` stays fast. Errors are handled here,
+in one place: a known :class:`~evalkit.errors.EvalkitError` becomes one line on
+stderr and its exit code; Ctrl-C exits 130; a traceback is shown only with
+``--debug``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+
+import click
+
+from evalkit._version import __version__
+from evalkit.errors import EvalkitError
+
+# name -> (module, attribute). Add a command by adding its module here.
+COMMANDS: dict[str, tuple[str, str]] = {}
+
+INTERNAL_ERROR_EXIT = 3
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a command's module only when it is needed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        if cmd_name not in COMMANDS:
+            return None
+        module_name, attribute = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module_name), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+
+class _State:
+    debug = False
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="evalkit")
+@click.option("--debug", is_flag=True, help="Show the full traceback when something fails.")
+def cli(debug: bool) -> None:
+    """evalkit keeps fine-tuning experiments honest.
+
+    \b
+    Before training:  evalkit split   - group-aware, exact, stratified splits
+                      evalkit audit   - leakage between existing splits
+    After training:   evalkit score   - format validity and accuracy per class
+                      evalkit compare - paired regression report vs a baseline
+                      evalkit gate    - CI verdict: exit 0 pass, 1 fail
+                      evalkit contract - check a contract, print its schema
+
+    Exit codes: 0 done/pass, 1 a check found a problem, 2 bad input or usage,
+    3 internal error (a bug: please report it with --debug output).
+    """
+    _State.debug = debug
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script: run a command and map errors to exit codes."""
+    args = sys.argv[1:] if argv is None else argv
+    _State.debug = "--debug" in args
+    try:
+        # Without standalone mode click returns a command's ctx.exit() code.
+        result = cli.main(args=args, prog_name="evalkit", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.Abort:
+        click.echo("evalkit: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except EvalkitError as error:
+        if _State.debug:
+            traceback.print_exc()
+        click.echo(f"evalkit: error: {error.message}", err=True)
+        sys.exit(error.exit_code)
+    except KeyboardInterrupt:
+        click.echo("evalkit: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as error:  # a bug, not bad input: say so in one line
+        if _State.debug:
+            traceback.print_exc()
+        first = str(error).splitlines()[0] if str(error) else ""
+        click.echo(
+            f"evalkit: internal error: {type(error).__name__}: {first} "
+            "(rerun with --debug for the traceback, and please report it)",
+            err=True,
+        )
+        sys.exit(INTERNAL_ERROR_EXIT)
+    sys.exit(result if isinstance(result, int) else 0)

@@ -1,0 +1,58 @@
+"""The one exception tree of evalkit.
+
+Every error a user can cause is an :class:`EvalkitError`. Its message is one line
+that names the file, line or key at fault and says what to do; its ``exit_code``
+is what the command line exits with. The library raises these; only ``cli``
+turns them into a message on stderr and an exit code.
+"""
+
+from __future__ import annotations
+
+
+class EvalkitError(Exception):
+    """Base of every error evalkit reports to a user (exit code 2: bad input)."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(EvalkitError):
+    """An option value or combination of options is invalid."""
+
+
+class UnreadableFile(EvalkitError):
+    """A file does not exist, cannot be opened, or has an unknown format."""
+
+
+class MalformedFile(EvalkitError):
+    """A file opened but its content could not be parsed (names the line)."""
+
+
+class UnknownColumn(EvalkitError):
+    """A column named in an option or contract is not in the table."""
+
+
+class InvalidTable(EvalkitError):
+    """A table has the right columns but values that break a requirement."""
+
+
+class OutputExists(EvalkitError):
+    """An output path exists already and ``--force`` was not given."""
+
+
+class InfeasibleSplit(EvalkitError):
+    """The requested split cannot be met within the allowed tolerance."""
+
+
+class InvalidContract(EvalkitError):
+    """An evaluation contract is malformed (names the key)."""
+
+
+class IncompatibleResults(EvalkitError):
+    """Two results were made under different contracts or gold files."""

@@ -1,0 +1,201 @@
+"""Reading and writing tables and files, with errors a user can act on.
+
+Every command reads through :func:`read_table` and writes through the atomic
+helpers here, so that a bad file always gets the same one-line error naming
+the file (and the line, where there is one), and a crash or Ctrl-C never
+leaves a half-written output behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from evalkit.errors import MalformedFile, OutputExists, UnknownColumn, UnreadableFile
+
+if TYPE_CHECKING:
+    import polars as pl
+
+TableFormat = Literal["jsonl", "csv", "parquet"]
+
+_EXTENSIONS: dict[str, TableFormat] = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def table_format(path: Path) -> TableFormat:
+    """Return the table format implied by ``path``'s extension."""
+    suffix = path.suffix.lower()
+    if suffix not in _EXTENSIONS:
+        known = ", ".join(sorted(_EXTENSIONS))
+        raise UnreadableFile(
+            f"{path}: unknown table format {suffix or '(no extension)'!r}; use one of {known}"
+        )
+    return _EXTENSIONS[suffix]
+
+
+def sha256_file(path: Path, chunk_bytes: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes: the fingerprint outputs record of their inputs."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(chunk_bytes):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_readable(path: Path) -> None:
+    if not path.exists():
+        raise UnreadableFile(f"{path}: no such file")
+    if path.is_dir():
+        raise UnreadableFile(f"{path}: is a folder, expected a file")
+    if not os.access(path, os.R_OK):
+        raise UnreadableFile(f"{path}: permission denied")
+
+
+def read_table(path: Path, fmt: TableFormat | None = None) -> pl.DataFrame:
+    """Read a JSONL, CSV or Parquet file into a polars frame.
+
+    Types are inferred from the whole file, not a prefix, so a column whose
+    type only shows late does not fail half-way. A parse failure names the
+    first bad line (JSONL) or the reason polars gives (CSV, Parquet).
+    """
+    import polars as pl
+
+    _check_readable(path)
+    fmt = fmt or table_format(path)
+    try:
+        if fmt == "parquet":
+            return pl.read_parquet(path)
+        if fmt == "csv":
+            return pl.read_csv(path, infer_schema_length=None)
+        if path.stat().st_size == 0:
+            return pl.DataFrame()
+        return pl.read_ndjson(path, infer_schema_length=None)
+    except (pl.exceptions.PolarsError, OSError, ValueError) as error:
+        if fmt == "jsonl":
+            bad = first_bad_jsonl_line(path)
+            if bad is not None:
+                line_number, reason = bad
+                raise MalformedFile(
+                    f"{path}:{line_number}: not a JSON object ({reason}); fix or remove the line"
+                ) from error
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise MalformedFile(f"{path}: cannot read as {fmt}: {first}") from error
+
+
+def first_bad_jsonl_line(path: Path) -> tuple[int, str] | None:
+    """Return (1-based line number, reason) of the first line that is not a JSON object."""
+    import orjson
+
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError as error:
+                return number, str(error).split(":")[0]
+            if not isinstance(value, dict):
+                return number, f"found a JSON {type(value).__name__}"
+    return None
+
+
+def require_columns(frame: pl.DataFrame, columns: Sequence[str], source: str) -> None:
+    """Raise :class:`UnknownColumn` naming the first missing column and those that exist."""
+    present = frame.columns
+    for column in columns:
+        if column not in present:
+            listing = ", ".join(present[:20]) + (" …" if len(present) > 20 else "")
+            raise UnknownColumn(
+                f"{source}: no column {column!r}; the columns are: {listing or '(none)'}"
+            )
+
+
+def check_new_output(path: Path, force: bool) -> None:
+    """Refuse to overwrite an existing output unless ``force`` is set."""
+    if path.exists() and not force:
+        kind = "folder" if path.is_dir() else "file"
+        raise OutputExists(f"{path}: {kind} exists already; pass --force to overwrite it")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def write_table(frame: pl.DataFrame, path: Path, fmt: TableFormat | None = None) -> None:
+    """Write a frame as JSONL, CSV or Parquet, atomically.
+
+    Parquet is written without statistics timestamps and with a fixed
+    compression so that the same frame always gives the same bytes.
+    """
+    fmt = fmt or table_format(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        if fmt == "parquet":
+            frame.write_parquet(temporary, compression="zstd", statistics=True)
+        elif fmt == "csv":
+            frame.write_csv(temporary)
+        else:
+            frame.write_ndjson(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_directory(path: Path, force: bool) -> Iterator[Path]:
+    """Yield a temporary folder that replaces ``path`` only when the block succeeds.
+
+    A command writes all its outputs into the yielded folder; on success the
+    folder is renamed into place (an existing one is removed only then, and
+    only with ``force``), so readers never see a mix of old and new files.
+    """
+    check_new_output(path, force)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield staging
+        if path.exists():
+            check_new_output(path, force)
+            retired = path.with_name(f".{path.name}.old-{os.getpid()}")
+            os.replace(path, retired)
+            os.replace(staging, path)
+            if retired.is_dir():
+                shutil.rmtree(retired, ignore_errors=True)
+            else:
+                retired.unlink(missing_ok=True)
+        else:
+            os.replace(staging, path)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,214 @@
+"""Generate the example support-ticket set: seeded, realistic, and awkward on purpose.
+
+The data set is what evalkit's walkthrough splits and scores. It has the shapes
+that break naive splitters and scorers:
+
+* tickets come in **conversation threads** of skewed sizes (1 to 30 tickets):
+  follow-ups quote the same order and repeat phrases, so a row split leaks;
+* ~8 categories with a **long tail**, two of them rare (``legal_threat``,
+  ``fraud_report``) and living in a handful of short threads;
+* a priority, a **nullable** ``order_id`` and a nullable refund ``amount``;
+* texts from one line to several paragraphs.
+
+Run ``python examples/tickets/generate.py`` to rewrite ``tickets.jsonl``; the
+same ``--seed`` and ``--n`` always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+# (category, share of threads, thread size range or None for the skewed default)
+CATEGORIES: list[tuple[str, float, tuple[int, int] | None]] = [
+    ("billing", 0.22, None),
+    ("shipping", 0.19, None),
+    ("account", 0.15, None),
+    ("technical", 0.13, None),
+    ("returns", 0.11, None),
+    ("product_question", 0.12, None),
+    ("legal_threat", 0.04, (1, 3)),
+    ("fraud_report", 0.04, (1, 4)),
+]
+ORDER_CATEGORIES = {"billing", "shipping", "returns", "fraud_report"}
+AMOUNT_CATEGORIES = {"billing", "returns", "fraud_report"}
+PRIORITY_WEIGHTS: dict[str, list[tuple[str, float]]] = {
+    "default": [("low", 0.3), ("normal", 0.5), ("high", 0.17), ("urgent", 0.03)],
+    "legal_threat": [("high", 0.4), ("urgent", 0.6)],
+    "fraud_report": [("high", 0.5), ("urgent", 0.5)],
+    "technical": [("low", 0.15), ("normal", 0.45), ("high", 0.3), ("urgent", 0.1)],
+}
+PRODUCTS = [
+    "wireless headphones",
+    "standing desk",
+    "coffee grinder",
+    "running shoes",
+    "smart thermostat",
+    "backpack",
+    "phone case",
+    "air purifier",
+    "mechanical keyboard",
+    "yoga mat",
+]
+OPENINGS = ["Hi,", "Hello,", "Hi there,", "Good morning,", "Dear support team,", ""]
+CLOSINGS = ["Thanks.", "Thank you!", "Regards.", "Please advise.", "Cheers.", ""]
+SENTENCES: dict[str, list[str]] = {
+    "billing": [
+        "I was charged twice for order {order}.",
+        "My card shows a charge of ${amount} that I do not recognise.",
+        "The invoice for {order} lists the wrong VAT number.",
+        "I need a refund of ${amount} for the duplicate payment.",
+        "Why was my subscription renewed at a higher price?",
+        "The discount code was not applied at checkout and I paid ${amount} too much.",
+    ],
+    "shipping": [
+        "My order {order} has not arrived yet.",
+        "The tracking page for {order} has not updated in {days} days.",
+        "The parcel was delivered to the wrong address.",
+        "Can you ship the {product} to a different address?",
+        "The courier says the package was returned to sender.",
+        "Delivery was promised within 3 days but it has been {days}.",
+    ],
+    "account": [
+        "I cannot log in to my account since yesterday.",
+        "Please change the email address on my account.",
+        "I never received the password reset email.",
+        "How do I delete my account and all my data?",
+        "My account was locked after too many attempts.",
+        "Two-factor authentication codes are not arriving by SMS.",
+    ],
+    "technical": [
+        "The app crashes when I open the order history.",
+        "The {product} does not connect to the companion app.",
+        "After the latest firmware update the {product} keeps restarting.",
+        "The website shows an error 500 at checkout.",
+        "Bluetooth pairing fails with the {product}.",
+        "The page is blank on my browser; I tried clearing the cache.",
+    ],
+    "returns": [
+        "I would like to return the {product} from order {order}.",
+        "The return label for {order} does not work.",
+        "I sent the {product} back {days} days ago and have no refund of ${amount} yet.",
+        "The {product} arrived damaged; can I exchange it?",
+        "Is the return window 30 days for sale items?",
+        "I returned the wrong item by mistake.",
+    ],
+    "product_question": [
+        "Is the {product} compatible with older models?",
+        "What is the warranty on the {product}?",
+        "Does the {product} come in other colours?",
+        "Can the {product} be used outdoors?",
+        "When will the {product} be back in stock?",
+        "What are the exact dimensions of the {product}?",
+    ],
+    "legal_threat": [
+        "If this is not resolved within {days} days I will contact my lawyer.",
+        "I am filing a complaint with the consumer protection agency.",
+        "This is a formal notice before legal action regarding order {order}.",
+        "My attorney has advised me to pursue this in small claims court.",
+    ],
+    "fraud_report": [
+        "Someone placed order {order} with my card without my consent.",
+        "I see a purchase of ${amount} that I did not make; my account may be compromised.",
+        "I received a phishing email pretending to be your company.",
+        "An unknown device logged in to my account and ordered a {product}.",
+    ],
+}
+FOLLOW_UPS = [
+    "Following up on my previous message.",
+    "Any update on this?",
+    "I am still waiting for an answer.",
+    "Adding more details below.",
+    "This is my third message about the same problem.",
+]
+
+
+def _weighted(rng: random.Random, pairs: list[tuple[str, float]]) -> str:
+    labels, weights = zip(*pairs, strict=True)
+    return rng.choices(labels, weights=weights)[0]
+
+
+def _thread_size(rng: random.Random, bounds: tuple[int, int] | None) -> int:
+    if bounds is not None:
+        return rng.randint(*bounds)
+    sizes = list(range(1, 31))
+    weights = [size**-1.3 for size in sizes]
+    return rng.choices(sizes, weights=weights)[0]
+
+
+def _text(rng: random.Random, category: str, slots: dict[str, str], follow_up: bool) -> str:
+    count = rng.choices([1, 2, 3, 4, 6, 9], weights=[20, 30, 22, 14, 9, 5])[0]
+    pool = SENTENCES[category]
+    body = rng.sample(pool, min(count, len(pool)))
+    if follow_up:
+        body.insert(0, rng.choice(FOLLOW_UPS))
+    parts = [rng.choice(OPENINGS), " ".join(body).format(**slots), rng.choice(CLOSINGS)]
+    return " ".join(part for part in parts if part)
+
+
+def generate(n_tickets: int = 1200, seed: int = 7) -> list[dict[str, object]]:
+    """Return ``n_tickets`` ticket records in conversation threads, reproducibly."""
+    rng = random.Random(seed)
+    names = [name for name, _, _ in CATEGORIES]
+    shares = [share for _, share, _ in CATEGORIES]
+    bounds = {name: size for name, _, size in CATEGORIES}
+    tickets: list[dict[str, object]] = []
+    thread = 0
+    while len(tickets) < n_tickets:
+        thread += 1
+        main = rng.choices(names, weights=shares)[0]
+        size = min(_thread_size(rng, bounds[main]), n_tickets - len(tickets))
+        order = f"ORD-{rng.randint(100000, 999999)}" if main in ORDER_CATEGORIES else None
+        product = rng.choice(PRODUCTS)
+        for position in range(size):
+            # Threads drift: a long thread about shipping may turn into a return.
+            category = main
+            if (
+                position > 0
+                and rng.random() < 0.12
+                and main not in {"legal_threat", "fraud_report"}
+            ):
+                category = rng.choice(names[:6])
+            amount = None
+            if category in AMOUNT_CATEGORIES and rng.random() < 0.7:
+                amount = round(rng.uniform(5, 400), 2)
+            has_order = category in ORDER_CATEGORIES and order is not None and rng.random() < 0.8
+            slots = {
+                "order": order or "my last order",
+                "amount": f"{amount:.2f}" if amount is not None else "some money",
+                "product": product,
+                "days": str(rng.randint(2, 21)),
+            }
+            weights = PRIORITY_WEIGHTS.get(category, PRIORITY_WEIGHTS["default"])
+            tickets.append(
+                {
+                    "ticket_id": f"T{len(tickets) + 1:05d}",
+                    "conversation_id": f"C{thread:04d}",
+                    "category": category,
+                    "priority": _weighted(rng, weights),
+                    "order_id": order if has_order else None,
+                    "amount": amount,
+                    "text": _text(rng, category, slots, follow_up=position > 0),
+                }
+            )
+    return tickets
+
+
+def main() -> None:
+    """Write the ticket set as JSONL."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1200, help="number of tickets (default 1200)")
+    parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).with_name("tickets.jsonl"), help="output file"
+    )
+    args = parser.parse_args()
+    lines = [json.dumps(ticket, ensure_ascii=False) for ticket in generate(args.n, args.seed)]
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {len(lines)} tickets to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""The command line as a whole: help for every command, version, exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evalkit.cli import COMMANDS, cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_top_level_help_lists_every_command() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    for name in COMMANDS:
+        assert name in result.output
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_help_and_is_documented(name: str) -> None:
+    result = CliRunner().invoke(cli, [name, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "Usage:" in result.output
+    assert len(result.output.splitlines()) > 5
+    assert f"evalkit {name}" in (ROOT / "README.md").read_text()
+
+
+def test_version() -> None:
+    from evalkit import __version__
+
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert __version__ in result.output
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "evalkit", "no-such-command"], capture_output=True, text=True
+    )
+    assert completed.returncode == 2
+    assert "No such command" in completed.stderr
+
+
+def test_help_does_not_import_heavy_libraries() -> None:
+    code = (
+        "import sys; from evalkit.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('polars', 'pyarrow', 'sklearn', 'pandera', 'numpy', 'scipy',"
+        " 'pydantic', 'jsonschema') if m in sys.modules]\n"
+        "print('HEAVY=' + ','.join(heavy))"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.stdout.strip().splitlines()[-1] == "HEAVY=", completed.stdout
+
+
+def test_help_is_fast() -> None:
+    # Not a timing assertion on a noisy machine: a generous bound that only
+    # catches an accidental heavy import at start-up (which costs seconds).
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "evalkit", "--help"], capture_output=True, check=True)
+    assert time.perf_counter() - started < 3.0
