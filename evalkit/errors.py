@@ -56,3 +56,11 @@ class InvalidContract(EvalkitError):
 
 class IncompatibleResults(EvalkitError):
     """Two results were made under different contracts or gold files."""
+
+
+class InvalidSchema(InvalidContract):
+    """A contract's JSON Schema breaks its meta-schema or refers outside the contract."""
+
+
+class DuplicateIds(InvalidTable):
+    """An id occurs more than once where every id must be unique."""
