@@ -129,6 +129,18 @@ def check_new_output(path: Path, force: bool) -> None:
         raise OutputExists(f"{path}: {kind} exists already; pass --force to overwrite it")
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publish(temporary: str | Path, path: Path, directory: bool = False) -> None:
+    """Give a temporary file the permissions a plain write would have, then rename it."""
+    os.chmod(temporary, (0o777 if directory else 0o666) & ~_umask())
+    os.replace(temporary, path)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,7 +148,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
-        os.replace(temporary, path)
+        _publish(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -165,7 +177,7 @@ def write_table(frame: pl.DataFrame, path: Path, fmt: TableFormat | None = None)
             frame.write_csv(temporary)
         else:
             frame.write_ndjson(temporary)
-        os.replace(temporary, path)
+        _publish(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -189,13 +201,13 @@ def atomic_directory(path: Path, force: bool) -> Iterator[Path]:
             check_new_output(path, force)
             retired = path.with_name(f".{path.name}.old-{os.getpid()}")
             os.replace(path, retired)
-            os.replace(staging, path)
+            _publish(staging, path, directory=True)
             if retired.is_dir():
                 shutil.rmtree(retired, ignore_errors=True)
             else:
                 retired.unlink(missing_ok=True)
         else:
-            os.replace(staging, path)
+            _publish(staging, path, directory=True)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

@@ -20,7 +20,11 @@ from evalkit._version import __version__
 from evalkit.errors import EvalkitError
 
 # name -> (module, attribute). Add a command by adding its module here.
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "split": ("evalkit.cli.split_cmd", "split_command"),
+    "compare": ("evalkit.cli.compare_cmd", "compare_command"),
+    "gate": ("evalkit.cli.gate_cmd", "gate_command"),
+}
 
 INTERNAL_ERROR_EXIT = 3
 

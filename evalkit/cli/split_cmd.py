@@ -1,0 +1,174 @@
+"""``evalkit split``: the command-line face of :func:`evalkit.split`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+class _NumberList(click.ParamType):
+    """A comma-separated list of numbers, e.g. ``840,180,180`` or ``0.7,0.15,0.15``."""
+
+    def __init__(self, kind: type[int] | type[float]) -> None:
+        self.kind = kind
+        self.name = "int-list" if kind is int else "float-list"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, list):
+            return value
+        try:
+            return [self.kind(part) for part in str(value).split(",") if part.strip()]
+        except ValueError:
+            noun = "whole numbers" if self.kind is int else "numbers"
+            self.fail(f"{value!r} is not a comma-separated list of {noun}", param, ctx)
+
+
+@click.command("split")
+@click.argument("input_file", metavar="INPUT", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Output folder (created; must not exist unless --force).",
+)
+@click.option(
+    "--group",
+    "group",
+    multiple=True,
+    required=True,
+    metavar="COL",
+    help="Group column; repeat for a composite key. A group never spans two splits.",
+)
+@click.option("--stratify", metavar="COL", help="Class column whose shares every split tracks.")
+@click.option(
+    "--sizes",
+    type=_NumberList(int),
+    metavar="N,N,N",
+    help="Items per split, e.g. 840,180,180 (may add up to less than the input).",
+)
+@click.option(
+    "--ratios",
+    type=_NumberList(float),
+    metavar="R,R,R",
+    help="Share of items per split, summing to 1, e.g. 0.7,0.15,0.15.",
+)
+@click.option(
+    "--names",
+    default="train,val,test",
+    show_default=True,
+    metavar="A,B,C",
+    help="Split names, in the order of --sizes/--ratios.",
+)
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
+@click.option(
+    "--id",
+    "id_column",
+    metavar="COL",
+    help="Unique id column; outputs are sorted by it (recommended).",
+)
+@click.option("--text", metavar="COL", help="Text column: length statistics per split.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "jsonl", "csv"]),
+    default="parquet",
+    show_default=True,
+    help="Format of the split files.",
+)
+@click.option(
+    "--null-group",
+    type=click.Choice(["error", "singleton"]),
+    default="error",
+    show_default=True,
+    help="Rows with an empty group key: refuse, or one group each.",
+)
+@click.option(
+    "--tolerance",
+    type=int,
+    metavar="N",
+    help="Fail (exit 2) if a split's count misses its target by more than N items.",
+)
+@click.option(
+    "--near-dup",
+    type=float,
+    metavar="T",
+    help="Merge groups whose --text values are (near) duplicates, Jaccard >= T.",
+)
+@click.option(
+    "--freeze",
+    type=click.Path(path_type=Path),
+    metavar="ASSIGNMENTS",
+    help="assignments.parquet of an earlier split: known groups stay where they were.",
+)
+@click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
+@click.option("--quiet", is_flag=True, help="Print nothing but errors.")
+def split_command(
+    input_file: Path,
+    out: Path,
+    group: tuple[str, ...],
+    stratify: str | None,
+    sizes: list[int] | None,
+    ratios: list[float] | None,
+    names: str,
+    seed: int,
+    id_column: str | None,
+    text: str | None,
+    fmt: str,
+    null_group: str,
+    tolerance: int | None,
+    near_dup: float | None,
+    freeze: Path | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Split INPUT (JSONL, CSV or Parquet) into train/val/test, keeping groups whole.
+
+    Every item of a group (a conversation, document, source) lands in the same
+    split. Item counts hit --sizes exactly wherever the group sizes allow
+    (otherwise the closest counts are used and the deviation reported); with
+    --stratify each split's class shares track the whole and every class found
+    in at least as many groups as there are splits appears in each split. The
+    same data and seed give the same split, whatever the row order.
+
+    Writes OUT/<name>.<format> per split, OUT/assignments.parquet (id, group,
+    split; reusable with --freeze) and OUT/manifest.json, and prints a report.
+
+    \b
+    Example:
+      evalkit split tickets.jsonl --out splits --group conversation_id \\
+        --stratify category --id ticket_id --sizes 840,180,180 --seed 7
+    """
+    from evalkit.errors import UsageError
+    from evalkit.io import check_new_output
+    from evalkit.report.split_summary import render_split_summary
+    from evalkit.splitting.api import split
+
+    check_new_output(out, force)
+    if freeze is not None and freeze.resolve().is_relative_to(out.resolve()) and force:
+        raise UsageError(
+            f"--freeze {freeze}: the file is inside --out {out}, which --force "
+            "would replace; copy it elsewhere first"
+        )
+    result = split(
+        input_file,
+        group=list(group),
+        sizes=sizes,
+        ratios=ratios,
+        names=[name.strip() for name in names.split(",")],
+        stratify=stratify,
+        seed=seed,
+        id_column=id_column,
+        text=text,
+        null_group="singleton" if null_group == "singleton" else "error",
+        tolerance=tolerance,
+        near_dup=near_dup,
+        freeze=freeze,
+    )
+    result.write(
+        out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force
+    )
+    if not quiet:
+        click.echo(render_split_summary(result.manifest, str(out)))

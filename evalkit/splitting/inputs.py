@@ -1,0 +1,139 @@
+"""Checks on what ``split`` is asked to do, before any work starts.
+
+Option errors quote the bad value and say what would work; table errors are
+collected by pandera (all failures at once, lazily) and reported as one line
+about the first, with the count of the rest.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from evalkit.errors import InvalidTable, UsageError
+from evalkit.io import require_columns
+from evalkit.splitting.assign import IntArray
+
+RESERVED_NAMES = {"assignments", "manifest"}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def check_names(names: Sequence[str]) -> None:
+    """Split names must be distinct, usable as file names, and not reserved."""
+    if len(names) < 2:
+        raise UsageError(f"--names: need at least two splits, got {list(names)!r}")
+    for name in names:
+        if not _NAME.match(name) or name in RESERVED_NAMES:
+            raise UsageError(
+                f"--names: {name!r} cannot name a split; use letters, digits, '_', '-', '.' "
+                f"(and not {sorted(RESERVED_NAMES)})"
+            )
+    if len(set(names)) != len(names):
+        raise UsageError(f"--names: split names must be distinct, got {list(names)!r}")
+
+
+def resolve_targets(
+    n_items: int,
+    names: Sequence[str],
+    sizes: Sequence[int] | None,
+    ratios: Sequence[float] | None,
+    source: str,
+) -> IntArray:
+    """Items per split from ``sizes`` or ``ratios`` (largest-remainder rounding)."""
+    if (sizes is None) == (ratios is None):
+        raise UsageError(
+            "give exactly one of --sizes (e.g. 840,180,180) or --ratios (0.7,0.15,0.15)"
+        )
+    values: Sequence[float] = sizes if sizes is not None else ratios  # type: ignore[assignment]
+    option = "--sizes" if sizes is not None else "--ratios"
+    if len(values) != len(names):
+        raise UsageError(
+            f"{option}: {len(values)} values for {len(names)} splits {list(names)!r}; "
+            "give one per split (or change --names)"
+        )
+    if sizes is not None:
+        if any(size < 0 for size in sizes):
+            raise UsageError(f"--sizes: sizes cannot be negative, got {list(sizes)!r}")
+        total = sum(sizes)
+        if total > n_items:
+            raise UsageError(
+                f"--sizes: {','.join(map(str, sizes))} add up to {total} items but {source} "
+                f"has only {n_items}; lower the sizes or use --ratios"
+            )
+        return np.asarray(sizes, dtype=np.int64)
+    assert ratios is not None
+    if any(not math.isfinite(r) or r < 0 for r in ratios):
+        raise UsageError(f"--ratios: ratios must be finite and >= 0, got {list(ratios)!r}")
+    total_ratio = math.fsum(ratios)
+    if abs(total_ratio - 1.0) > 1e-6:
+        raise UsageError(
+            f"--ratios: {','.join(map(str, ratios))} sum to {total_ratio:g}, not 1; "
+            "give shares like 0.7,0.15,0.15 (or item counts with --sizes)"
+        )
+    exact = np.asarray(ratios, dtype=np.float64) * n_items
+    targets = np.floor(exact).astype(np.int64)
+    # Largest remainder; ties go to the earlier split, deterministically.
+    order = np.argsort(-(exact - targets), kind="stable")
+    targets[order[: n_items - int(targets.sum())]] += 1
+    return targets
+
+
+def check_table(
+    frame: pl.DataFrame,
+    *,
+    source: str,
+    group: Sequence[str],
+    id_column: str | None,
+    stratify: str | None,
+    text: str | None,
+) -> None:
+    """Validate the input table with pandera; raise one clear error for the first failure."""
+    import pandera.polars as pa
+
+    if not group:
+        raise UsageError("--group: give at least one group column")
+    named = [*group, *(c for c in (id_column, stratify, text) if c is not None)]
+    require_columns(frame, named, source)
+    if frame.height == 0:
+        raise InvalidTable(f"{source}: the table has no rows; nothing to split")
+    columns: dict[str, pa.Column] = {}
+    if id_column is not None:
+        columns[id_column] = pa.Column(unique=True, nullable=False)
+    if text is not None and text not in columns:
+        columns[text] = pa.Column(pl.String, nullable=True)
+    schema = pa.DataFrameSchema(columns)
+    try:
+        schema.validate(frame, lazy=True)
+    except pa.errors.SchemaErrors as errors:
+        raise _first_failure(errors.failure_cases, source, id_column, text) from None
+
+
+def _first_failure(
+    cases: pl.DataFrame, source: str, id_column: str | None, text: str | None
+) -> InvalidTable:
+    first = cases.row(0, named=True)
+    column, check = first["column"], str(first["check"])
+    same = cases.filter((pl.col("column") == column) & (pl.col("check") == check))
+    rows = same["index"].drop_nulls()
+    first_row = rows.cast(pl.Int64).to_numpy().min() + 1 if rows.len() else None
+    where = f" (first at row {first_row})" if first_row is not None else ""
+    if column == id_column and check == "not_nullable":
+        return InvalidTable(
+            f"{source}: {rows.len()} row(s) have no id in column {column!r}{where}; "
+            "every row needs a unique id"
+        )
+    if column == id_column and "unique" in check:
+        return InvalidTable(
+            f"{source}: id {first['failure_case']!r} appears more than once in column {column!r}"
+            f"{where}; ids must be unique ({same['failure_case'].n_unique()} repeated id(s))"
+        )
+    if column == text:
+        return InvalidTable(
+            f"{source}: column {column!r} must hold text for --text, but has type "
+            f"{first['failure_case']}; pass a text column"
+        )
+    return InvalidTable(f"{source}: column {column!r} fails check {check}{where}")

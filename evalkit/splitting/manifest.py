@@ -1,0 +1,133 @@
+"""The split manifest: what was asked, what was produced, and how well it holds.
+
+The manifest is the record a later reader trusts without re-running the
+split: it names the input by sha256, keeps every option and the seed, and
+states the quality figures (count deviation, class-share deviation, leaked
+groups) computed from the final assignment itself, not from the algorithm's
+bookkeeping.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MANIFEST_FORMAT_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputInfo(_Model):
+    """The input the split was made from."""
+
+    path: str | None = Field(description="Input file as given (null for an in-memory table).")
+    sha256: str | None = Field(description="sha256 of the input file's bytes.")
+    n_items: int = Field(description="Rows in the input.")
+    n_groups: int = Field(description="Groups after null handling and duplicate merging.")
+
+
+class SplitOptions(_Model):
+    """The options that produced the split (everything needed to reproduce it)."""
+
+    group: list[str] = Field(description="Group columns; their values together form the key.")
+    stratify: str | None = Field(default=None, description="Class column balanced across splits.")
+    sizes: list[int] | None = Field(default=None, description="Requested items per split.")
+    ratios: list[float] | None = Field(default=None, description="Requested share per split.")
+    names: list[str] = Field(description="Split names, in the order of sizes/ratios.")
+    seed: int = Field(description="Seed of the random generator.")
+    id: str | None = Field(default=None, description="Id column (unique per row).")
+    text: str | None = Field(default=None, description="Text column for length statistics.")
+    null_group: str = Field(description="What a null group key means: error or singleton.")
+    tolerance: int | None = Field(
+        default=None, description="Largest allowed count deviation per split, in items."
+    )
+    near_dup: float | None = Field(
+        default=None, description="Jaccard threshold for merging near-duplicate texts."
+    )
+    freeze: str | None = Field(default=None, description="Assignments file of an earlier split.")
+
+
+class LengthStats(_Model):
+    """Text length in characters: min, median, 95th percentile (linear), max."""
+
+    min: int
+    p50: float
+    p95: float
+    max: int
+
+
+class SplitReport(_Model):
+    """One split as produced."""
+
+    target: int = Field(description="Requested number of items.")
+    n_items: int = Field(description="Items placed in the split.")
+    n_groups: int = Field(description="Groups placed in the split.")
+    count_deviation: int = Field(description="n_items - target.")
+    class_counts: dict[str, int] = Field(description="Items per class (every class listed).")
+    class_shares: dict[str, float] = Field(description="Share of the split's items per class.")
+    class_share_deviation_pp: dict[str, float] = Field(
+        description="Class share minus the class's share of the whole input, in points."
+    )
+    classes_missing: list[str] = Field(description="Classes of the input absent from the split.")
+    length: LengthStats | None = Field(default=None, description="Length of --text, if given.")
+
+
+class Leakage(_Model):
+    """Group leakage, checked on the final assignment."""
+
+    groups_in_several_splits: int = Field(description="Groups with items in two or more splits.")
+
+
+class Quality(_Model):
+    """How close the split came to what was asked."""
+
+    max_count_deviation: int = Field(description="Largest |n_items - target| over the splits.")
+    max_class_share_deviation_pp: float = Field(
+        description="Largest |class share deviation| over splits and classes, in points."
+    )
+    max_class_share_deviation_pp_major: float = Field(
+        description="The same over classes holding at least 5% of the input's items."
+    )
+    required_classes: list[str] = Field(
+        description="Classes found in at least as many groups as there are splits."
+    )
+    required_classes_missing: dict[str, list[str]] = Field(
+        description="Per split, required classes it still lacks (empty when all are covered)."
+    )
+    leakage: Leakage
+
+
+class Merging(_Model):
+    """Groups merged because their texts are exact or near duplicates."""
+
+    threshold: float = Field(description="Jaccard threshold used.")
+    merged_groups: int = Field(description="Key groups merged into another group.")
+    largest_merged_group: int = Field(description="Items in the largest merged group.")
+
+
+class Freezing(_Model):
+    """Groups kept where an earlier split put them."""
+
+    path: str = Field(description="The assignments file given to --freeze.")
+    sha256: str = Field(description="sha256 of that file.")
+    frozen_groups: int = Field(description="Groups of the input found in the file (kept in place).")
+    new_groups: int = Field(description="Groups placed anew.")
+    conflicts: int = Field(description="Merged groups whose parts were frozen in different splits.")
+
+
+class SplitManifest(_Model):
+    """``manifest.json``: the record of one ``evalkit split`` run."""
+
+    format_version: int = Field(default=MANIFEST_FORMAT_VERSION, description="Manifest format.")
+    evalkit_version: str = Field(description="evalkit version that wrote the manifest.")
+    seed: int = Field(description="Seed of the random generator.")
+    input: InputInfo
+    options: SplitOptions
+    targets: dict[str, int] = Field(description="Requested items per split.")
+    splits: dict[str, SplitReport]
+    unused: int = Field(description="Items left out because the sizes add up to less.")
+    null_groups: int = Field(description="Rows with a null group key made their own group.")
+    merging: Merging | None = None
+    freezing: Freezing | None = None
+    quality: Quality
