@@ -1,0 +1,48 @@
+"""Shared test helpers: run the real CLI entry point in-process."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from evalkit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TICKETS = ROOT / "examples" / "tickets" / "tickets.jsonl"
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """Exit code and captured output of one ``evalkit`` run."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
+    """Call ``evalkit`` like the console script does (error handling, exit codes)."""
+
+    def run(*args: object) -> CliResult:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as done:
+            main([str(arg) for arg in args])
+        captured = capsys.readouterr()
+        code = done.value.code
+        return CliResult(code if isinstance(code, int) else 0, captured.out, captured.err)
+
+    return run
+
+
+def assert_one_line_error(result: CliResult, *fragments: str) -> None:
+    """A bad-input failure: exit 2, one line on stderr, no traceback, naming the fragments."""
+    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
