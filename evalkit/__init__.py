@@ -17,6 +17,12 @@ _EXPORTS: dict[str, str] = {
     "split": "evalkit.splitting.api",
     "SplitResult": "evalkit.splitting.api",
     "SplitManifest": "evalkit.splitting.manifest",
+    "compare": "evalkit.comparison.api",
+    "gate": "evalkit.comparison.api",
+    "load_result": "evalkit.comparison.results",
+    "ScoredResult": "evalkit.comparison.results",
+    "CandidateReport": "evalkit.comparison.models",
+    "ComparisonReport": "evalkit.comparison.models",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -1,0 +1,192 @@
+"""The public entry points: :func:`compare` and :func:`gate`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from evalkit._version import __version__
+from evalkit.comparison.models import (
+    CandidateReport,
+    ComparisonOptions,
+    ComparisonReport,
+    ContractInfo,
+    ResultRef,
+)
+from evalkit.comparison.paired import compare_scopes, new_errors, pair_examples, scope_counts
+from evalkit.comparison.ranking import decide, rank_candidates, ranking_entries
+from evalkit.comparison.results import ScoredResult, check_compatible, load_result
+from evalkit.comparison.rules import parse_gate_rules
+from evalkit.comparison.statistics import CONFIDENCE
+from evalkit.comparison.verdict import CandidateTotals, apply_rules
+from evalkit.errors import UsageError
+
+ResultLike = ScoredResult | str | os.PathLike[str]
+
+DEFAULT_SEED = 0
+# 10,000 resamples puts the Monte Carlo error of a 95% percentile bound well
+# below the third decimal; they cost milliseconds (see statistics.py).
+DEFAULT_RESAMPLES = 10_000
+
+
+def _load(result: ResultLike) -> ScoredResult:
+    return result if isinstance(result, ScoredResult) else load_result(result)
+
+
+def _reference(result: ScoredResult, name: str) -> ResultRef:
+    return ResultRef(
+        name=name,
+        path=str(result.path),
+        summary_sha256=result.summary_sha256,
+        evalkit_version=result.summary.evalkit_version,
+    )
+
+
+def _rare_flags(baseline: ScoredResult, labels: list[str]) -> dict[str, bool]:
+    """Rarity as the scorer decided it; for a class it did not list, from the contract."""
+    normalized: dict[str, Any] = baseline.summary.contract.normalized
+    max_support = (normalized.get("rare") or {}).get("max_support")
+    support = baseline.examples["class"].value_counts()
+    counts = dict(zip(support["class"].to_list(), support["count"].to_list(), strict=True))
+    flags = {}
+    for label in labels:
+        known = baseline.summary.classes.get(label)
+        if known is not None:
+            flags[f"class:{label}"] = known.rare
+        else:
+            flags[f"class:{label}"] = max_support is not None and counts[label] <= max_support
+    return flags
+
+
+def _totals(candidate: ScoredResult) -> CandidateTotals:
+    import polars as pl
+
+    row = candidate.examples.select(
+        pl.len().alias("n"),
+        pl.col("format_valid").sum().alias("format_valid"),
+        pl.col("content_correct").sum().alias("content_correct"),
+        (pl.col("error") == "missing").sum().alias("missing"),
+    ).row(0, named=True)
+    return CandidateTotals(**{key: int(value or 0) for key, value in row.items()})
+
+
+def _correct_fields(baseline: ScoredResult) -> list[str] | None:
+    correct = baseline.summary.contract.normalized.get("correct")
+    return [str(field) for field in correct] if isinstance(correct, list) else None
+
+
+def _compare_one(
+    baseline: ScoredResult, candidate: ScoredResult, name: str, seed: int, resamples: int
+) -> CandidateReport:
+    check_compatible(baseline, candidate)
+    summary = baseline.summary
+    rules = parse_gate_rules(summary.contract.normalized, baseline.path / "summary.json")
+    paired = pair_examples(baseline, candidate, _correct_fields(baseline))
+    counts = scope_counts(paired)
+    labels = [scope.removeprefix("class:") for scope in counts["classes"]["scope"].to_list()]
+    rare = _rare_flags(baseline, labels)
+    overall = compare_scopes(counts["overall"], {}, seed, resamples)[0]
+    classes = compare_scopes(counts["classes"], rare, seed, resamples)
+    slices = compare_scopes(counts["slices"], {}, seed, resamples)
+    checks = apply_rules(rules, _totals(candidate), overall, classes, slices)
+    failures = [check for check in checks if not check.passed]
+    return CandidateReport(
+        evalkit_version=__version__,
+        verdict="fail" if failures else "pass",
+        baseline=_reference(baseline, baseline.name),
+        candidate=_reference(candidate, name),
+        contract=ContractInfo(
+            name=summary.contract.name,
+            version=summary.contract.version,
+            fingerprint=summary.contract.fingerprint,
+        ),
+        gold_sha256=summary.gold.sha256,
+        options=ComparisonOptions(seed=seed, resamples=resamples, confidence=CONFIDENCE),
+        rules=rules,
+        pairing=paired.pairing,
+        failures=failures,
+        checks=checks,
+        overall=overall,
+        classes={scope.scope.removeprefix("class:"): scope for scope in classes},
+        slices={scope.scope.removeprefix("slice:"): scope for scope in slices},
+        new_errors=new_errors(paired),
+    )
+
+
+def _unique_names(results: list[ScoredResult]) -> list[str]:
+    """Candidate names, told apart by folder (and then by position) when two are alike."""
+    names = [result.name for result in results]
+    if len(set(names)) < len(names):
+        names = [f"{result.name} ({result.path})" for result in results]
+    if len(set(names)) < len(names):
+        names = [f"{name} #{position}" for position, name in enumerate(names, start=1)]
+    return names
+
+
+def _check_options(seed: int, resamples: int) -> None:
+    if seed < 0:
+        raise UsageError(f"seed {seed} is negative; pass a seed of 0 or more")
+    if resamples < 100:
+        raise UsageError(f"resamples {resamples} is too few for a 95% interval; pass 100 or more")
+
+
+def gate(
+    baseline: ResultLike,
+    candidate: ResultLike,
+    *,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+) -> CandidateReport:
+    """Compare a candidate with the baseline example by example and judge the contract's gate.
+
+    Both are result folders written by ``evalkit score`` (or already loaded
+    :class:`ScoredResult` objects). Raises :class:`~evalkit.errors.IncompatibleResults`
+    when they were scored under different contracts or gold files. The
+    report's ``verdict`` is ``fail`` when any rule fails in any scope.
+    """
+    _check_options(seed, resamples)
+    base, cand = _load(baseline), _load(candidate)
+    return _compare_one(base, cand, cand.name, seed, resamples)
+
+
+def compare(
+    baseline: ResultLike,
+    *candidates: ResultLike,
+    seed: int = DEFAULT_SEED,
+    resamples: int = DEFAULT_RESAMPLES,
+    min_gain: float = 0.0,
+) -> ComparisonReport:
+    """Compare one or more candidates with the baseline, rank them and decide.
+
+    The decision adopts the best candidate that passes the gate, provided
+    its overall content-accuracy gain is greater than ``min_gain``;
+    otherwise it says that no candidate passes, or that none gains enough,
+    and the report lists every candidate's known regressions.
+    """
+    if not candidates:
+        raise UsageError("no candidate given; pass at least one result folder to compare")
+    _check_options(seed, resamples)
+    base = _load(baseline)
+    loaded = [_load(candidate) for candidate in candidates]
+    names = _unique_names(loaded)
+    reports = [
+        _compare_one(base, result, name, seed, resamples)
+        for result, name in zip(loaded, names, strict=True)
+    ]
+    ranked = rank_candidates(reports)
+    top = ranked[0]
+    return ComparisonReport(
+        evalkit_version=__version__,
+        baseline=top.baseline,
+        contract=top.contract,
+        gold_sha256=top.gold_sha256,
+        options=top.options,
+        decision=decide(ranked, min_gain),
+        ranking=ranking_entries(ranked),
+        candidate=top.candidate.name,
+        verdict=top.verdict,
+        failures=top.failures,
+        overall=top.overall,
+        classes=top.classes,
+        candidates=ranked,
+    )

@@ -1,0 +1,290 @@
+"""Pairing two results by id and summarising every scope with paired statistics.
+
+The per-example work is a handful of polars expressions (a join and grouped
+sums); everything after that operates on one row of counts per scope, so a
+million examples cost no more in statistics than a hundred.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from evalkit.comparison import statistics
+from evalkit.comparison.models import NewError, Pairing, ScopeComparison
+from evalkit.comparison.results import ScoredResult
+
+if TYPE_CHECKING:
+    import polars as pl
+
+MAX_LISTED_IDS = 10
+_PAIRED_COLUMNS = ("format_valid", "content_correct", "error", "category")
+
+
+@dataclass(frozen=True)
+class PairedExamples:
+    """The examples present in both results, one row each, sorted by id.
+
+    Columns: ``id``, ``class``, ``predicted_class``, ``error_detail``,
+    ``slice.<name>`` (from the baseline; both share the gold file) and
+    ``baseline_<x>`` / ``candidate_<x>`` for ``format_valid``,
+    ``content_correct``, ``error`` and ``category`` (the error category, or
+    ``mismatch:<fields>`` for a valid output with wrong content).
+    """
+
+    frame: pl.DataFrame
+    pairing: Pairing
+    slice_names: list[str]
+
+
+def _category(frame: pl.DataFrame, correct_fields: list[str] | None) -> pl.Expr:
+    import polars as pl
+
+    fields = [c.removeprefix("match.") for c in frame.columns if c.startswith("match.")]
+    if correct_fields is not None:
+        fields = [field for field in fields if field in correct_fields]
+    if fields:
+        failed = pl.concat_list(
+            [pl.when(~pl.col(f"match.{f}")).then(pl.lit(f)).otherwise(None) for f in fields]
+        ).list.drop_nulls()
+        mismatch = pl.lit("mismatch:") + failed.list.join(",")
+        mismatch = pl.when(failed.list.len() > 0).then(mismatch).otherwise(pl.lit("mismatch"))
+    else:
+        mismatch = pl.lit("mismatch")
+    return (
+        pl.when(pl.col("error").is_not_null())
+        .then(pl.col("error"))
+        .when(~pl.col("content_correct"))
+        .then(mismatch)
+        .otherwise(None)
+        .alias("category")
+    )
+
+
+def _side(result: ScoredResult, correct_fields: list[str] | None, prefix: str) -> pl.DataFrame:
+    import polars as pl
+
+    frame = result.examples
+    side = frame.select(
+        "id",
+        pl.col("format_valid"),
+        pl.col("content_correct"),
+        pl.col("error").cast(pl.String),
+        _category(frame, correct_fields),
+    )
+    return side.rename({c: f"{prefix}_{c}" for c in _PAIRED_COLUMNS})
+
+
+def _listed(ids: pl.Series) -> list[str]:
+    return ids.sort().head(MAX_LISTED_IDS).to_list()
+
+
+def pair_examples(
+    baseline: ScoredResult, candidate: ScoredResult, correct_fields: list[str] | None
+) -> PairedExamples:
+    """Join the two results on id; count and list the ids only one of them has."""
+    import polars as pl
+
+    slice_names = [name for name in baseline.slice_names if name in candidate.slice_names]
+    gold_columns = ["id", "class", *(f"slice.{name}" for name in slice_names)]
+    base = baseline.examples.select(gold_columns).join(
+        _side(baseline, correct_fields, "baseline"), on="id"
+    )
+    extra = [c for c in ("predicted_class", "error_detail") if c in candidate.examples.columns]
+    cand = _side(candidate, correct_fields, "candidate").join(
+        candidate.examples.select("id", *extra), on="id"
+    )
+    for column in ("predicted_class", "error_detail"):
+        if column not in extra:
+            cand = cand.with_columns(pl.lit(None, dtype=pl.String).alias(column))
+    frame = base.join(cand, on="id", how="inner").sort("id")
+    only_base = baseline.examples.join(candidate.examples, on="id", how="anti")["id"]
+    only_cand = candidate.examples.join(baseline.examples, on="id", how="anti")["id"]
+    pairing = Pairing(
+        paired=frame.height,
+        only_in_baseline=len(only_base),
+        only_in_candidate=len(only_cand),
+        only_in_baseline_ids=_listed(only_base),
+        only_in_candidate_ids=_listed(only_cand),
+    )
+    return PairedExamples(frame, pairing, slice_names)
+
+
+def _count_expressions(grouped: bool) -> list[pl.Expr]:
+    """Sums per scope; ``grouped`` for a group_by (where a column becomes a list by itself)."""
+    import polars as pl
+
+    base, cand = pl.col("baseline_content_correct"), pl.col("candidate_content_correct")
+    base_valid, cand_valid = pl.col("baseline_format_valid"), pl.col("candidate_format_valid")
+    flip_ids = (
+        pl.col("id").filter(base & ~cand).sort().head(MAX_LISTED_IDS).alias("negative_flip_ids")
+    )
+    return [
+        pl.len().cast(pl.Int64).alias("n"),
+        base.sum().cast(pl.Int64).alias("baseline_correct"),
+        cand.sum().cast(pl.Int64).alias("candidate_correct"),
+        (base & ~cand).sum().cast(pl.Int64).alias("negative_flips"),
+        (~base & cand).sum().cast(pl.Int64).alias("positive_flips"),
+        base_valid.sum().cast(pl.Int64).alias("baseline_valid"),
+        cand_valid.sum().cast(pl.Int64).alias("candidate_valid"),
+        (base_valid & ~cand_valid).sum().cast(pl.Int64).alias("format_negative_flips"),
+        (~base_valid & cand_valid).sum().cast(pl.Int64).alias("format_positive_flips"),
+        flip_ids if grouped else flip_ids.implode(),
+    ]
+
+
+def scope_counts(paired: PairedExamples) -> dict[str, pl.DataFrame]:
+    """One row of counts per scope, in three families: overall, classes, slices."""
+    import polars as pl
+
+    frame = paired.frame
+    counts = _count_expressions(grouped=False)
+    overall = frame.select(counts).with_columns(pl.lit("overall").alias("scope"))
+    classes = (
+        frame.filter(pl.col("class").is_not_null())
+        .group_by("class")
+        .agg(_count_expressions(grouped=True))
+        .sort("class")
+        .with_columns(("class:" + pl.col("class")).alias("scope"))
+        .drop("class")
+    )
+    slices = [
+        frame.filter(pl.col(f"slice.{name}").fill_null(False))
+        .select(counts)
+        .with_columns(pl.lit(f"slice:{name}").alias("scope"))
+        for name in paired.slice_names
+    ]
+    empty = overall.clear()
+    return {
+        "overall": overall,
+        "classes": classes if classes.height else empty,
+        "slices": pl.concat(slices) if slices else empty,
+    }
+
+
+def _optional(values: np.ndarray, index: int) -> float | None:
+    value = float(values[index])
+    return None if np.isnan(value) else value
+
+
+def _interval(low: np.ndarray, high: np.ndarray, index: int) -> tuple[float, float] | None:
+    if np.isnan(low[index]):
+        return None
+    return float(low[index]), float(high[index])
+
+
+def compare_scopes(
+    counts: pl.DataFrame, rare: dict[str, bool], seed: int, resamples: int
+) -> list[ScopeComparison]:
+    """Statistics of every scope in one family; Holm adjusts across the family."""
+    column: dict[str, Any] = {
+        name: counts[name].to_numpy() for name in counts.columns if counts[name].dtype.is_numeric()
+    }
+    flip_ids: list[list[str]] = counts["negative_flip_ids"].to_list()
+    n = column["n"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        base_acc = np.where(n > 0, column["baseline_correct"] / n, np.nan)
+        cand_acc = np.where(n > 0, column["candidate_correct"] / n, np.nan)
+        delta = np.where(n > 0, (column["positive_flips"] - column["negative_flips"]) / n, np.nan)
+        base_fv = np.where(n > 0, column["baseline_valid"] / n, np.nan)
+        cand_fv = np.where(n > 0, column["candidate_valid"] / n, np.nan)
+        format_delta = np.where(
+            n > 0, (column["format_positive_flips"] - column["format_negative_flips"]) / n, np.nan
+        )
+        flip_rate = np.where(n > 0, column["negative_flips"] / n, np.nan)
+    base_low, base_high = statistics.wilson_interval(column["baseline_correct"], n)
+    cand_low, cand_high = statistics.wilson_interval(column["candidate_correct"], n)
+    p = statistics.mcnemar_exact_p(column["negative_flips"], column["positive_flips"])
+    holm = statistics.holm_adjust(p)
+    format_p = statistics.mcnemar_exact_p(
+        column["format_negative_flips"], column["format_positive_flips"]
+    )
+    scopes = []
+    for i, scope in enumerate(counts["scope"].to_list()):
+        size = int(n[i])
+        rng = statistics.scope_seed(seed, scope)
+        scopes.append(
+            ScopeComparison(
+                scope=scope,
+                n=size,
+                rare=rare.get(scope, False),
+                baseline_correct=int(column["baseline_correct"][i]),
+                candidate_correct=int(column["candidate_correct"][i]),
+                baseline_accuracy=_optional(base_acc, i),
+                candidate_accuracy=_optional(cand_acc, i),
+                baseline_accuracy_ci=_interval(base_low, base_high, i),
+                candidate_accuracy_ci=_interval(cand_low, cand_high, i),
+                delta=_optional(delta, i),
+                delta_ci=statistics.paired_bootstrap_delta_ci(
+                    int(column["positive_flips"][i]),
+                    int(column["negative_flips"][i]),
+                    size,
+                    rng,
+                    resamples,
+                ),
+                negative_flips=int(column["negative_flips"][i]),
+                positive_flips=int(column["positive_flips"][i]),
+                negative_flip_rate=_optional(flip_rate, i),
+                mcnemar_p=float(p[i]),
+                holm_p=float(holm[i]),
+                negative_flip_ids=flip_ids[i],
+                baseline_format_validity=_optional(base_fv, i),
+                candidate_format_validity=_optional(cand_fv, i),
+                format_delta=_optional(format_delta, i),
+                format_delta_ci=statistics.paired_bootstrap_delta_ci(
+                    int(column["format_positive_flips"][i]),
+                    int(column["format_negative_flips"][i]),
+                    size,
+                    rng,
+                    resamples,
+                ),
+                format_negative_flips=int(column["format_negative_flips"][i]),
+                format_positive_flips=int(column["format_positive_flips"][i]),
+                format_mcnemar_p=float(format_p[i]),
+            )
+        )
+    return scopes
+
+
+def new_errors(paired: PairedExamples) -> list[NewError]:
+    """Errors the candidate makes where the baseline was right or wrong differently.
+
+    Grouped by the candidate's category, most frequent first, with the
+    smallest id as the example: the reader sees each new failure mode once.
+    """
+    import polars as pl
+
+    frame = paired.frame.filter(
+        pl.col("candidate_category").is_not_null()
+        & (
+            pl.col("baseline_category").is_null()
+            | (pl.col("baseline_category") != pl.col("candidate_category"))
+        )
+    )
+    grouped = (
+        frame.sort("id")
+        .group_by("candidate_category", maintain_order=True)
+        .agg(
+            pl.len().alias("count"),
+            pl.col("id").first().alias("example_id"),
+            pl.col("baseline_category").first(),
+            pl.col("class").first(),
+            pl.col("predicted_class").first(),
+            pl.col("error_detail").first(),
+        )
+        .sort(["count", "candidate_category"], descending=[True, False])
+    )
+    return [
+        NewError(
+            category=row["candidate_category"],
+            count=row["count"],
+            example_id=row["example_id"],
+            baseline_category=row["baseline_category"],
+            gold_class=row["class"],
+            predicted_class=row["predicted_class"],
+            detail=row["error_detail"],
+        )
+        for row in grouped.iter_rows(named=True)
+    ]

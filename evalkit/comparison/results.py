@@ -1,0 +1,201 @@
+"""Reading a result folder written by ``evalkit score`` and checking two agree.
+
+A result is ``summary.json`` plus ``examples.parquet`` (docs/formats.md). Only
+the keys and columns that comparison relies on are required; anything else a
+newer scorer adds is carried along untouched. Every problem becomes one line
+that names the file and the key or column, and says what to do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evalkit.errors import (
+    IncompatibleResults,
+    InvalidTable,
+    MalformedFile,
+    UnreadableFile,
+)
+from evalkit.io import read_table, require_columns, sha256_file
+
+if TYPE_CHECKING:
+    import polars as pl
+
+SUPPORTED_FORMAT_VERSION = 1
+EXAMPLE_COLUMNS = ("id", "class", "format_valid", "error", "content_correct")
+RERUN_HINT = "re-run evalkit score to write a complete result"
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class ContractRef(_Loose):
+    """The contract a result was scored under."""
+
+    name: str
+    version: int
+    fingerprint: str
+    normalized: dict[str, Any] = {}
+
+
+class GoldRef(_Loose):
+    """The gold file a result was scored against."""
+
+    sha256: str
+    n: int
+
+
+class OverallSummary(_Loose):
+    """The overall counts of a result (more keys are kept but not needed here)."""
+
+    n: int
+    missing: int = 0
+
+
+class ClassSummary(_Loose):
+    """Per-class facts the scorer decided, of which comparison needs ``rare``."""
+
+    support: int
+    rare: bool = False
+
+
+class ResultSummary(_Loose):
+    """The part of ``summary.json`` that comparison reads."""
+
+    format_version: int
+    evalkit_version: str
+    name: str
+    contract: ContractRef
+    gold: GoldRef
+    overall: OverallSummary
+    classes: dict[str, ClassSummary] = {}
+
+
+@dataclass(frozen=True)
+class ScoredResult:
+    """One folder written by ``evalkit score``: its summary and its per-example table."""
+
+    path: Path
+    summary: ResultSummary
+    examples: pl.DataFrame
+    summary_sha256: str
+
+    @property
+    def name(self) -> str:
+        """The result's name (``--name`` of ``evalkit score``, else its folder's name)."""
+        return self.summary.name or self.path.name
+
+    @property
+    def slice_names(self) -> list[str]:
+        """Names of the slices recorded as ``slice.<name>`` columns."""
+        return [c.removeprefix("slice.") for c in self.examples.columns if c.startswith("slice.")]
+
+
+def _first_error(error: ValidationError) -> str:
+    detail = error.errors()[0]
+    key = ".".join(str(part) for part in detail["loc"]) or "(top level)"
+    if detail["type"] == "missing":
+        return f"missing key {key!r}"
+    return f"key {key!r}: {detail['msg'].lower()}"
+
+
+def _read_summary(path: Path) -> ResultSummary:
+    import orjson
+
+    if not path.is_file():
+        raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
+    try:
+        raw = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as error:
+        raise MalformedFile(
+            f"{path}:{error.lineno}: not valid JSON ({error.msg}); {RERUN_HINT}"
+        ) from error
+    except OSError as error:
+        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
+    if not isinstance(raw, dict):
+        raise MalformedFile(f"{path}: expected a JSON object; {RERUN_HINT}")
+    try:
+        summary = ResultSummary.model_validate(raw)
+    except ValidationError as error:
+        raise MalformedFile(f"{path}: {_first_error(error)}; {RERUN_HINT}") from error
+    if summary.format_version > SUPPORTED_FORMAT_VERSION:
+        raise MalformedFile(
+            f"{path}: format_version {summary.format_version} is newer than this evalkit "
+            f"understands ({SUPPORTED_FORMAT_VERSION}); upgrade evalkit"
+        )
+    return summary
+
+
+def _read_examples(path: Path, summary: ResultSummary) -> pl.DataFrame:
+    import polars as pl
+
+    if not path.is_file():
+        raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
+    frame = read_table(path, "parquet")
+    require_columns(frame, EXAMPLE_COLUMNS, str(path))
+    for column in ("id", "format_valid", "content_correct"):
+        nulls = frame[column].null_count()
+        if nulls:
+            raise InvalidTable(f"{path}: column {column!r} has {nulls} null values; {RERUN_HINT}")
+    for column in ("format_valid", "content_correct"):
+        if frame[column].dtype != pl.Boolean:
+            raise InvalidTable(
+                f"{path}: column {column!r} is {frame[column].dtype}, expected Boolean; "
+                f"{RERUN_HINT}"
+            )
+    frame = frame.with_columns(pl.col("id").cast(pl.String), pl.col("class").cast(pl.String))
+    duplicated = frame.filter(pl.col("id").is_duplicated())["id"]
+    if len(duplicated):
+        raise InvalidTable(
+            f"{path}: id {duplicated.sort()[0]!r} occurs more than once; ids must be unique"
+        )
+    if frame.height != summary.overall.n:
+        raise InvalidTable(
+            f"{path}: {frame.height} rows but summary.json says overall.n = "
+            f"{summary.overall.n}; the folder mixes two runs, {RERUN_HINT}"
+        )
+    return frame.sort("id")
+
+
+def load_result(path: str | os.PathLike[str]) -> ScoredResult:
+    """Read and check a result folder written by ``evalkit score``."""
+    folder = Path(path)
+    if not folder.exists():
+        raise UnreadableFile(f"{folder}: no such folder; pass a folder written by evalkit score")
+    if not folder.is_dir():
+        raise UnreadableFile(
+            f"{folder}: is a file; pass the folder written by evalkit score "
+            "(with summary.json and examples.parquet)"
+        )
+    summary_path = folder / "summary.json"
+    summary = _read_summary(summary_path)
+    examples = _read_examples(folder / "examples.parquet", summary)
+    return ScoredResult(folder, summary, examples, sha256_file(summary_path))
+
+
+def check_compatible(baseline: ScoredResult, candidate: ScoredResult) -> None:
+    """Refuse two results made under different contracts or gold files.
+
+    Comparing across rule changes or gold edits would attribute the change of
+    the rules to the model; the fingerprints make that impossible to miss.
+    """
+    base, cand = baseline.summary, candidate.summary
+    if base.contract.fingerprint != cand.contract.fingerprint:
+        raise IncompatibleResults(
+            f"{baseline.path} and {candidate.path} were scored under different contracts: "
+            f"{base.contract.name} v{base.contract.version} ({base.contract.fingerprint}) vs "
+            f"{cand.contract.name} v{cand.contract.version} ({cand.contract.fingerprint}); "
+            "re-score both with the same contract"
+        )
+    if base.gold.sha256 != cand.gold.sha256:
+        raise IncompatibleResults(
+            f"{baseline.path} and {candidate.path} were scored against different gold files: "
+            f"sha256 {base.gold.sha256} vs {cand.gold.sha256}; "
+            "score both against the same gold file"
+        )
