@@ -93,7 +93,7 @@ def _drop_check(
         p_value=measure.p_value if significance is not None else None,
         significance=significance,
         reason=reason,
-        negative_flip_ids=scope.negative_flip_ids if measure.name == "accuracy" else [],
+        negative_flip_ids=scope.negative_flip_ids if measure.name == "content accuracy" else [],
     )
 
 
@@ -149,7 +149,7 @@ def _absolute_checks(rules: GateRules, totals: CandidateTotals) -> list[RuleChec
 
 
 def _accuracy(scope: ScopeComparison, p_value: float) -> _Measure:
-    return _Measure("accuracy", scope.baseline_accuracy, scope.candidate_accuracy, p_value)
+    return _Measure("content accuracy", scope.baseline_accuracy, scope.candidate_accuracy, p_value)
 
 
 def apply_rules(
