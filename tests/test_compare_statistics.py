@@ -68,6 +68,7 @@ def test_mcnemar_known_values() -> None:
     assert mcnemar_exact_p(np.array([3]), np.array([3]))[0] == 1.0
 
 
+@settings(max_examples=40, deadline=None)  # statsmodels takes tens of ms per call
 @given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=30))
 def test_holm_matches_statsmodels(p_values: list[float]) -> None:
     ours = holm_adjust(np.array(p_values))

@@ -1,0 +1,73 @@
+"""Options shared by ``evalkit compare`` and ``evalkit gate``, and their output helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+if TYPE_CHECKING:
+    from evalkit.comparison.models import CandidateReport
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+RESULT_FOLDER = click.Path(file_okay=False, path_type=str)
+
+
+def statistics_options(function: F) -> F:
+    """``--seed`` and ``--resamples``: the two knobs that change the reported intervals."""
+    function = click.option(
+        "--resamples",
+        type=click.IntRange(min=100),
+        default=10_000,
+        show_default=True,
+        help="Paired-bootstrap resamples per scope for the 95% interval of each delta.",
+    )(function)
+    function = click.option(
+        "--seed",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Seed of the bootstrap: the same seed gives byte-identical reports.",
+    )(function)
+    return function
+
+
+def warn_unpaired(report: CandidateReport) -> None:
+    """Say on stderr when some ids are in only one result (they are left out)."""
+    pairing = report.pairing
+    if pairing.only_in_baseline or pairing.only_in_candidate:
+        examples = pairing.only_in_baseline_ids or pairing.only_in_candidate_ids
+        click.echo(
+            f"evalkit: warning: {report.candidate.name}: {pairing.only_in_baseline} ids only in "
+            f"the baseline and {pairing.only_in_candidate} only in the candidate "
+            f"(e.g. {examples[0]}); they are left out of the comparison",
+            err=True,
+        )
+
+
+def verdict_lines(report: CandidateReport) -> list[str]:
+    """A few plain lines for the terminal: verdict, the overall change, each failure."""
+    overall = report.overall
+    verdict = "PASS" if report.verdict == "pass" else "FAIL"
+    lines = [
+        f"{verdict}: {report.candidate.name} vs {report.baseline.name} "
+        f"({report.contract.name} v{report.contract.version}, "
+        f"{report.pairing.paired} paired examples, {len(report.checks)} checks)"
+    ]
+    if overall.baseline_accuracy is not None and overall.candidate_accuracy is not None:
+        interval = ""
+        if overall.delta_ci is not None:
+            interval = f", 95% CI {overall.delta_ci[0]:+.3f} to {overall.delta_ci[1]:+.3f}"
+        lines.append(
+            f"  content accuracy {overall.baseline_accuracy:.3f} → "
+            f"{overall.candidate_accuracy:.3f} ({overall.delta:+.3f}{interval}); "
+            f"{overall.negative_flips} negative / {overall.positive_flips} positive flips"
+        )
+    for failure in report.failures:
+        line = f"  ✗ {failure.rule} @ {failure.scope}: {failure.reason}"
+        if failure.negative_flip_ids:
+            line += "; negative flips: " + ", ".join(failure.negative_flip_ids)
+        lines.append(line)
+    return lines

@@ -1,0 +1,83 @@
+"""``evalkit compare``: a paired regression report of candidates against a baseline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from evalkit.cli._comparison_options import (
+    RESULT_FOLDER,
+    statistics_options,
+    verdict_lines,
+    warn_unpaired,
+)
+
+
+@click.command("compare")
+@click.argument("baseline", type=RESULT_FOLDER)
+@click.argument("candidates", type=RESULT_FOLDER, nargs=-1, required=True)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for report.json, report.md and junit.xml (without it, only print).",
+)
+@click.option("--force", is_flag=True, help="Replace the --out folder if it exists.")
+@click.option(
+    "--min-gain",
+    type=click.FloatRange(min=0.0, max=1.0),
+    default=0.0,
+    show_default=True,
+    help="Overall accuracy gain a passing candidate needs to be adopted.",
+)
+@statistics_options
+def compare_command(
+    baseline: str,
+    candidates: tuple[str, ...],
+    out: Path | None,
+    force: bool,
+    min_gain: float,
+    seed: int,
+    resamples: int,
+) -> None:
+    """Compare CANDIDATES with BASELINE example by example, rank them and decide.
+
+    Every argument is a folder written by `evalkit score` under the same
+    contract and gold file (otherwise: exit 2). For each candidate: accuracy
+    and format-validity deltas with paired-bootstrap 95% intervals, negative
+    and positive flips, exact McNemar p-values (Holm-adjusted across classes),
+    Wilson intervals, overall, per class and per slice, and the contract's
+    gate verdict. With several candidates they are ranked (passing first,
+    then by accuracy gain) and the report names the one to adopt, or says
+    that none passes or none gains more than --min-gain.
+
+    \b
+    Writes DIR/report.json, DIR/report.md and DIR/junit.xml with --out.
+    Exit codes: 0 done (whatever the verdicts; use `evalkit gate` in CI),
+    2 bad input.
+
+    \b
+    Example:
+      evalkit compare runs/baseline runs/cand-a runs/cand-b --out reports/
+    """
+    from evalkit.comparison.api import compare
+    from evalkit.io import atomic_directory, atomic_write_text, check_new_output
+    from evalkit.report.json_report import render_json
+    from evalkit.report.junit import render_junit
+    from evalkit.report.markdown import render_comparison_markdown
+
+    if out is not None:
+        check_new_output(out, force)
+    report = compare(baseline, *candidates, seed=seed, resamples=resamples, min_gain=min_gain)
+    for candidate in report.candidates:
+        warn_unpaired(candidate)
+    if out is not None:
+        with atomic_directory(out, force) as staging:
+            atomic_write_text(staging / "report.json", render_json(report))
+            atomic_write_text(staging / "report.md", render_comparison_markdown(report))
+            atomic_write_text(staging / "junit.xml", render_junit(report.candidates))
+    for entry, candidate in zip(report.ranking, report.candidates, strict=True):
+        click.echo(f"{entry.rank}. " + "\n".join(verdict_lines(candidate)))
+    click.echo(f"Decision: {report.decision.reason}")
+    if out is not None:
+        click.echo(f"wrote {out}/report.json, report.md, junit.xml")

@@ -1,0 +1,88 @@
+"""``evalkit gate``: the CI verdict on one candidate (exit 0 pass, 1 fail, 2 bad input)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from evalkit.cli._comparison_options import (
+    RESULT_FOLDER,
+    statistics_options,
+    verdict_lines,
+    warn_unpaired,
+)
+
+OUTPUT_FILE = click.Path(dir_okay=False, path_type=Path)
+
+
+@click.command("gate")
+@click.argument("baseline", type=RESULT_FOLDER)
+@click.argument("candidate", type=RESULT_FOLDER)
+@click.option(
+    "--junit", type=OUTPUT_FILE, help="Write JUnit XML: one test case per rule and scope."
+)
+@click.option("--markdown", type=OUTPUT_FILE, help="Write the Markdown report.")
+@click.option("--json", "json_path", type=OUTPUT_FILE, help="Write the report as JSON.")
+@click.option("--force", is_flag=True, help="Overwrite report files that exist already.")
+@statistics_options
+def gate_command(
+    baseline: str,
+    candidate: str,
+    junit: Path | None,
+    markdown: Path | None,
+    json_path: Path | None,
+    force: bool,
+    seed: int,
+    resamples: int,
+) -> None:
+    """Judge CANDIDATE against BASELINE with the contract's gate rules.
+
+    BASELINE and CANDIDATE are folders written by `evalkit score` under the
+    same contract and gold file (otherwise: exit 2). Examples are paired by
+    id; every rule of the contract's `gate` block is checked overall, per
+    class and per slice. A rare class is judged by its own threshold alone;
+    with `vs_baseline.significance` set, an overall or non-rare class drop
+    fails only if its (Holm-adjusted) exact McNemar p is also below it.
+
+    \b
+    Exit codes: 0 the candidate passes, 1 it fails a rule, 2 bad input.
+    Under GitHub Actions, failures are printed as ::error annotations and the
+    Markdown report is appended to $GITHUB_STEP_SUMMARY.
+
+    \b
+    Example:
+      evalkit gate runs/baseline runs/candidate --junit gate.xml
+    """
+    from evalkit.comparison.api import gate
+    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.report.github import error_annotations
+    from evalkit.report.json_report import render_json
+    from evalkit.report.junit import render_junit
+    from evalkit.report.markdown import render_candidate_markdown
+
+    outputs = [path for path in (junit, markdown, json_path) if path is not None]
+    for path in outputs:
+        check_new_output(path, force)
+    report = gate(baseline, candidate, seed=seed, resamples=resamples)
+    warn_unpaired(report)
+    markdown_text = render_candidate_markdown(report)
+    if junit is not None:
+        atomic_write_text(junit, render_junit([report]))
+    if markdown is not None:
+        atomic_write_text(markdown, markdown_text)
+    if json_path is not None:
+        atomic_write_text(json_path, render_json(report))
+    for line in verdict_lines(report):
+        click.echo(line)
+    for path in outputs:
+        click.echo(f"wrote {path}")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in error_annotations(report):
+            click.echo(line)
+    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if step_summary:
+        with open(step_summary, "a", encoding="utf-8") as handle:
+            handle.write(markdown_text + "\n")
+    click.get_current_context().exit(0 if report.verdict == "pass" else 1)
