@@ -20,7 +20,7 @@ import polars as pl
 from evalkit._version import __version__
 from evalkit.errors import InfeasibleSplit, UsageError
 from evalkit.io import TableFormat, atomic_directory, read_table, sha256_file, write_table
-from evalkit.splitting.assign import IntArray, Problem, assign_groups, required_classes
+from evalkit.splitting.assign import assign_groups
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
     NullGroupPolicy,
@@ -40,6 +40,7 @@ from evalkit.splitting.manifest import (
     SplitOptions,
 )
 from evalkit.splitting.report import build_report
+from evalkit.splitting.state import IntArray, Problem, required_classes
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,8 @@ def split(
     problem = Problem(targets=all_targets, covered_splits=covered & (all_targets > 0), seed=seed)
     row_split = assign_groups(table, problem)[row_group]
 
-    split_names = np.asarray([*names, None], dtype=object)
-    split_column = pl.Series("split", split_names[row_split], pl.String)
+    split_names = pl.Series("split", [*names, None], dtype=pl.String)
+    split_column = split_names.gather(row_split)
     order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
     assignments = _assignments(frame, group, id_column, split_column, order)
     frames = _split_frames(frame, row_split, names, order)

@@ -16,8 +16,8 @@ import polars as pl
 
 from evalkit.errors import InvalidTable, UsageError
 from evalkit.io import read_table, require_columns
-from evalkit.splitting.assign import IntArray
 from evalkit.splitting.groups import group_key
+from evalkit.splitting.state import IntArray
 
 
 def frozen_rows(

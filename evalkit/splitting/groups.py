@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 
 from evalkit.errors import InvalidTable
-from evalkit.splitting.assign import FREE, GroupTable, IntArray
+from evalkit.splitting.state import FREE, GroupTable, IntArray
 
 NullGroupPolicy = Literal["error", "singleton"]
 NULL_LABEL = "(null)"

@@ -16,7 +16,7 @@ import polars as pl
 
 from evalkit.errors import InvalidTable, UsageError
 from evalkit.io import require_columns
-from evalkit.splitting.assign import IntArray
+from evalkit.splitting.state import IntArray
 
 RESERVED_NAMES = {"assignments", "manifest"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
