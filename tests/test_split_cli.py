@@ -8,7 +8,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from conftest import TICKETS, assert_one_line_error
 
 GOLDEN = Path(__file__).parent / "golden" / "split_manifest.json"
