@@ -1,0 +1,40 @@
+"""The normalised form of a contract and its fingerprint.
+
+Two numbers are comparable only when they were made under the same rules.
+The fingerprint is the sha256 of the normalised contract (every default made
+explicit, the JSON Schema inline) together with the evaluator semantics
+(parser, validator and their versions), so a changed threshold, a changed
+schema file or an upgraded validator all change it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from evalkit.contract.model import Contract
+
+
+def normalized_contract(contract: Contract) -> dict[str, Any]:
+    """The contract as plain JSON data, every default explicit, schema inline.
+
+    ``schema_file`` is left out: the schema it named is inline, and a renamed
+    file with the same schema is the same rule.
+    """
+    data = contract.model_dump(mode="json", by_alias=True, exclude={"output": {"schema_file"}})
+    return data
+
+
+def canonical_json(value: Any) -> bytes:
+    """Sorted-key compact JSON: the byte form that is hashed."""
+    import orjson
+
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def contract_fingerprint(contract: Contract) -> str:
+    """``sha256:<hex>`` of the normalised contract plus the evaluator semantics."""
+    from evalkit.contract.validation import evaluator_semantics
+
+    payload = {"contract": normalized_contract(contract), "evaluator": evaluator_semantics()}
+    return "sha256:" + hashlib.sha256(canonical_json(payload)).hexdigest()

@@ -1,0 +1,204 @@
+"""Loading a contract from YAML or JSON, with errors that name the key.
+
+Loading is where every contract mistake surfaces: a YAML syntax error (with
+its line), a duplicated key, an unknown key (with the keys allowed there), a
+wrong value, a broken JSON Schema. The result is a :class:`Contract` whose
+schema is inline and complete, so the normalised contract fingerprints the
+rules themselves and not a file name.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from evalkit.contract.model import Contract
+from evalkit.errors import InvalidContract, InvalidSchema, UnreadableFile
+
+DEFAULT_SCHEMA: dict[str, Any] = {"type": "object"}
+
+
+def _yaml_loader() -> type:
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        """A safe loader that refuses a key given twice (YAML would keep the last)."""
+
+    def construct_mapping(loader: Any, node: Any, deep: bool = False) -> Any:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                line = key_node.start_mark.line + 1
+                raise InvalidContract(f"{line}: key {key!r} is given twice; keep one")
+            seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    UniqueKeyLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping
+    )
+    return UniqueKeyLoader
+
+
+def read_document(path: Path) -> Any:
+    """Parse a YAML (``.yaml``/``.yml``) or JSON file; errors name the file and line."""
+    import yaml
+
+    if not path.exists():
+        raise UnreadableFile(f"{path}: no such file")
+    if path.is_dir():
+        raise UnreadableFile(f"{path}: is a folder, expected a contract file")
+    suffix = path.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".json"):
+        raise UnreadableFile(f"{path}: unknown contract format {suffix!r}; use .yaml or .json")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidContract(f"{path}: not UTF-8 text ({error.reason})") from error
+    except OSError as error:
+        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
+    try:
+        if suffix == ".json":
+            return _read_json(text)
+        return yaml.load(text, Loader=_yaml_loader())  # a SafeLoader subclass
+    except InvalidContract as error:
+        raise InvalidContract(f"{path}:{error.message}") from error
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise InvalidContract(f"{path}{where}: not valid YAML ({problem})") from error
+
+
+def _read_json(text: str) -> Any:
+    import json
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        for key in keys:
+            if keys.count(key) > 1:
+                raise InvalidContract(f" key {key!r} is given twice; keep one")
+        return dict(pairs)
+
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except json.JSONDecodeError as error:
+        raise InvalidContract(f"{error.lineno}: not valid JSON ({error.msg})") from error
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The model classes an annotation may hold, stepping through Optional/list/dict."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return [inner for arg in typing.get_args(annotation) for inner in _unwrap(arg)]
+    if origin in (list, dict):
+        return [("container", origin, typing.get_args(annotation)[-1])]
+    return [annotation]
+
+
+def _allowed_keys(location: tuple[Any, ...]) -> list[str]:
+    """Keys allowed in the mapping at ``location`` (to list them in an unknown-key error)."""
+    from pydantic import BaseModel
+
+    current: list[Any] = [Contract]
+    parts = list(location)
+    while parts:
+        part = parts.pop(0)
+        following: list[Any] = []
+        for item in current:
+            if isinstance(item, tuple):  # a container: this part is a key or an index
+                following += _unwrap(item[2])
+            elif isinstance(item, type) and issubclass(item, BaseModel):
+                for name, info in item.model_fields.items():
+                    if part in (name, info.alias):
+                        following += _unwrap(info.annotation)
+        current = following
+    for item in current:
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            return sorted(info.alias or name for name, info in item.model_fields.items())
+    return []
+
+
+def _dotted(location: tuple[Any, ...]) -> str:
+    text = ""
+    for part in location:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def describe_validation_error(error: Any) -> str:
+    """One line for the first problem pydantic found, naming the key."""
+    detail = error.errors()[0]
+    location = tuple(part for part in detail["loc"] if not (isinstance(part, str) and "[" in part))
+    key = _dotted(location)
+    kind = detail["type"]
+    if kind == "extra_forbidden":
+        allowed = ", ".join(_allowed_keys(location[:-1]))
+        return f"unknown key {key!r}; the keys allowed there are: {allowed}"
+    if kind == "missing":
+        return f"missing key {key!r}"
+    message = str(detail["msg"]).removeprefix("Value error, ")
+    if kind == "value_error":
+        return f"{key}: {message}" if key else message
+    given = detail.get("input")
+    shown = repr(given) if isinstance(given, str | int | float | bool) else type(given).__name__
+    return f"key {key!r}: {message[:1].lower() + message[1:]} (got {shown})"
+
+
+def _load_schema_file(contract_path: Path, relative: str) -> dict[str, Any]:
+    target = (contract_path.parent / relative).resolve()
+    try:
+        document = read_document(target)
+    except UnreadableFile as error:
+        raise InvalidContract(
+            f"{contract_path}: output.schema_file: {error.message}; the path is relative "
+            "to the contract file"
+        ) from error
+    if not isinstance(document, dict):
+        raise InvalidSchema(f"{target}: a JSON Schema must be an object")
+    return document
+
+
+def load_contract(path: str | os.PathLike[str]) -> Contract:
+    """Read, validate and complete a contract file (YAML or JSON).
+
+    Raises :class:`~evalkit.errors.InvalidContract` (or :class:`InvalidSchema`)
+    with one line naming the file and the key. The returned contract holds its
+    JSON Schema inline (from ``schema_file`` or the default ``{type: object}``).
+    """
+    from pydantic import ValidationError
+
+    contract_path = Path(path)
+    document = read_document(contract_path)
+    if not isinstance(document, dict):
+        found = "nothing" if document is None else f"a {type(document).__name__}"
+        raise InvalidContract(f"{contract_path}: expected a mapping of keys, found {found}")
+    try:
+        contract = Contract.model_validate(document)
+    except ValidationError as error:
+        raise InvalidContract(f"{contract_path}: {describe_validation_error(error)}") from error
+    return complete_schema(contract, contract_path)
+
+
+def complete_schema(contract: Contract, contract_path: Path) -> Contract:
+    """Inline ``schema_file`` (or the default schema) and check the schema; return the contract."""
+    from evalkit.contract.validation import SchemaProblem, check_schema
+
+    output = contract.output
+    if output.parse != "json":
+        return contract
+    schema = output.json_schema
+    if output.schema_file is not None:
+        schema = _load_schema_file(contract_path, output.schema_file)
+    if schema is None:
+        schema = dict(DEFAULT_SCHEMA)
+    try:
+        check_schema(schema)
+    except SchemaProblem as problem:
+        key = "output.schema_file" if output.schema_file else "output.schema"
+        raise InvalidSchema(f"{contract_path}: {key}: {problem}") from problem
+    new_output = output.model_copy(update={"json_schema": schema, "schema_file": None})
+    return contract.model_copy(update={"output": new_output})

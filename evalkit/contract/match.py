@@ -1,0 +1,205 @@
+"""Field matchers: does a predicted value equal the gold value, under the contract's rule?
+
+Each matcher is a polars expression over the gold column and the parsed
+value columns (``k<i>`` kind, ``v<i>`` text; see :mod:`evalkit.contract.parse`),
+so one rule runs vectorised over every example. The rules (docs/contracts.md):
+
+* a **null gold** value expects null or an absent key, whatever the matcher;
+* ``exact``: same JSON type and value (a number equals a number of the same
+  value, ``1 == 1.0``; a string never equals a number);
+* ``normalized``: strings equal after NFKC, lower-casing and whitespace
+  collapsing (other types: as ``exact``);
+* ``number``: a JSON number within ``tolerance`` of the gold number, inclusive
+  (with 1e-9 of slack for binary floating point: 12.33 vs 12.34 at 0.01 matches);
+* ``set``: two JSON arrays as sets; F1 = 2|P∩G|/(|P|+|G|) (1.0 when both are
+  empty); a match when F1 reaches ``min_f1``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from evalkit.contract.parse import ABSENT, ARRAY, BOOLEAN, NULL, NUMBER, OBJECT, STRING
+from evalkit.errors import InvalidContract
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from evalkit.contract.model import FieldSpec
+
+FLOAT_SLACK = 1e-9
+
+
+def _numeric(dtype: Any) -> bool:
+    return bool(dtype.is_numeric())
+
+
+def canonical_json_text(value: Any) -> str | None:
+    """Sorted-key JSON text of a gold value, as parsed values are written."""
+    import orjson
+
+    if value is None:
+        return None
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _exact(gold: pl.Expr, dtype: Any, kind: pl.Expr, value: pl.Expr) -> pl.Expr:
+    import polars as pl
+
+    if dtype == pl.String:
+        return (kind == STRING) & (value == gold)
+    if dtype == pl.Boolean:
+        return (kind == BOOLEAN) & (value == pl.when(gold).then(pl.lit("true")).otherwise("false"))
+    if _numeric(dtype):
+        return (kind == NUMBER) & (value.cast(pl.Float64, strict=False) == gold.cast(pl.Float64))
+    if dtype == pl.Null:
+        return pl.lit(False)
+    text = gold.map_elements(canonical_json_text, return_dtype=pl.String, skip_nulls=True)
+    return kind.is_in([ARRAY, OBJECT]) & (value == text)
+
+
+def _number(
+    gold: pl.Expr, dtype: Any, kind: pl.Expr, value: pl.Expr, tolerance: float, where: str
+) -> pl.Expr:
+    import polars as pl
+
+    if dtype == pl.Null:
+        return pl.lit(False)
+    if not _numeric(dtype):
+        raise InvalidContract(
+            f"{where}: match: number needs a numeric gold column, found {dtype}; "
+            "use match: exact or normalized, or fix the gold column's type"
+        )
+    difference = (value.cast(pl.Float64, strict=False) - gold.cast(pl.Float64)).abs()
+    return (kind == NUMBER) & (difference <= tolerance + FLOAT_SLACK)
+
+
+def set_f1(predicted: Any, gold: Any) -> float | None:
+    """F1 of two collections compared as sets of JSON values (None when predicted is not a list)."""
+    if not isinstance(predicted, list) or not isinstance(gold, list):
+        return None
+    left = {canonical_json_text(item) for item in predicted}
+    right = {canonical_json_text(item) for item in gold}
+    if not left and not right:
+        return 1.0
+    return 2 * len(left & right) / (len(left) + len(right))
+
+
+def set_f1_column(frame: pl.DataFrame, gold_column: str, index: int) -> pl.Series:
+    """Per-row set F1 of field ``index`` (null where the prediction or gold is not a list)."""
+    import orjson
+    import polars as pl
+
+    gold_values = frame[gold_column].to_list()
+    if frame[gold_column].dtype == pl.String:
+        gold_values = [_json_or_none(text) for text in gold_values]
+    scores = []
+    for kind, text, gold in zip(
+        frame[f"k{index}"].to_list(), frame[f"v{index}"].to_list(), gold_values, strict=True
+    ):
+        predicted = orjson.loads(text) if kind == ARRAY else None
+        scores.append(set_f1(predicted, gold))
+    return pl.Series(f"f1.{index}", scores, dtype=pl.Float64)
+
+
+def _json_or_none(text: str | None) -> Any:
+    import orjson
+
+    if text is None:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def field_match(
+    frame: pl.DataFrame, spec: FieldSpec, index: int, where: str, *, gold_column: str
+) -> tuple[pl.Series, pl.Series | None]:
+    """``(matched, f1)`` of field ``index`` for every row of ``frame``.
+
+    ``frame`` holds the gold values in ``gold_column`` and the parsed
+    ``error``, ``k<i>``, ``v<i>`` columns. ``f1`` is only computed for ``set``
+    fields. A row whose output is not format-valid never matches.
+    """
+    import polars as pl
+
+    from evalkit.contract.parse import normalize_text
+
+    gold = pl.col(gold_column)
+    dtype = frame.schema[gold_column]
+    kind, value = pl.col(f"k{index}"), pl.col(f"v{index}")
+    f1: pl.Series | None = None
+    if spec.match == "set":
+        f1 = set_f1_column(frame, gold_column, index)
+        rule = pl.lit(f1) >= (spec.min_f1 if spec.min_f1 is not None else 1.0)
+    elif spec.match == "number":
+        rule = _number(gold, dtype, kind, value, spec.tolerance or 0.0, where)
+    elif spec.match == "normalized" and dtype == pl.String:
+        rule = (kind == STRING) & (normalize_text(value) == normalize_text(gold))
+    else:
+        rule = _exact(gold, dtype, kind, value)
+    expects_null = kind.is_in([ABSENT, NULL])
+    valid = pl.col("error").is_null()
+    matched = valid & pl.when(gold.is_null()).then(expects_null).otherwise(rule)
+    try:
+        result = frame.select(matched.fill_null(False).alias("matched")).to_series()
+    except pl.exceptions.PolarsError as error:
+        first = str(error).strip().splitlines()[0]
+        raise InvalidContract(
+            f"{where}: cannot compare with gold column {spec.gold!r}: {first}"
+        ) from error
+    return result, f1
+
+
+def predicted_class(
+    frame: pl.DataFrame, class_column: str, index: int, matched: pl.Series
+) -> pl.Series:
+    """The class a format-valid output predicts; null for invalid outputs.
+
+    When the class field matched, the gold label itself (so a ``normalized``
+    match counts as the right class); otherwise the predicted string, or the
+    JSON text of a non-string scalar.
+    """
+    import polars as pl
+
+    kind, value = pl.col(f"k{index}"), pl.col(f"v{index}")
+    expression = (
+        pl.when(pl.col("error").is_not_null())
+        .then(pl.lit(None, dtype=pl.String))
+        .when(pl.lit(matched))
+        .then(pl.col(class_column).cast(pl.String))
+        .when(kind.is_in([STRING, NUMBER, BOOLEAN]))
+        .then(value)
+    )
+    return frame.select(expression.alias("predicted_class")).to_series()
+
+
+def slice_mask(frame: pl.DataFrame, where: dict[str, Any], label: str) -> pl.Series:
+    """Rows of ``frame`` (gold columns) that meet every condition of a slice's ``where``."""
+    import polars as pl
+
+    mask = pl.lit(True)
+    for column, condition in where.items():
+        negate = isinstance(condition, dict)
+        wanted = condition["not"] if negate else condition
+        values = wanted if isinstance(wanted, list) else [wanted]
+        present = [value for value in values if value is not None]
+        test = pl.lit(False)
+        if present:
+            test = pl.col(column).is_in(pl.Series(present, strict=False))
+        if len(present) < len(values):
+            test = test | pl.col(column).is_null()
+        test = test.fill_null(False)
+        mask = mask & (~test if negate else test)
+    try:
+        return frame.select(mask.alias("mask")).to_series()
+    except pl.exceptions.PolarsError as error:
+        first = str(error).strip().splitlines()[0]
+        raise InvalidContract(
+            f"{label}: cannot apply the condition to the gold columns ({first}); "
+            "compare each column with values of its own type"
+        ) from error
+
+
+__all__ = ["NULL", "field_match", "predicted_class", "set_f1", "slice_mask"]

@@ -1,0 +1,237 @@
+"""The evaluation contract: the rules fixed before tuning, as a strict pydantic model.
+
+A contract says how a raw model output becomes a structured answer (``output``),
+which predicted keys are compared with which gold columns and how (``fields``),
+what counts as a correct example (``correct``), which classes are rare, which
+slices to watch and which gate a candidate must pass. Unknown keys are errors,
+never ignored: a misspelt rule that is silently skipped would change a number
+without anyone noticing. The JSON Schema of this model is committed as
+``contracts/contract.schema.json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Fraction = Field(default=None, ge=0.0, le=1.0)
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
+    )
+
+
+class OutputSpec(_Strict):
+    """How a raw output is turned into a structured answer (its *format*)."""
+
+    parse: Literal["json", "label"] = "json"
+    """``json``: the output holds a JSON value checked against ``schema``;
+    ``label``: the whole output is one of ``labels``."""
+    extract: Literal["strict", "lenient"] = "lenient"
+    """``strict``: the whole output (trimmed) is the JSON or the exact label;
+    ``lenient``: JSON may sit inside ``` fences or prose (the first complete
+    object counts), and a label may differ in case, width, whitespace, quotes
+    and trailing punctuation."""
+    labels: list[str] | None = None
+    """``parse: label`` only: the allowed labels, each written as gold writes it."""
+    json_schema: dict[str, Any] | None = Field(default=None, alias="schema")
+    """``parse: json`` only: JSON Schema (2020-12 unless ``$schema`` says otherwise)
+    that a format-valid output satisfies. Default: ``{type: object}``."""
+    schema_file: str | None = None
+    """Instead of ``schema``: a JSON or YAML file with the schema, relative to the
+    contract file. The normalised contract holds the schema inline."""
+
+    @model_validator(mode="after")
+    def _check_parse_mode(self) -> OutputSpec:
+        if self.parse == "label":
+            if not self.labels:
+                raise ValueError("parse: label needs a non-empty list 'labels'")
+            if len(set(self.labels)) != len(self.labels):
+                raise ValueError("labels must be unique")
+            if self.json_schema is not None or self.schema_file is not None:
+                raise ValueError("parse: label takes no 'schema' or 'schema_file'")
+        elif self.labels is not None:
+            raise ValueError("'labels' is for parse: label; use 'schema' with parse: json")
+        if self.json_schema is not None and self.schema_file is not None:
+            raise ValueError("give either 'schema' or 'schema_file', not both")
+        return self
+
+
+class FieldSpec(_Strict):
+    """One predicted key compared with one gold column."""
+
+    gold: str
+    """The gold column holding the expected value."""
+    match: Literal["exact", "normalized", "number", "set"] = "exact"
+    """``exact``: equal JSON values; ``normalized``: strings equal after Unicode
+    NFKC, lower-casing and whitespace collapsing; ``number``: numbers within
+    ``tolerance``; ``set``: lists equal as sets (or F1 at least ``min_f1``).
+    Whatever the matcher, a null gold value expects null or an absent key."""
+    tolerance: float | None = Field(default=None, ge=0.0)
+    """``match: number`` only: largest allowed absolute difference (inclusive)."""
+    min_f1: float | None = Field(default=None, gt=0.0, le=1.0)
+    """``match: set`` only: a set field matches when its F1 reaches this (default
+    1.0, i.e. equal sets); the mean F1 is reported either way."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _explicit_defaults(cls, data: Any) -> Any:
+        # The normalised contract spells out every default that decides a verdict.
+        if isinstance(data, dict):
+            if data.get("match") == "number" and data.get("tolerance") is None:
+                data = {**data, "tolerance": 0.0}
+            if data.get("match") == "set" and data.get("min_f1") is None:
+                data = {**data, "min_f1": 1.0}
+        return data
+
+    @model_validator(mode="after")
+    def _check_options(self) -> FieldSpec:
+        if self.tolerance is not None and self.match != "number":
+            raise ValueError("'tolerance' is for match: number")
+        if self.min_f1 is not None and self.match != "set":
+            raise ValueError("'min_f1' is for match: set")
+        return self
+
+
+class RareSpec(_Strict):
+    """Which classes count as rare (judged by their own gate thresholds)."""
+
+    max_support: int = Field(default=10, ge=0)
+    """A class with at most this many gold items is rare."""
+
+
+class SliceSpec(_Strict):
+    """A named subset of the gold items whose behaviour must be preserved."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    """The slice's name (used in ``summary.json`` and as column ``slice.<name>``)."""
+    where: dict[str, Any] = Field(min_length=1)
+    """Conditions on gold columns, all of which must hold: ``col: value``,
+    ``col: null``, ``col: [a, b]`` (any of), or ``col: {not: <one of those>}``."""
+
+    @model_validator(mode="after")
+    def _check_conditions(self) -> SliceSpec:
+        for column, condition in self.where.items():
+            if isinstance(condition, dict):
+                if set(condition) != {"not"}:
+                    raise ValueError(
+                        f"where.{column}: a mapping condition takes only the key 'not'"
+                    )
+                condition = condition["not"]
+            if isinstance(condition, dict):
+                raise ValueError(f"where.{column}: 'not' takes a value, null or a list")
+            values = condition if isinstance(condition, list) else [condition]
+            for value in values:
+                if not (value is None or isinstance(value, str | int | float | bool)):
+                    raise ValueError(f"where.{column}: values must be scalars or null")
+        return self
+
+
+class VsBaselineRules(_Strict):
+    """Largest allowed drops of a candidate against the baseline (a drop fails when greater)."""
+
+    max_accuracy_drop: float | None = Fraction
+    """Overall content accuracy, absolute (0.01 = one percentage point)."""
+    max_format_drop: float | None = Fraction
+    """Overall format validity, absolute."""
+    max_class_drop: float | None = Fraction
+    """Content accuracy of any non-rare class."""
+    max_rare_class_drop: float | None = Fraction
+    """Content accuracy of any rare class, judged by this threshold alone."""
+    max_slice_drop: float | None = Fraction
+    """Content accuracy of any slice, judged by this threshold alone."""
+    significance: float | None = Field(default=None, gt=0.0, lt=1.0)
+    """When set, an overall or non-rare class drop fails only if also significant
+    (Holm-adjusted exact McNemar p below this)."""
+
+
+class GateRules(_Strict):
+    """The CI gate: absolute minimums and drops against the baseline."""
+
+    min_format_validity: float | None = Fraction
+    """Smallest allowed overall format validity of the candidate."""
+    min_content_accuracy: float | None = Fraction
+    """Smallest allowed overall content accuracy of the candidate."""
+    max_missing: int | None = Field(default=None, ge=0)
+    """Largest allowed number of gold items without a prediction."""
+    vs_baseline: VsBaselineRules = VsBaselineRules()
+    """Rules that compare the candidate with the baseline."""
+
+
+class Contract(_Strict):
+    """An evaluation contract: fixed before tuning, versioned, fingerprinted."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    """The contract's name, e.g. ``ticket-triage``."""
+    version: int = Field(ge=1)
+    """Bumped on any rule change; the fingerprint changes with any change anyway."""
+    description: str | None = None
+    """What the task is and why the rules are what they are."""
+    id_column: str = Field(alias="id")
+    """The id column, in the gold file and (by default) in the predictions."""
+    class_column: str | None = Field(default=None, alias="class")
+    """The gold column for the per-class breakdown; a field must compare it."""
+    output: OutputSpec = OutputSpec()
+    """How raw outputs are parsed (the format)."""
+    fields: dict[str, FieldSpec] = Field(min_length=1)
+    """Content: predicted key (``parse: json``) or the one label field -> gold column + matcher."""
+    correct: Literal["all"] | list[str] = "all"
+    """Which fields must all match for an example to be content-correct."""
+    rare: RareSpec = RareSpec()
+    """Which classes are rare."""
+    slices: list[SliceSpec] = []
+    """Behaviours to preserve, each a subset of gold items."""
+    gate: GateRules | None = None
+    """The rules ``evalkit gate`` applies (read from the result by compare/gate)."""
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Contract:
+        if isinstance(self.correct, list):
+            if not self.correct:
+                raise ValueError("correct: list at least one field, or write 'all'")
+            for name in self.correct:
+                if name not in self.fields:
+                    raise ValueError(
+                        f"correct: {name!r} is not a field; the fields are: "
+                        + ", ".join(self.fields)
+                    )
+        if self.output.parse == "label" and len(self.fields) != 1:
+            raise ValueError("parse: label needs exactly one field (it receives the label)")
+        if self.class_column is not None and self.class_field is None:
+            raise ValueError(
+                f"class: {self.class_column!r} is the gold column of no field; add a field "
+                f"with gold: {self.class_column}"
+            )
+        names = [item.name for item in self.slices]
+        duplicated = sorted({name for name in names if names.count(name) > 1})
+        if duplicated:
+            raise ValueError(f"slices: name {duplicated[0]!r} is used twice")
+        return self
+
+    @property
+    def class_field(self) -> str | None:
+        """The field whose gold column is the class column (its value is the predicted class)."""
+        for name, spec in self.fields.items():
+            if spec.gold == self.class_column:
+                return name
+        return None
+
+    @property
+    def correct_fields(self) -> list[str]:
+        """The fields that decide content correctness."""
+        return list(self.fields) if self.correct == "all" else list(self.correct)
+
+    @property
+    def gold_columns(self) -> list[str]:
+        """Every gold column the contract reads, in a stable order."""
+        columns = [self.id_column]
+        if self.class_column:
+            columns.append(self.class_column)
+        columns += [spec.gold for spec in self.fields.values()]
+        for item in self.slices:
+            columns += list(item.where)
+        return list(dict.fromkeys(columns))

@@ -1,0 +1,370 @@
+"""From raw model text to a structured answer, or to one error category.
+
+Every output ends in exactly one of: format-valid (a parsed value that the
+schema accepts), ``missing``, ``empty``, ``no_json``, ``invalid_json``,
+``schema:<keyword>`` or (``parse: label``) ``unknown_label``. The rules, in
+order (docs/contracts.md has the full semantics):
+
+* no output -> ``missing``; only whitespace -> ``empty``;
+* the trimmed text parses as JSON (RFC 8259, orjson: no ``NaN``/``Infinity``,
+  at most 1,024 levels deep) -> that value;
+* ``strict`` stops here: text that starts like JSON is ``invalid_json``,
+  anything else ``no_json``;
+* ``lenient`` then tries the first ``` fenced block, then the first complete
+  JSON object that starts at a key-like ``{`` (at most 16 such starts, so a
+  hostile 10 MB output costs linear time);
+* a parsed value with a key given twice is ``invalid_json`` (which value a
+  consumer keeps is undefined), else the schema decides (jsonschema-rs).
+
+The same :meth:`OutputParser.parse` runs on every code path (one process or a
+pool of workers), so a verdict never depends on how the work was split.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evalkit.contract.validation import build_explainer, compile_fast, explain
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from evalkit.contract.model import Contract
+
+MISSING = "missing"
+EMPTY = "empty"
+NO_JSON = "no_json"
+INVALID_JSON = "invalid_json"
+UNKNOWN_LABEL = "unknown_label"
+MAX_CANDIDATES = 16
+
+# Kinds of a predicted field value (column k<i> of parsed outputs).
+ABSENT, NULL, STRING, NUMBER, BOOLEAN, ARRAY, OBJECT = range(7)
+KINDS = ("absent", "null", "string", "number", "boolean", "array", "object")
+_KIND_OF: dict[type, int] = {
+    type(None): NULL,
+    int: NUMBER,
+    float: NUMBER,
+    bool: BOOLEAN,
+    list: ARRAY,
+    dict: OBJECT,
+}
+_NOTHING = object()
+DETAIL_LIMIT = 200
+
+_FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+.-]*[ \t]*\r?\n?(.*?)(?:```|\Z)", re.DOTALL)
+# A "{" that opens something key-like: a quoted key, an empty object, or a bare word and ":".
+_OBJECT_START = re.compile(r"\{\s*(?:[\"'}]|[A-Za-z_][\w-]*\s*:)")
+
+
+@dataclass(frozen=True)
+class ParserSpec:
+    """Everything a worker process needs to parse outputs the way the contract says."""
+
+    extract: str
+    schema: dict[str, Any]
+    fields: tuple[str, ...]
+
+    @classmethod
+    def from_contract(cls, contract: Contract) -> ParserSpec:
+        """The parsing rules of a (loaded, schema-complete) ``parse: json`` contract."""
+        schema = contract.output.json_schema
+        assert schema is not None, "load_contract inlines the schema"
+        return cls(contract.output.extract, schema, tuple(contract.fields))
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen.add(key)
+    return dict(pairs)
+
+
+def duplicate_key(candidate: str, value: Any) -> str | None:
+    """The first key given twice in an object of ``candidate``, or None.
+
+    Cheap test first: every key is followed by a colon, so when the text has
+    no more colons than the top-level object has keys, no key can repeat and
+    there is no nested object. Only otherwise is the text decoded again with
+    a hook that sees every key (Python's json, exact and bounded by the
+    1,024 levels orjson already enforced).
+    """
+    colons = candidate.count(":")
+    if colons == 0 or (type(value) is dict and colons == len(value)):
+        return None
+    import json
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4000))
+    try:
+        json.loads(candidate, object_pairs_hook=_reject_duplicates)
+    except _DuplicateKey as found:
+        return str(found.args[0])
+    finally:
+        sys.setrecursionlimit(limit)
+    return None
+
+
+def _short(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= DETAIL_LIMIT else flat[: DETAIL_LIMIT - 1] + "…"
+
+
+def _decode_error(error: Exception) -> str:
+    message = getattr(error, "msg", str(error))
+    position = getattr(error, "pos", None)
+    document = getattr(error, "doc", None)
+    if "depth limit" in message:
+        return "nested deeper than 1,024 levels"
+    if document is not None and position is not None and position >= len(document):
+        return "truncated: the output ends inside the JSON value"
+    return f"{message} at char {position}" if position is not None else str(message)
+
+
+class OutputParser:
+    """Parses raw outputs of one contract; build once per process, call many times."""
+
+    def __init__(self, spec: ParserSpec) -> None:
+        import orjson
+
+        self.spec = spec
+        self._loads = orjson.loads
+        self._decode_error = orjson.JSONDecodeError
+        self.validator = compile_fast(spec.schema)
+        self._is_valid = self.validator.is_valid
+        self._explainer: Any = None
+        self._strict = spec.extract == "strict"
+
+    def parse(self, text: str | None) -> tuple[str | None, str | None, Any]:
+        """``(error, detail, value)``: error is None exactly when the output is format-valid."""
+        if text is None:
+            return MISSING, "no output for this id", None
+        stripped = text.strip()
+        if not stripped:
+            return EMPTY, "the output is blank", None
+        try:
+            value = self._loads(stripped)
+            candidate = stripped
+        except self._decode_error as error:
+            found = self._extract(stripped, error)
+            if len(found) == 3:
+                return found
+            candidate, value = found
+        repeated = duplicate_key(candidate, value)
+        if repeated is not None:
+            return INVALID_JSON, _short(f"key {repeated!r} is given twice"), None
+        if not self._is_valid(value):
+            keyword, message = self._explain(value)
+            return f"schema:{keyword}", message, None
+        return None, None, value
+
+    def _explain(self, value: Any) -> tuple[str, str]:
+        if self._explainer is None:
+            self._explainer = build_explainer(self.spec.schema)
+        return explain(self._explainer, self.validator, value)
+
+    def _extract(self, text: str, whole_error: Exception) -> tuple[Any, ...]:
+        """Find the JSON in ``text`` (whole text failed): ``(candidate, value)`` or an error."""
+        json_like = text[0] in "{["
+        first_error = _decode_error(whole_error) if json_like else None
+        if self._strict:
+            if json_like:
+                return INVALID_JSON, _short(f"not valid JSON: {first_error}"), None
+            hint = "; lenient extraction would look inside" if "{" in text else ""
+            return NO_JSON, _short(f"the output is not JSON (strict extraction){hint}"), None
+        fence = _FENCE.search(text)
+        if fence is not None:
+            body = fence.group(1).strip()
+            if body:
+                try:
+                    return body, self._loads(body)
+                except self._decode_error as error:
+                    json_like = True
+                    first_error = first_error or f"in the fenced block: {_decode_error(error)}"
+        for attempt, start in enumerate(_OBJECT_START.finditer(text)):
+            if attempt == MAX_CANDIDATES:
+                first_error = first_error or "no complete JSON object in the first 16 candidates"
+                break
+            json_like = True
+            found, truncated = self._object_at(text, start.start())
+            if isinstance(found, tuple):
+                return found
+            first_error = first_error or found
+            if truncated:  # a later "{" would sit inside this unfinished object
+                break
+        if not json_like:
+            return NO_JSON, "no JSON object or fenced block in the output", None
+        return INVALID_JSON, _short(f"not valid JSON: {first_error}"), None
+
+    def _object_at(self, text: str, start: int) -> tuple[tuple[str, Any] | str, bool]:
+        """``((candidate, value), False)`` for the complete JSON value at ``start``,
+        else ``(reason, truncated)``; truncated when the text ends inside the value."""
+        piece = text[start:]
+        try:
+            return (piece, self._loads(piece)), False
+        except self._decode_error as error:
+            end = getattr(error, "pos", 0)
+            if end >= len(piece):
+                return "truncated: the output ends inside the JSON value", True
+            if end > 0:
+                try:
+                    head = piece[:end]
+                    return (head, self._loads(head)), False
+                except self._decode_error:
+                    pass
+            return _decode_error(error), False
+
+    def parse_batch(self, texts: list[str | None]) -> dict[str, list[Any]]:
+        """Parse many outputs into column lists: error, detail and two per field.
+
+        Per field ``i``: ``k<i>`` the kind of the value (:data:`KINDS`; 0 when
+        the key is absent or the output invalid) and ``v<i>`` the value itself
+        if it is a string, else its JSON text (keys sorted). Repeated texts
+        are parsed once.
+        """
+        import orjson
+
+        dumps, sort_keys = orjson.dumps, orjson.OPT_SORT_KEYS
+        n_fields = len(self.spec.fields)
+        errors: list[str | None] = []
+        details: list[str | None] = []
+        kinds: list[list[int]] = [[] for _ in range(n_fields)]
+        values: list[list[str | None]] = [[] for _ in range(n_fields)]
+        cache: dict[str, tuple[Any, ...]] = {}
+        absent = (ABSENT, None)
+        for text in texts:
+            row = cache.get(text) if text is not None else None
+            if row is None:
+                error, detail, value = self.parse(text)
+                cells: list[tuple[int, str | None]] = []
+                for key in self.spec.fields:
+                    item = value.get(key, _NOTHING) if type(value) is dict else _NOTHING
+                    if item is _NOTHING:
+                        cells.append(absent)
+                    elif type(item) is str:
+                        cells.append((STRING, item))
+                    else:
+                        kind = _KIND_OF.get(type(item), OBJECT)
+                        cells.append((kind, dumps(item, option=sort_keys).decode()))
+                row = (error, detail, cells)
+                if text is not None and len(cache) < 100_000:
+                    cache[text] = row
+            errors.append(row[0])
+            details.append(row[1])
+            for index, (kind, text_value) in enumerate(row[2]):
+                kinds[index].append(kind)
+                values[index].append(text_value)
+        result: dict[str, list[Any]] = {"error": errors, "error_detail": details}
+        for index in range(n_fields):
+            result[f"k{index}"] = kinds[index]
+            result[f"v{index}"] = values[index]
+        return result
+
+
+def parse_frame(parser: OutputParser, texts: list[str | None]) -> pl.DataFrame:
+    """:meth:`OutputParser.parse_batch` as a typed polars frame (what workers return)."""
+    import polars as pl
+
+    columns = parser.parse_batch(texts)
+    return pl.DataFrame(columns, schema=parsed_schema(len(parser.spec.fields)))
+
+
+def parsed_schema(n_fields: int) -> dict[str, Any]:
+    """The polars schema of parsed outputs: error, error_detail, then k<i>, v<i> per field."""
+    import polars as pl
+
+    schema: dict[str, Any] = {"error": pl.String, "error_detail": pl.String}
+    for index in range(n_fields):
+        schema |= {f"k{index}": pl.UInt8, f"v{index}": pl.String}
+    return schema
+
+
+def normalize_text(expression: pl.Expr) -> pl.Expr:
+    """The ``normalized`` matcher's form of a string: NFKC, lower case, whitespace collapsed.
+
+    One polars expression applied to gold and prediction alike, so both
+    sides go through the same code.
+    """
+    return (
+        expression.str.normalize("NFKC")
+        .str.to_lowercase()
+        .str.replace_all(r"\s+", " ")
+        .str.strip_chars()
+    )
+
+
+def label_key(expression: pl.Expr, extract: str) -> pl.Expr:
+    """The form a label is compared in: trimmed (strict) or normalised (lenient).
+
+    Lenient also drops surrounding quotes, backticks and asterisks and a
+    trailing ``.`` or ``!``, which models add around a bare label.
+    """
+    if extract == "strict":
+        return expression.str.strip_chars()
+    cleaned = normalize_text(expression).str.strip_chars("\"'`* ").str.strip_chars_end(".!")
+    return cleaned.str.strip_chars("\"'`* ")
+
+
+def parse_labels(outputs: pl.Series, contract: Contract) -> pl.DataFrame:
+    """``parse: label``: the same columns as :func:`parse_frame`, computed in polars.
+
+    A label that matches (per :func:`label_key`) becomes the field's string
+    value, written as the contract writes it.
+    """
+    import polars as pl
+
+    labels = contract.output.labels or []
+    extract = contract.output.extract
+    table = pl.DataFrame({"label": labels}).with_columns(
+        label_key(pl.col("label"), extract).alias("key")
+    )
+    collisions = table.filter(pl.col("key").is_duplicated())
+    if collisions.height:
+        from evalkit.errors import InvalidContract
+
+        pair = ", ".join(repr(v) for v in collisions["label"].to_list()[:2])
+        raise InvalidContract(
+            f"output.labels: {pair} are the same label under lenient extraction; "
+            "merge them or use extract: strict"
+        )
+    frame = pl.DataFrame({"output": outputs}).with_columns(
+        label_key(pl.col("output"), extract).alias("key")
+    )
+    found = frame.join(table, on="key", how="left", maintain_order="left")
+    blank = pl.col("output").str.strip_chars() == ""
+    error = (
+        pl.when(pl.col("output").is_null())
+        .then(pl.lit(MISSING))
+        .when(blank)
+        .then(pl.lit(EMPTY))
+        .when(pl.col("label").is_null())
+        .then(pl.lit(UNKNOWN_LABEL))
+    )
+    shown = pl.col("output").str.slice(0, 80)
+    detail = (
+        pl.when(pl.col("output").is_null())
+        .then(pl.lit("no output for this id"))
+        .when(blank)
+        .then(pl.lit("the output is blank"))
+        .when(pl.col("label").is_null())
+        .then(pl.format("{} is not one of the contract's labels", shown))
+    )
+    return found.select(
+        error.alias("error"),
+        detail.alias("error_detail"),
+        pl.when(pl.col("label").is_null())
+        .then(pl.lit(ABSENT))
+        .otherwise(pl.lit(STRING))
+        .cast(pl.UInt8)
+        .alias("k0"),
+        pl.col("label").alias("v0"),
+    )

@@ -1,0 +1,28 @@
+"""The JSON Schema of the contract format, generated from the pydantic model.
+
+Committed as ``contracts/contract.schema.json`` (a test keeps it in sync), so
+editors can complete and check contract files, and other tools can validate
+them without evalkit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def contract_json_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a contract file, as the model accepts it."""
+    from evalkit.contract.model import Contract
+
+    schema = Contract.model_json_schema(by_alias=True, mode="validation")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **schema,
+    }
+
+
+def contract_json_schema_text() -> str:
+    """The schema as stable, indented JSON text with a final newline."""
+    import json
+
+    return json.dumps(contract_json_schema(), indent=2, ensure_ascii=False) + "\n"
