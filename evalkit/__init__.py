@@ -23,6 +23,14 @@ _EXPORTS: dict[str, str] = {
     "ScoredResult": "evalkit.comparison.results",
     "CandidateReport": "evalkit.comparison.models",
     "ComparisonReport": "evalkit.comparison.models",
+    "load_contract": "evalkit.contract.load",
+    "Contract": "evalkit.contract.model",
+    "contract_fingerprint": "evalkit.contract.fingerprint",
+    "score": "evalkit.scoring.engine",
+    "ScoreResult": "evalkit.scoring.engine",
+    "ScoreSummary": "evalkit.scoring.summary",
+    "write_score": "evalkit.scoring.write",
+    "read_predictions": "evalkit.scoring.predictions",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -1,0 +1,115 @@
+"""Line-by-line JSON records: the exact (slower) reading path for predictions.
+
+polars reads a clean JSONL table fastest, but a prediction file may hold
+bytes that are not UTF-8 (a model's output, to be scored, not a reason to
+fail) or records whose shape polars cannot take. These helpers read such
+files record by record, keep going past undecodable text, and name the line
+of anything that is not JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalkit.errors import MalformedFile, UnknownColumn
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# id, output, request_error, invalid_utf8
+Row = tuple[str, str | None, str | None, bool]
+
+
+def dig(record: Any, dotted: str) -> tuple[bool, Any]:
+    """``(found, value)`` of a dotted path (``doc.qid``) in a JSON record."""
+    if isinstance(record, dict) and dotted in record:
+        return True, record[dotted]
+    value = record
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return False, None
+    return True, value
+
+
+def clean_text(value: Any) -> tuple[str | None, bool]:
+    """``(text, invalid_utf8)``: a string that cannot be encoded as UTF-8 is flagged."""
+    if value is None:
+        return None, False
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None, True
+    return text, False
+
+
+def id_text(value: Any) -> str | None:
+    if value is None or isinstance(value, dict | list):
+        return None
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def iter_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, record)`` for each non-blank line; invalid UTF-8 is kept as surrogates.
+
+    A line that is not JSON raises :class:`MalformedFile` naming it. Bytes
+    that are not UTF-8 do not: they are the model's output, scored (and
+    flagged) rather than fatal.
+    """
+    import orjson
+
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                yield number, orjson.loads(line)
+                continue
+            except orjson.JSONDecodeError as error:
+                reason = str(error).split(":")[0]
+            try:
+                yield number, json.loads(line.decode("utf-8", errors="surrogateescape"))
+            except (json.JSONDecodeError, RecursionError):
+                raise MalformedFile(
+                    f"{path}:{number}: not a JSON record ({reason}); fix or remove the line"
+                ) from None
+
+
+def records_frame(rows: Sequence[Row]) -> pl.DataFrame:
+    import polars as pl
+
+    ids, outputs, errors, invalid = zip(*rows, strict=True) if rows else ((), (), (), ())
+    return pl.DataFrame(
+        {
+            "id": list(ids),
+            "output": list(outputs),
+            "request_error": list(errors),
+            "invalid_utf8": list(invalid),
+        },
+        schema={
+            "id": pl.String,
+            "output": pl.String,
+            "request_error": pl.String,
+            "invalid_utf8": pl.Boolean,
+        },
+    )
+
+
+def require_id(path: Path, number: int, found: bool, value: Any, id_col: str) -> str:
+    text = id_text(value) if found else None
+    if text is None:
+        what = "has no" if not found or value is None else "has a non-scalar"
+        raise UnknownColumn(
+            f"{path}:{number}: the record {what} id {id_col!r}; pass the id field with --id-col"
+        )
+    return text

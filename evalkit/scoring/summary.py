@@ -1,0 +1,174 @@
+"""The persisted ``summary.json`` of ``evalkit score``, as typed models.
+
+``docs/formats.md`` describes the file; ``evalkit compare`` and ``evalkit
+gate`` read it. A rate whose denominator is zero is null (there is nothing to
+measure), except precision, which is 0.0 when a class is never predicted
+(scikit-learn's ``zero_division=0``), so that F1 is always a number.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+FORMAT_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class Evaluator(_Model):
+    """What decided the verdicts (covered by the contract fingerprint)."""
+
+    semantics_version: int
+    """Version of evalkit's parsing and matching rules (docs/contracts.md)."""
+    json_parser: str
+    """Name and version of the JSON parser."""
+    validator: str
+    """Name and version of the JSON Schema validator that decides format validity."""
+    regex: str
+    """The regular-expression dialect of ``pattern`` (ECMA-262)."""
+    format: str
+    """How the ``format`` keyword is treated (``annotation``: never asserted)."""
+    duplicate_keys: str
+    """What an object with a repeated key is (``invalid_json``)."""
+    max_depth: int
+    """Deepest JSON nesting accepted; deeper is ``invalid_json``."""
+
+
+class ContractInfo(_Model):
+    """The contract the predictions were scored under."""
+
+    name: str
+    """The contract's name."""
+    version: int
+    """The contract's version."""
+    fingerprint: str
+    """``sha256:`` of the normalised contract plus the evaluator semantics."""
+    path: str | None
+    """The contract file as given (provenance only; not part of the fingerprint)."""
+    normalized: dict[str, Any]
+    """The whole normalised contract, gate included (compare and gate read it)."""
+    evaluator: Evaluator
+    """What decided the verdicts."""
+
+
+class GoldInfo(_Model):
+    """The gold file."""
+
+    path: str
+    """The gold file as given."""
+    sha256: str
+    """sha256 of the gold file's bytes."""
+    n: int
+    """Number of gold items (rows)."""
+
+
+class PredictionsInfo(_Model):
+    """The predictions file and what was found in it."""
+
+    path: str
+    """The predictions file or folder as given."""
+    sha256: str
+    """sha256 of the file (of the sorted file names and contents for a folder)."""
+    n: int
+    """Number of prediction records read."""
+    format: str
+    """The format read (``jsonl``, ``csv``, ``parquet``, ``openai-batch``, ``lm-eval``, ``hf``)."""
+    unknown_ids: int
+    """Records whose id is not in the gold file (ignored for scoring)."""
+    unknown_id_example: str | None
+    """The smallest such id, to look at."""
+    duplicate_ids: int
+    """Ids with more than one record (an error unless ``--on-duplicate`` was given)."""
+    on_duplicate: str
+    """How duplicates were treated: ``error``, ``first`` or ``last``."""
+    request_errors: int
+    """Records whose request failed (OpenAI Batch), scored as ``missing``."""
+
+
+class Rates(_Model):
+    """Format validity and content accuracy over a set of gold items."""
+
+    n: int
+    """Gold items in the set."""
+    missing: int
+    """Items without an output (no prediction, or a failed request)."""
+    format_valid: int
+    """Items whose output was found, parsed and schema-valid."""
+    format_validity: float | None
+    """``format_valid / n``."""
+    content_correct: int
+    """Items with a valid format whose ``correct`` fields all match."""
+    content_accuracy: float | None
+    """``content_correct / n``: over all items, so a broken format counts as wrong."""
+    content_accuracy_given_valid: float | None
+    """``content_correct / format_valid``: content quality where the format held."""
+
+
+class FieldStats(_Model):
+    """How often one field matched."""
+
+    matched: int
+    """Items whose field matched (never for an invalid output)."""
+    accuracy: float | None
+    """``matched / n``."""
+    accuracy_given_valid: float | None
+    """``matched / format_valid``."""
+    mean_f1: float | None = None
+    """``set`` fields: mean set F1 over format-valid items (a non-list counts 0)."""
+
+
+class ClassStats(Rates):
+    """Rates of the items of one gold class, and precision/recall of the class field."""
+
+    support: int
+    """Gold items of this class (equals ``n``)."""
+    rare: bool
+    """At most ``rare.max_support`` items: judged by the rare-class gate threshold."""
+    predicted: int
+    """Format-valid outputs that predict this class."""
+    precision: float
+    """Of the items predicted as this class, the share that are of it (0.0 if none)."""
+    recall: float
+    """Of the items of this class, the share predicted as it (invalid outputs count as misses)."""
+    f1: float
+    """Harmonic mean of precision and recall (0.0 when both are 0)."""
+
+
+class ErrorStats(_Model):
+    """One error category."""
+
+    count: int
+    """Items with this error."""
+    example_id: str
+    """The smallest id with this error, to look at."""
+
+
+class ScoreSummary(_Model):
+    """The whole ``summary.json``."""
+
+    format_version: int = FORMAT_VERSION
+    """Bumped on any incompatible change of this file."""
+    evalkit_version: str
+    """The evalkit that wrote it."""
+    name: str
+    """The result's name (``--name``, else the predictions file's stem)."""
+    contract: ContractInfo
+    """The contract, normalised and fingerprinted."""
+    gold: GoldInfo
+    """The gold file."""
+    predictions: PredictionsInfo
+    """The predictions file."""
+    overall: Rates
+    """All gold items."""
+    fields: dict[str, FieldStats]
+    """Per contract field."""
+    classes: dict[str, ClassStats]
+    """Per gold class (sorted by label); empty without a ``class`` column."""
+    slices: dict[str, Rates]
+    """Per contract slice."""
+    errors: dict[str, ErrorStats]
+    """Per error category that occurred (sorted)."""

@@ -1,0 +1,35 @@
+"""Writing a score result: ``summary.json`` and ``examples.parquet``, atomically."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalkit.io import atomic_directory
+
+if TYPE_CHECKING:
+    from evalkit.scoring.engine import ScoreResult
+
+
+def summary_json(result: ScoreResult) -> bytes:
+    """The bytes of ``summary.json``: indented, keys in model order, a final newline."""
+    import orjson
+
+    data = result.summary.model_dump(mode="json")
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def write_score(result: ScoreResult, out: str | os.PathLike[str], *, force: bool = False) -> Path:
+    """Write the result folder; an existing folder is replaced only with ``force``.
+
+    Both files appear together or not at all (written into a staging folder
+    that is renamed into place), and the same result gives the same bytes.
+    """
+    folder = Path(out)
+    with atomic_directory(folder, force) as staging:
+        (staging / "summary.json").write_bytes(summary_json(result))
+        result.examples.write_parquet(
+            staging / "examples.parquet", compression="zstd", statistics=True
+        )
+    return folder
