@@ -70,18 +70,22 @@ def quality(labels: np.ndarray, splits: np.ndarray, targets: list[int]) -> dict[
     """Count deviation, worst class-share deviation (pp) and rare classes missing."""
     names, codes = np.unique(labels, return_inverse=True)
     whole = np.bincount(codes, minlength=names.size) / codes.size
-    worst, missing = 0.0, 0
+    major = whole >= 0.05
+    worst, worst_major, missing = 0.0, 0.0, 0
     count_dev = 0
     for index, target in enumerate(targets):
         mask = splits == index
         count_dev = max(count_dev, abs(int(mask.sum()) - target))
         counts = np.bincount(codes[mask], minlength=names.size)
         if mask.any():
-            worst = max(worst, float(np.abs(100 * (counts / mask.sum() - whole)).max()))
+            deviation = np.abs(100 * (counts / mask.sum() - whole))
+            worst = max(worst, float(deviation.max()))
+            worst_major = max(worst_major, float(deviation[major].max()))
         missing += int((counts == 0).sum())
     return {
         "max_count_deviation": count_dev,
         "max_class_share_deviation_pp": round(worst, 3),
+        "max_major_class_share_deviation_pp": round(worst_major, 3),
         "class_split_pairs_missing": missing,
     }
 
@@ -123,6 +127,72 @@ def run_sgkf(frame: pl.DataFrame) -> tuple[float, np.ndarray]:
     return seconds, splits
 
 
+def run_gss(frame: pl.DataFrame, seed: int) -> np.ndarray:
+    """GroupShuffleSplit, two stages: test share of groups, then val of the rest."""
+    from sklearn.model_selection import GroupShuffleSplit
+
+    groups = frame["group"].to_numpy()
+    index = np.arange(frame.height)
+    outer = GroupShuffleSplit(n_splits=1, test_size=RATIOS[2], random_state=seed)
+    rest, test = next(outer.split(index, groups=groups))
+    inner = GroupShuffleSplit(n_splits=1, test_size=RATIOS[1] / (1 - RATIOS[2]), random_state=seed)
+    _, val_local = next(inner.split(rest, groups=groups[rest]))
+    splits = np.zeros(frame.height, dtype=np.int64)
+    splits[rest[val_local]] = 1
+    splits[test] = 2
+    return splits
+
+
+def small_data(n_seeds: int) -> dict[str, dict[str, object]]:
+    """The example tickets (1,200 items, ~240 conversations), 840/180/180, many seeds."""
+    sys.path.insert(0, str(ROOT / "examples" / "tickets"))
+    from generate import generate
+
+    tools = {"evalkit": [], "sgkf": [], "group_shuffle_split": []}
+    for seed in range(n_seeds):
+        tickets = pl.DataFrame(generate(1200, seed))
+        frame = tickets.select(
+            pl.col("ticket_id").str.slice(1).cast(pl.Int64).alias("id"),
+            pl.col("conversation_id").alias("group"),
+            pl.col("category").alias("label"),
+        )
+        labels = frame["label"].to_numpy()
+        targets = [840, 180, 180]
+        ours = run_evalkit(frame)[1]
+        theirs = run_sgkf(frame)[1]
+        shuffled = run_gss(frame, seed)
+        for name, splits in (
+            ("evalkit", ours),
+            ("sgkf", theirs),
+            ("group_shuffle_split", shuffled),
+        ):
+            row = quality(labels, splits, targets)
+            row["test_items"] = int((splits == 2).sum())
+            tools[name].append(row)
+    summary: dict[str, dict[str, object]] = {}
+    for name, rows in tools.items():
+        summary[name] = {
+            "test_items_range": [
+                min(r["test_items"] for r in rows),
+                max(r["test_items"] for r in rows),
+            ],
+            "max_count_deviation": max(r["max_count_deviation"] for r in rows),
+            "mean_worst_class_share_deviation_pp": round(
+                float(np.mean([r["max_class_share_deviation_pp"] for r in rows])), 2
+            ),
+            "max_worst_class_share_deviation_pp": max(
+                r["max_class_share_deviation_pp"] for r in rows
+            ),
+            "max_worst_major_class_share_deviation_pp": max(
+                r["max_major_class_share_deviation_pp"] for r in rows
+            ),
+            "seeds_with_a_class_missing_from_a_split": sum(
+                r["class_split_pairs_missing"] > 0 for r in rows
+            ),
+        }
+    return summary
+
+
 def child(n_items: int) -> None:
     """Measure evalkit alone at one size; print one JSON line."""
     frame = make_data(n_items)
@@ -145,12 +215,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference-size", type=int, default=100_000)
     parser.add_argument("--sizes", default="100000,1000000,10000000")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds of the small-data run")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child)
         return
     print(f"# {date.today()} {platform.machine()} {platform.python_version()}")
+    print(json.dumps({"small_data_20_seeds": small_data(args.seeds)}))
     frame = make_data(args.reference_size)
     targets = targets_for(frame.height)
     labels = frame["label"].to_numpy()

@@ -60,6 +60,10 @@ def balance_classes(
     if state.table.n_classes < 2:
         return
     for _ in range(max_steps):
+        # Every split within one item of its ideal count of every class: what
+        # is left to gain is less than an item, not worth a swap.
+        if np.abs(state.class_counts - balance.expected).max() < 1.0:
+            return
         first, second = _same_size_pairs(state, rng)
         if first.size == 0:
             return
