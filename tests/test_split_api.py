@@ -217,3 +217,51 @@ def test_infeasible_counts_report_the_closest_and_tolerance_turns_it_into_an_err
     assert result.manifest.quality.max_count_deviation == 5
     with pytest.raises(InfeasibleSplit, match="off by"):
         split(frame, group=["g"], sizes=[35, 25], names=["a", "b"], id_column="id", tolerance=4)
+
+
+def _planted_texts(n_pairs: int, n_plain: int, seed: int) -> tuple[pl.DataFrame, list[tuple]]:
+    """Texts of 50-70 words; planted pairs (one word changed, or case/spacing only)."""
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"word{i}" for i in range(5000)]
+
+    def text() -> list[str]:
+        return list(rng.choice(vocabulary, rng.integers(50, 71)))
+
+    rows, pairs = [], []
+    for index in range(n_pairs):
+        words = text()
+        twin = list(words)
+        if index % 2:
+            twin[int(rng.integers(len(twin)))] = "changed"
+            second = " ".join(twin)
+        else:
+            second = "  ".join(w.upper() for w in twin)
+        a, b = f"p{index}a", f"p{index}b"
+        rows += [(a, f"g{a}", " ".join(words)), (b, f"g{b}", second)]
+        pairs.append((a, b))
+    rows += [(f"x{i}", f"gx{i // 3}", " ".join(text())) for i in range(n_plain)]
+    frame = pl.DataFrame(rows, schema=["id", "group", "text"], orient="row")
+    return frame.with_columns(label=pl.lit("all")), pairs
+
+
+def test_near_dup_keeps_every_planted_pair_in_one_split() -> None:
+    frame, pairs = _planted_texts(n_pairs=60, n_plain=480, seed=0)
+    plain = split(frame, group=["group"], ratios=[0.5, 0.5], names=["a", "b"], id_column="id")
+    where = dict(plain.assignments.select("id", "split").iter_rows())
+    assert sum(where[a] != where[b] for a, b in pairs) > 10  # the pairs do leak without it
+    result = split(
+        frame,
+        group=["group"],
+        ratios=[0.5, 0.5],
+        names=["a", "b"],
+        id_column="id",
+        text="text",
+        near_dup=0.8,
+    )
+    where = dict(result.assignments.select("id", "split").iter_rows())
+    assert all(where[a] == where[b] for a, b in pairs)
+    assert [p.height for p in result.frames.values()] == [300, 300]
+    merging = result.manifest.merging
+    assert merging is not None
+    assert merging.merged_groups == len(pairs)
+    assert merging.largest_merged_group == 2
