@@ -41,6 +41,13 @@ def test_a_result_folder_loads_sorted_by_id(tmp_path: Path) -> None:
     assert result.summary.contract.normalized["gate"]["max_missing"] == 0
 
 
+def test_rows_written_out_of_order_are_sorted_by_id(tmp_path: Path) -> None:
+    folder = make(tmp_path / "run")
+    frame = pl.read_parquet(folder / "examples.parquet")
+    frame.reverse().write_parquet(folder / "examples.parquet")
+    assert load_result(folder).examples["id"].to_list() == ["T1", "T2", "T3", "T4"]
+
+
 def test_integer_ids_pair_with_string_ids(tmp_path: Path) -> None:
     folder = make(tmp_path / "run")
     frame = pl.read_parquet(folder / "examples.parquet")

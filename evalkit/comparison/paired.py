@@ -46,11 +46,13 @@ def _category(frame: pl.DataFrame, correct_fields: list[str] | None) -> pl.Expr:
     if correct_fields is not None:
         fields = [field for field in fields if field in correct_fields]
     if fields:
-        failed = pl.concat_list(
-            [pl.when(~pl.col(f"match.{f}")).then(pl.lit(f)).otherwise(None) for f in fields]
-        ).list.drop_nulls()
-        mismatch = pl.lit("mismatch:") + failed.list.join(",")
-        mismatch = pl.when(failed.list.len() > 0).then(mismatch).otherwise(pl.lit("mismatch"))
+        # concat_str over per-field pieces: a list column per row would cost
+        # seconds on a million examples.
+        failed = pl.concat_str(
+            [pl.when(~pl.col(f"match.{f}")).then(pl.lit(f"{f},")) for f in fields],
+            ignore_nulls=True,
+        ).str.strip_suffix(",")
+        mismatch = pl.when(failed != "").then("mismatch:" + failed).otherwise(pl.lit("mismatch"))
     else:
         mismatch = pl.lit("mismatch")
     return (
@@ -100,8 +102,10 @@ def pair_examples(
         if column not in extra:
             cand = cand.with_columns(pl.lit(None, dtype=pl.String).alias(column))
     frame = base.join(cand, on="id", how="inner").sort("id")
-    only_base = baseline.examples.join(candidate.examples, on="id", how="anti")["id"]
-    only_cand = candidate.examples.join(baseline.examples, on="id", how="anti")["id"]
+    only_base = only_cand = pl.Series("id", [], dtype=pl.String)
+    if frame.height < max(baseline.examples.height, candidate.examples.height):
+        only_base = baseline.examples.join(candidate.examples, on="id", how="anti")["id"]
+        only_cand = candidate.examples.join(baseline.examples, on="id", how="anti")["id"]
     pairing = Pairing(
         paired=frame.height,
         only_in_baseline=len(only_base),
