@@ -1,0 +1,172 @@
+"""The near-duplicate search: shingle → MinHash → LSH buckets → exact Jaccard check.
+
+Works on *distinct* normalised texts (exact duplicates are collapsed before),
+indexed in sorted text order, so that what is found never depends on the
+order of the input rows. Two modes:
+
+- ``split_masks`` given (audit): every candidate pair whose texts may lie in
+  different splits is checked, and every pair at or above the threshold is
+  returned.
+- no masks (clustering for ``split``): only connectivity matters. Buckets of
+  up to ``FULL_CHECK_BUCKET`` texts are checked pair by pair; in a larger
+  bucket (a templated text repeated thousands of times) each text is checked
+  against a pivot, the first text of the bucket, and the texts that do not
+  match it form a new bucket with its own pivot, and so on. That keeps the
+  work linear where all pairs would be quadratic; a pair (x, y) whose texts
+  both miss the pivot can then go unlinked in that band, and is usually
+  linked through another band or another text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from evalkit.leakage.candidates import (
+    Buckets,
+    all_pairs,
+    buckets_of,
+    cross_class_pairs,
+    decode_pairs,
+    triangle_pairs,
+)
+from evalkit.leakage.jaccard import JaccardChecker
+from evalkit.leakage.minhash import (
+    LshParameters,
+    band_keys,
+    estimate_similarity,
+    minhash_signatures,
+)
+from evalkit.leakage.progress import Progress
+from evalkit.leakage.shingles import shingle_texts
+
+FULL_CHECK_BUCKET = 64
+_CHECK_CHUNK = 1 << 18  # candidate pairs checked per numpy call
+_TOLERANCE = 1e-12  # so that a Jaccard of exactly 4/5 passes a threshold of 0.8
+
+
+@dataclass(frozen=True)
+class SimilarPairs:
+    """Pairs of distinct texts at or above the threshold (indices into the texts)."""
+
+    left: np.ndarray  # int64, left < right
+    right: np.ndarray  # int64
+    similarity: np.ndarray  # float64, exact Jaccard of the shingle sets
+    estimate: np.ndarray  # float64, MinHash estimate of the same
+    candidates: int  # candidate pairs checked
+
+
+def find_similar_pairs(
+    texts: pl.Series,
+    params: LshParameters,
+    *,
+    split_masks: np.ndarray | None = None,
+    progress: Progress | None = None,
+) -> SimilarPairs:
+    """Pairs of the given distinct, normalised, non-empty ``texts`` with Jaccard >= threshold."""
+    progress = progress or Progress(False)
+    n = len(texts)
+    if n < 2:
+        empty_int, empty_float = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        return SimilarPairs(empty_int, empty_int, empty_float, empty_float, 0)
+    shingles = shingle_texts(texts, params.shingle_size)
+    with progress.stage("hashing texts", n, "texts") as tick:
+        signatures = minhash_signatures(shingles, params.num_perm, params.seed, tick)
+    bands = [buckets_of(band_keys(signatures, band, params.rows)) for band in range(params.bands)]
+    involved = np.unique(np.concatenate([bucket.members for bucket in bands]))
+    checker = JaccardChecker(shingles, involved)
+    if split_masks is not None:
+        codes = np.unique(np.concatenate([cross_class_pairs(b, split_masks, n) for b in bands]))
+        left, right = decode_pairs(codes, n)
+        similarity = _check(checker, left, right, progress)
+        keep = similarity >= params.threshold - _TOLERANCE
+        left, right, similarity, checked = left[keep], right[keep], similarity[keep], len(codes)
+    else:
+        left, right, similarity, checked = _connecting_pairs(bands, checker, params, n, progress)
+    estimate = estimate_similarity(signatures, left, right)
+    return SimilarPairs(left, right, similarity, estimate, checked)
+
+
+def _check(
+    checker: JaccardChecker, left: np.ndarray, right: np.ndarray, progress: Progress
+) -> np.ndarray:
+    similarity = np.empty(len(left), dtype=np.float64)
+    with progress.stage("checking candidate pairs", len(left), "pairs") as tick:
+        for first in range(0, len(left), _CHECK_CHUNK):
+            chunk = slice(first, first + _CHECK_CHUNK)
+            similarity[chunk] = checker.similarity(left[chunk], right[chunk])
+            tick(len(similarity[chunk]))
+    return similarity
+
+
+def _subset(buckets: Buckets, chosen: np.ndarray) -> Buckets:
+    """The buckets selected by the boolean mask ``chosen``."""
+    sizes = buckets.sizes[chosen]
+    starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    members = buckets.members[np.repeat(chosen, buckets.sizes)]
+    return Buckets(members=members, starts=starts)
+
+
+def _connecting_pairs(
+    bands: list[Buckets],
+    checker: JaccardChecker,
+    params: LshParameters,
+    n: int,
+    progress: Progress,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Verified pairs enough to connect every cluster (all pairs in small buckets)."""
+    small = [_subset(b, b.sizes <= FULL_CHECK_BUCKET) for b in bands]
+    large = [_subset(b, b.sizes > FULL_CHECK_BUCKET) for b in bands]
+    codes = np.unique(np.concatenate([all_pairs(b, n) for b in small]))
+    left, right = decode_pairs(codes, n)
+    similarity = _check(checker, left, right, progress)
+    checked = len(codes)
+    parts = [(left, right, similarity)]
+    for bucket in large:
+        while len(bucket.starts) > 1:
+            pivot_left, pivot_right, pivot_similarity, bucket = _pivot_round(
+                bucket, checker, params.threshold
+            )
+            parts.append((pivot_left, pivot_right, pivot_similarity))
+            checked += len(pivot_left)
+    left = np.concatenate([part[0] for part in parts])
+    right = np.concatenate([part[1] for part in parts])
+    similarity = np.concatenate([part[2] for part in parts])
+    keep = similarity >= params.threshold - _TOLERANCE
+    return left[keep], right[keep], similarity[keep], checked
+
+
+def _pivot_round(
+    bucket: Buckets, checker: JaccardChecker, threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, Buckets]:
+    """Check every member against its bucket's first member; the misses form new buckets.
+
+    Buckets that have shrunk to ``FULL_CHECK_BUCKET`` members or fewer are
+    checked pair by pair instead, which ends the rounds for them.
+    """
+    sizes = bucket.sizes
+    is_small = sizes <= FULL_CHECK_BUCKET
+    small = _subset(bucket, is_small)
+    i, j = triangle_pairs(small.starts)
+    small_left, small_right = small.members[i], small.members[j]
+    big = _subset(bucket, ~is_small)
+    big_sizes = big.sizes
+    pivot = np.repeat(big.members[big.starts[:-1]], big_sizes)
+    is_pivot = np.zeros(len(big.members), dtype=bool)
+    is_pivot[big.starts[:-1]] = True
+    others, pivots = big.members[~is_pivot], pivot[~is_pivot]
+    left = np.concatenate([small_left, pivots])
+    right = np.concatenate([small_right, others])
+    similarity = checker.similarity(left, right)
+    # Members that missed their pivot stay together, as a smaller bucket of their own.
+    missed = similarity[len(small_left) :] < threshold - _TOLERANCE
+    owner = np.repeat(np.arange(len(big_sizes)), big_sizes)[~is_pivot]
+    rest_sizes = np.bincount(owner[missed], minlength=len(big_sizes))
+    starts = np.zeros(len(big_sizes) + 1, dtype=np.int64)
+    np.cumsum(rest_sizes, out=starts[1:])
+    rest = Buckets(members=others[missed], starts=starts)
+    rest = _subset(rest, rest.sizes >= 2)
+    return left, right, similarity, rest
