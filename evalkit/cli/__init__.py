@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "split": ("evalkit.cli.split_cmd", "split_command"),
     "compare": ("evalkit.cli.compare_cmd", "compare_command"),
     "gate": ("evalkit.cli.gate_cmd", "gate_command"),
+    "audit": ("evalkit.cli.audit_cmd", "audit_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
 }

@@ -1,0 +1,195 @@
+"""``evalkit.audit``: check an existing split for leaks, and say what was found.
+
+Read → stack the splits → group leaks and ids in several splits → normalise
+texts → exact duplicates (equal normalised text) → near duplicates (MinHash
+LSH over distinct texts, checked by exact Jaccard) → class coverage → report.
+Only cross-split findings count as leaks: a duplicate inside one split is the
+training set's own business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from evalkit.errors import UsageError
+from evalkit.leakage import findings
+from evalkit.leakage.clusters import distinct_texts
+from evalkit.leakage.inputs import Rows, file_fingerprint, read_rows
+from evalkit.leakage.minhash import LshParameters, choose_lsh
+from evalkit.leakage.models import (
+    AuditCounts,
+    AuditOptions,
+    AuditReport,
+    DuplicatePair,
+    GroupLeak,
+    IdOverlap,
+    NearDuplicatePair,
+    SplitSummary,
+)
+from evalkit.leakage.normalize import normalize_texts
+from evalkit.leakage.progress import Progress
+from evalkit.leakage.search import SimilarPairs, find_similar_pairs
+
+DEFAULT_NEAR_DUP = 0.8
+
+
+def audit(
+    inputs: Sequence[Path | str] | Mapping[str, pl.DataFrame],
+    *,
+    id_column: str,
+    text_column: str,
+    group: Sequence[str] = (),
+    stratify: str | None = None,
+    near_dup: float | None = DEFAULT_NEAR_DUP,
+    seed: int = 0,
+    progress: bool = False,
+) -> AuditReport:
+    """Audit the splits of a dataset for leakage; ``report.leak`` says whether any was found.
+
+    ``inputs`` are split files (JSONL, CSV, Parquet; the split is named by the
+    file stem), folders written by ``evalkit split``, or a mapping of split
+    name to polars frame. Reports groups (``group`` columns) and ids found in
+    several splits, cross-split pairs of items whose normalised ``text_column``
+    is equal, cross-split near-duplicate pairs (Jaccard similarity of word
+    3-shingles >= ``near_dup``; None skips the check) and the classes of
+    ``stratify`` per split. Raises an ``EvalkitError`` on bad input (a
+    missing column names the file and the columns it has).
+    """
+    if near_dup is not None and not 0.0 < near_dup <= 1.0:
+        raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
+    rows = read_rows(
+        inputs, id_column=id_column, text_column=text_column, group=group, stratify=stratify
+    )
+    params = choose_lsh(near_dup, seed=seed) if near_dup is not None else None
+    table = rows.table
+    normalized = normalize_texts(table["text"])
+    distinct, text_rows, text_index = distinct_texts(normalized)
+    keyed = pl.DataFrame(
+        {
+            "row": text_rows,
+            "split": table["split"].to_numpy()[text_rows],
+            "text_index": text_index,
+        }
+    )
+    exact = findings.with_ids(findings.exact_pairs(keyed), table)
+    similar = _similar(distinct, keyed, params, progress)
+    near = findings.with_ids(findings.near_pairs(keyed, similar), table)
+    leaks = findings.group_leaks(table, rows.group_columns) if group else None
+    overlaps = findings.id_overlaps(table)
+    report_splits, classes = _split_summaries(rows, normalized, exact, near)
+    names = rows.names
+    group_list = _group_leak_models(leaks, names)
+    overlap_list = [
+        IdOverlap(id=value, splits=[names[s] for s in splits])
+        for value, splits in overlaps.iter_rows()
+    ]
+    exact_list = [
+        DuplicatePair(a=a, a_split=names[sa], b=b, b_split=names[sb])
+        for sa, sb, a, b in exact.select("a_split", "b_split", "a", "b").iter_rows()
+    ]
+    near_list = [
+        NearDuplicatePair(
+            a=a, a_split=names[sa], b=b, b_split=names[sb], similarity=sim, estimate=est
+        )
+        for sa, sb, a, b, sim, est in near.select(
+            "a_split", "b_split", "a", "b", "similarity", "estimate"
+        ).iter_rows()
+    ]
+    counts = AuditCounts(
+        group_leaks=len(group_list),
+        id_overlaps=len(overlap_list),
+        exact_duplicates=len(exact_list),
+        near_duplicates=len(near_list),
+        candidate_pairs_checked=similar.candidates,
+    )
+    return AuditReport(
+        leak=any((counts.group_leaks, counts.id_overlaps, len(exact_list), len(near_list))),
+        options=AuditOptions(
+            id=id_column,
+            text=text_column,
+            group=list(group),
+            stratify=stratify,
+            near_dup=near_dup,
+            seed=seed,
+        ),
+        lsh=params,
+        splits=report_splits,
+        classes=classes,
+        counts=counts,
+        group_leaks=group_list,
+        id_overlaps=overlap_list,
+        exact_duplicates=exact_list,
+        near_duplicates=near_list,
+    )
+
+
+def _similar(
+    distinct: pl.Series, keyed: pl.DataFrame, params: LshParameters | None, progress: bool
+) -> SimilarPairs:
+    """Near-duplicate pairs of distinct texts that can span splits (none when skipped)."""
+    if params is None:
+        nothing = np.zeros(0, dtype=np.int64)
+        return SimilarPairs(nothing, nothing, nothing.astype(float), nothing.astype(float), 0)
+    masks = findings.split_masks(
+        keyed["split"].to_numpy(), keyed["text_index"].to_numpy(), len(distinct)
+    )
+    return find_similar_pairs(distinct, params, split_masks=masks, progress=Progress(progress))
+
+
+def _group_leak_models(leaks: pl.DataFrame | None, names: list[str]) -> list[GroupLeak]:
+    if leaks is None or leaks.height == 0:
+        return []
+    grouped = leaks.group_by("label", maintain_order=True).agg("split", "items")
+    return [
+        GroupLeak(group=label, items={names[s]: int(n) for s, n in zip(splits, items, strict=True)})
+        for label, splits, items in grouped.iter_rows()
+    ]
+
+
+def _split_summaries(
+    rows: Rows, normalized: pl.Series, exact: pl.DataFrame, near: pl.DataFrame
+) -> tuple[dict[str, SplitSummary], list[str]]:
+    table = rows.table
+    n_splits = len(rows.names)
+    split_of_row = table["split"].to_numpy()
+    n_items = np.bincount(split_of_row, minlength=n_splits)
+    empty = np.bincount(split_of_row[normalized.is_null().to_numpy()], minlength=n_splits)
+    involved = np.unique(
+        np.concatenate(
+            [frame[column].to_numpy() for frame in (exact, near) for column in ("a_row", "b_row")]
+        )
+    ).astype(np.int64)
+    duplicated = np.bincount(split_of_row[involved], minlength=n_splits)
+    repeated_ids = findings.duplicate_ids_per_split(table, n_splits)
+    n_groups = _groups_per_split(table, rows.group_columns, n_splits)
+    classes: list[str] = []
+    class_counts: list[dict[str, int]] = [{} for _ in range(n_splits)]
+    if "class" in table.columns:
+        classes, class_counts = findings.class_counts(table, n_splits)
+    summaries = {}
+    for index, (name, source) in enumerate(zip(rows.names, rows.sources, strict=True)):
+        summaries[name] = SplitSummary(
+            path=str(source.path) if source.path is not None else None,
+            sha256=file_fingerprint(source),
+            n_items=int(n_items[index]),
+            n_groups=None if n_groups is None else int(n_groups[index]),
+            empty_texts=int(empty[index]),
+            duplicate_ids=int(repeated_ids[index]),
+            items_with_duplicate_elsewhere=int(duplicated[index]),
+            class_counts=class_counts[index],
+            missing_classes=[label for label, n in class_counts[index].items() if n == 0],
+        )
+    return summaries, classes
+
+
+def _groups_per_split(
+    table: pl.DataFrame, group_columns: list[str], n_splits: int
+) -> np.ndarray | None:
+    if not group_columns:
+        return None
+    keyed = table.drop_nulls(group_columns).select("split", *group_columns).unique()
+    return np.bincount(keyed["split"].to_numpy(), minlength=n_splits)

@@ -1,0 +1,174 @@
+"""From the files (or frames) of an existing split to one table of rows.
+
+Each input file is one split, named by its file stem (``test.jsonl`` →
+``test``); a folder written by ``evalkit split`` stands for its splits, named
+by the ``splits`` keys of its ``manifest.json``, in that order. Ids, texts,
+group keys and classes are cast to strings, so that a CSV (where ids may read
+as numbers) and a JSONL file of the same data compare equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
+from evalkit.io import read_table, require_columns, sha256_file, table_format
+
+MAX_SPLITS = 62  # split membership is kept as a bit mask in an int64
+_TABLE_SUFFIXES = (".parquet", ".jsonl", ".csv", ".ndjson", ".pq")
+
+
+@dataclass(frozen=True)
+class SplitSource:
+    """One split to audit: its name, and the file it comes from (None for a frame)."""
+
+    name: str
+    path: Path | None
+
+
+@dataclass(frozen=True)
+class Rows:
+    """All rows of all splits, one table, plus what is known about each split."""
+
+    table: pl.DataFrame  # split (int), row (int), id, text, group key columns, class
+    names: list[str]  # split names, in input order (split index -> name)
+    sources: list[SplitSource]
+    group_columns: list[str]  # names of the group key columns in ``table``
+
+
+def split_sources(paths: Sequence[Path]) -> list[SplitSource]:
+    """The splits named by files and ``evalkit split`` folders, in the order given."""
+    sources: list[SplitSource] = []
+    for path in paths:
+        if path.is_dir():
+            sources.extend(_folder_sources(path))
+        else:
+            table_format(path)  # an unknown extension fails here, naming the file
+            sources.append(SplitSource(name=path.stem, path=path))
+    _check_names([source.name for source in sources], [str(s.path) for s in sources])
+    return sources
+
+
+def _folder_sources(folder: Path) -> list[SplitSource]:
+    import orjson
+
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        raise UnreadableFile(
+            f"{folder}: a folder without manifest.json; pass the split files themselves, "
+            "or a folder written by evalkit split"
+        )
+    try:
+        splits = orjson.loads(manifest.read_bytes())["splits"]
+        names = [str(name) for name in splits]
+    except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+        raise MalformedFile(
+            f"{manifest}: no 'splits' object ({error}); is it a manifest written by evalkit split?"
+        ) from error
+    sources = []
+    for name in names:
+        found = [folder / f"{name}{suffix}" for suffix in _TABLE_SUFFIXES]
+        found = [path for path in found if path.is_file()]
+        if len(found) != 1:
+            what = "no file" if not found else f"{len(found)} files"
+            raise UnreadableFile(
+                f"{folder}: manifest.json names split {name!r} but there is {what} "
+                f"{name}.parquet/.jsonl/.csv; pass the split files themselves instead"
+            )
+        sources.append(SplitSource(name=name, path=found[0]))
+    return sources
+
+
+def _check_names(names: Sequence[str], where: Sequence[str]) -> None:
+    if len(names) < 2:
+        raise UsageError(
+            f"need at least two splits to audit, got {len(names)} ({', '.join(where) or 'none'}); "
+            "pass one file per split, or a folder written by evalkit split"
+        )
+    if len(names) > MAX_SPLITS:
+        raise UsageError(f"at most {MAX_SPLITS} splits can be audited at once, got {len(names)}")
+    seen: dict[str, str] = {}
+    for name, source in zip(names, where, strict=True):
+        if name in seen:
+            raise UsageError(
+                f"two splits are named {name!r} ({seen[name]} and {source}): a split is named "
+                "by its file stem, so rename one of the files"
+            )
+        seen[name] = source
+
+
+def _as_strings(frame: pl.DataFrame, column: str, source: str) -> pl.Expr:
+    dtype = frame.schema[column]
+    if dtype.is_nested() or dtype == pl.Object:
+        raise InvalidTable(
+            f"{source}: column {column!r} holds {dtype} values; it must hold text or numbers"
+        )
+    return pl.col(column).cast(pl.String)
+
+
+def _split_rows(
+    frame: pl.DataFrame,
+    index: int,
+    source: str,
+    id_column: str,
+    text_column: str,
+    group: Sequence[str],
+    stratify: str | None,
+) -> pl.DataFrame:
+    require_columns(
+        frame, [id_column, text_column, *group, *([stratify] if stratify else [])], source
+    )
+    missing_id = frame[id_column].is_null()
+    if missing_id.any():
+        first = int(missing_id.arg_true()[0]) + 1
+        raise InvalidTable(
+            f"{source}: row {first} has no value in id column {id_column!r} "
+            f"({int(missing_id.sum())} such rows); every item needs an id"
+        )
+    columns = [
+        pl.lit(index, dtype=pl.Int64).alias("split"),
+        _as_strings(frame, id_column, source).alias("id"),
+        _as_strings(frame, text_column, source).alias("text"),
+        *[_as_strings(frame, column, source).alias(f"group_{k}") for k, column in enumerate(group)],
+    ]
+    if stratify is not None:
+        columns.append(_as_strings(frame, stratify, source).alias("class"))
+    return frame.select(columns)
+
+
+def read_rows(
+    inputs: Sequence[Path | str] | Mapping[str, pl.DataFrame],
+    *,
+    id_column: str,
+    text_column: str,
+    group: Sequence[str] = (),
+    stratify: str | None = None,
+) -> Rows:
+    """Read (or take) every split and stack the audited columns into one table."""
+    if isinstance(inputs, Mapping):
+        sources = [SplitSource(name=str(name), path=None) for name in inputs]
+        _check_names([s.name for s in sources], [f"frame {s.name!r}" for s in sources])
+        frames = [(f"split {name!r}", frame) for name, frame in inputs.items()]
+    else:
+        sources = split_sources([Path(path) for path in inputs])
+        frames = [(str(s.path), read_table(s.path)) for s in sources if s.path is not None]
+    parts = [
+        _split_rows(frame, index, source, id_column, text_column, group, stratify)
+        for index, (source, frame) in enumerate(frames)
+    ]
+    table = pl.concat(parts, how="vertical_relaxed").with_row_index("row")
+    return Rows(
+        table=table,
+        names=[source.name for source in sources],
+        sources=sources,
+        group_columns=[f"group_{k}" for k in range(len(group))],
+    )
+
+
+def file_fingerprint(source: SplitSource) -> str | None:
+    """sha256 of a split's file, or None for an in-memory frame."""
+    return sha256_file(source.path) if source.path is not None else None

@@ -1,0 +1,125 @@
+"""The audit report: typed, versioned, and the exact shape of ``--json``.
+
+Every field is documented because the JSON file is an interface: a CI step
+or a notebook reads it. New versions may add fields, never rename or remove
+one without bumping ``format_version``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evalkit._version import __version__
+from evalkit.leakage.minhash import LshParameters
+
+AUDIT_FORMAT_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AuditOptions(_Model):
+    """What the audit was asked to check."""
+
+    id: str = Field(description="Id column; pairs and leaks name items by it.")
+    text: str = Field(description="Text column compared for exact and near duplicates.")
+    group: list[str] = Field(
+        description="Group columns (a composite key when several); empty when not checked."
+    )
+    stratify: str | None = Field(description="Class column whose coverage is reported, if any.")
+    near_dup: float | None = Field(
+        description="Jaccard threshold of the near-duplicate check; null when it was skipped."
+    )
+    seed: int = Field(description="Seed of the MinHash hash functions.")
+
+
+class SplitSummary(_Model):
+    """One split (one input file) and what the audit found in it."""
+
+    path: str | None = Field(description="File the split was read from (null for a frame).")
+    sha256: str | None = Field(description="sha256 of that file's bytes.")
+    n_items: int = Field(description="Rows in the split.")
+    n_groups: int | None = Field(description="Distinct non-null group keys; null without --group.")
+    empty_texts: int = Field(
+        description="Rows whose text is null or blank: never counted as anyone's duplicate."
+    )
+    duplicate_ids: int = Field(description="Rows whose id occurs more than once in this split.")
+    items_with_duplicate_elsewhere: int = Field(
+        description="Rows with an exact or near duplicate in another split."
+    )
+    class_counts: dict[str, int] = Field(
+        description="Rows per class (--stratify), over every class of any split; empty without it."
+    )
+    missing_classes: list[str] = Field(
+        description="Classes found in some split but not in this one."
+    )
+
+
+class GroupLeak(_Model):
+    """A group whose items are spread over more than one split."""
+
+    group: str = Field(description="The group key (a JSON array when the key has several columns).")
+    items: dict[str, int] = Field(description="Items of the group per split it occurs in.")
+
+
+class IdOverlap(_Model):
+    """An id that occurs in more than one split: the same item was put in two places."""
+
+    id: str = Field(description="The id.")
+    splits: list[str] = Field(description="Splits it occurs in, in input order.")
+
+
+class DuplicatePair(_Model):
+    """Two items in different splits with the same normalised text."""
+
+    a: str = Field(description="Id of the item in the earlier split (input order).")
+    a_split: str = Field(description="Split of item a.")
+    b: str = Field(description="Id of the item in the later split.")
+    b_split: str = Field(description="Split of item b.")
+
+
+class NearDuplicatePair(DuplicatePair):
+    """Two items in different splits whose texts differ but are near duplicates."""
+
+    similarity: float = Field(
+        description="Exact Jaccard similarity of the two texts' word-shingle sets (>= threshold)."
+    )
+    estimate: float = Field(description="MinHash estimate of that similarity, for reference.")
+
+
+class AuditCounts(_Model):
+    """How many of each kind of leak were found."""
+
+    group_leaks: int = Field(description="Groups in more than one split.")
+    id_overlaps: int = Field(description="Ids in more than one split.")
+    exact_duplicates: int = Field(description="Cross-split pairs of items with equal text.")
+    near_duplicates: int = Field(description="Cross-split pairs of near-duplicate items.")
+    candidate_pairs_checked: int = Field(
+        description="Distinct-text pairs proposed by LSH and checked exactly."
+    )
+
+
+class AuditReport(_Model):
+    """Everything ``evalkit audit`` found, as written by ``--json``."""
+
+    format_version: int = Field(
+        default=AUDIT_FORMAT_VERSION, description="Bumped on any incompatible change."
+    )
+    evalkit_version: str = Field(default=__version__, description="evalkit that wrote it.")
+    leak: bool = Field(description="True if any leak was found: the command then exits 1.")
+    options: AuditOptions = Field(description="The options of the audit.")
+    lsh: LshParameters | None = Field(
+        description="Shingling, MinHash and banding of the near-duplicate search (null if skipped)."
+    )
+    splits: dict[str, SplitSummary] = Field(description="Per split, in input order.")
+    classes: list[str] = Field(description="Every class found in any split, sorted.")
+    counts: AuditCounts = Field(description="Number of findings of each kind.")
+    group_leaks: list[GroupLeak] = Field(description="Groups in several splits, by group key.")
+    id_overlaps: list[IdOverlap] = Field(description="Ids in several splits, by id.")
+    exact_duplicates: list[DuplicatePair] = Field(
+        description="Cross-split pairs with equal normalised text, by split then id."
+    )
+    near_duplicates: list[NearDuplicatePair] = Field(
+        description="Cross-split near-duplicate pairs (texts not equal), by split then id."
+    )

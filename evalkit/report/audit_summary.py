@@ -1,0 +1,81 @@
+"""The plain-text summary ``evalkit audit`` prints: verdict, counts, examples, coverage."""
+
+from __future__ import annotations
+
+from evalkit.leakage.models import AuditReport
+
+EXAMPLES = 5
+
+
+def render_audit_summary(report: AuditReport, json_path: str | None = None) -> str:
+    """A short report for a terminal or CI log; the full lists go to ``--json``."""
+    splits = report.splits
+    sizes = ", ".join(f"{name} ({summary.n_items:,})" for name, summary in splits.items())
+    lines = [f"audit of {len(splits)} splits: {sizes}"]
+    if report.lsh is not None:
+        lsh = report.lsh
+        lines.append(
+            f"near duplicates: Jaccard of word {lsh.shingle_size}-shingles >= {lsh.threshold:g} "
+            f"(MinHash {lsh.num_perm} permutations, {lsh.bands} bands x {lsh.rows} rows; "
+            f"a pair at the threshold is missed with probability {lsh.false_negative_rate:.1e})"
+        )
+    counts = report.counts
+    lines += ["", f"{'leak':<32} {'found':>8}"]
+    if report.options.group:
+        lines.append(f"{'groups in several splits':<32} {counts.group_leaks:>8,}")
+    lines.append(f"{'ids in several splits':<32} {counts.id_overlaps:>8,}")
+    lines.append(f"{'exact duplicate pairs':<32} {counts.exact_duplicates:>8,}")
+    if report.lsh is not None:
+        lines.append(f"{'near-duplicate pairs':<32} {counts.near_duplicates:>8,}")
+    lines += ["", *_split_table(report)]
+    examples = _examples(report)
+    if examples:
+        lines += ["", "examples:", *examples]
+    if report.classes and any(s.missing_classes for s in splits.values()):
+        lines.append("")
+        for name, summary in splits.items():
+            if summary.missing_classes:
+                missing = ", ".join(summary.missing_classes)
+                lines.append(f"warning: split {name} has no item of class {missing}")
+    lines.append("")
+    if report.leak:
+        where = f"; full lists in {json_path}" if json_path else "; --json FILE for full lists"
+        lines.append(f"LEAK: items of one split reappear in another (exit 1){where}")
+    else:
+        lines.append("no leak found")
+    return "\n".join(lines)
+
+
+def _split_table(report: AuditReport) -> list[str]:
+    with_groups = report.options.group != []
+    header = f"{'split':<12} {'items':>9}"
+    header += f" {'groups':>8}" if with_groups else ""
+    header += f" {'empty text':>10} {'dup. elsewhere':>14}"
+    header += f" {'classes':>8}" if report.classes else ""
+    lines = [header]
+    for name, summary in report.splits.items():
+        row = f"{name:<12} {summary.n_items:>9,}"
+        row += f" {summary.n_groups or 0:>8,}" if with_groups else ""
+        row += f" {summary.empty_texts:>10,} {summary.items_with_duplicate_elsewhere:>14,}"
+        if report.classes:
+            present = len(report.classes) - len(summary.missing_classes)
+            row += f" {f'{present}/{len(report.classes)}':>8}"
+        lines.append(row)
+    return lines
+
+
+def _examples(report: AuditReport) -> list[str]:
+    lines = []
+    for leak in report.group_leaks[:EXAMPLES]:
+        spread = ", ".join(f"{split} {n}" for split, n in leak.items.items())
+        lines.append(f"  group {leak.group}: {spread}")
+    for overlap in report.id_overlaps[:EXAMPLES]:
+        lines.append(f"  id {overlap.id} in {', '.join(overlap.splits)}")
+    for pair in report.exact_duplicates[:EXAMPLES]:
+        lines.append(f"  exact: {pair.a} ({pair.a_split}) = {pair.b} ({pair.b_split})")
+    for near in report.near_duplicates[:EXAMPLES]:
+        lines.append(
+            f"  near:  {near.a} ({near.a_split}) ~ {near.b} ({near.b_split}), "
+            f"Jaccard {near.similarity:.2f}"
+        )
+    return lines
