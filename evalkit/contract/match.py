@@ -187,7 +187,7 @@ def slice_mask(frame: pl.DataFrame, where: dict[str, Any], label: str) -> pl.Ser
         present = [value for value in values if value is not None]
         test = pl.lit(False)
         if present:
-            test = pl.col(column).is_in(pl.Series(present, strict=False))
+            test = pl.col(column).is_in(pl.lit(pl.Series(present, strict=False)).implode())
         if len(present) < len(values):
             test = test | pl.col(column).is_null()
         test = test.fill_null(False)

@@ -159,6 +159,15 @@ def _resolve_column(frame: pl.DataFrame, dotted: str, path: Path, what: str) -> 
     )
 
 
+def _decode_bytes(raw: bytes | None) -> tuple[str | None, bool]:
+    if raw is None:
+        return None, False
+    try:
+        return raw.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return None, True
+
+
 def _table_frame(frame: pl.DataFrame, path: Path, id_col: str, output_col: str) -> pl.DataFrame:
     """Select and type the id and output columns of a plain table."""
     import polars as pl
@@ -170,10 +179,10 @@ def _table_frame(frame: pl.DataFrame, path: Path, id_col: str, output_col: str) 
     if isinstance(outputs.dtype, pl.Struct | pl.List | pl.Array):
         raise UsageError(_structured_output_message(path, output_col))
     invalid = pl.Series("invalid_utf8", [False] * len(outputs), dtype=pl.Boolean)
-    if outputs.dtype == pl.Binary:
-        decoded = outputs.cast(pl.String, strict=False)
-        invalid = outputs.is_not_null() & decoded.is_null()
-        outputs = decoded
+    if outputs.dtype == pl.Binary:  # raw bytes: decode one by one, flag what is not UTF-8
+        pairs = [_decode_bytes(raw) for raw in outputs.to_list()]
+        outputs = pl.Series(output_col, [text for text, _ in pairs], dtype=pl.String)
+        invalid = pl.Series("invalid_utf8", [flag for _, flag in pairs], dtype=pl.Boolean)
     elif outputs.dtype != pl.String:
         outputs = outputs.cast(pl.String)
     result = pl.DataFrame(
