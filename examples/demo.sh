@@ -11,3 +11,20 @@ echo "== 1. split 1,200 tickets into 840/180/180, conversations kept whole"
 evalkit split examples/tickets/tickets.jsonl --out "$OUT/split" \
   --group conversation_id --stratify category --id ticket_id --text text \
   --sizes 840,180,180 --seed 7
+
+echo
+echo "== 2. simulate predictions of a baseline and two fine-tuned candidates"
+echo "   (SIMULATED: generated from the gold labels with fences, prose, truncations and"
+echo "    wrong classes; see examples/tickets/simulate_predictions.py - no model runs here)"
+python examples/tickets/simulate_predictions.py "$OUT/split/test.parquet" \
+  --out "$OUT/predictions" --seed 11
+
+echo
+echo "== 3. score each against the ticket-triage contract: format and content, per class"
+evalkit contract check contracts/ticket-triage.yaml > "$OUT/contract.normalized.yaml"
+head -2 "$OUT/contract.normalized.yaml"
+for name in baseline candidate-a candidate-b; do
+  echo
+  evalkit score --contract contracts/ticket-triage.yaml --gold "$OUT/split/test.parquet" \
+    --pred "$OUT/predictions/$name.jsonl" --out "$OUT/score/$name" --name "$name"
+done
