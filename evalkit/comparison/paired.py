@@ -168,88 +168,79 @@ def scope_counts(paired: PairedExamples) -> dict[str, pl.DataFrame]:
     }
 
 
-def _optional(values: np.ndarray, index: int) -> float | None:
-    value = float(values[index])
-    return None if np.isnan(value) else value
+def _shares(numerator: np.ndarray, n: np.ndarray) -> list[float | None]:
+    """numerator / n per scope; None for an empty scope."""
+    return [float(x) / int(m) if m > 0 else None for x, m in zip(numerator, n, strict=True)]
 
 
-def _interval(low: np.ndarray, high: np.ndarray, index: int) -> tuple[float, float] | None:
-    if np.isnan(low[index]):
-        return None
-    return float(low[index]), float(high[index])
+def _intervals(low: np.ndarray, high: np.ndarray) -> list[tuple[float, float] | None]:
+    return [None if np.isnan(a) else (float(a), float(b)) for a, b in zip(low, high, strict=True)]
+
+
+def _bootstrap(
+    positive: np.ndarray,
+    negative: np.ndarray,
+    n: np.ndarray,
+    streams: list[str],
+    seed: int,
+    resamples: int,
+) -> list[tuple[float, float] | None]:
+    """Paired-bootstrap interval per scope, each from its own named random stream."""
+    return [
+        statistics.paired_bootstrap_delta_ci(
+            int(positive[i]),
+            int(negative[i]),
+            int(n[i]),
+            statistics.scope_seed(seed, stream),
+            resamples,
+        )
+        for i, stream in enumerate(streams)
+    ]
 
 
 def compare_scopes(
     counts: pl.DataFrame, rare: dict[str, bool], seed: int, resamples: int
 ) -> list[ScopeComparison]:
     """Statistics of every scope in one family; Holm adjusts across the family."""
-    column: dict[str, Any] = {
+    c: dict[str, Any] = {
         name: counts[name].to_numpy() for name in counts.columns if counts[name].dtype.is_numeric()
     }
-    flip_ids: list[list[str]] = counts["negative_flip_ids"].to_list()
-    n = column["n"]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        base_acc = np.where(n > 0, column["baseline_correct"] / n, np.nan)
-        cand_acc = np.where(n > 0, column["candidate_correct"] / n, np.nan)
-        delta = np.where(n > 0, (column["positive_flips"] - column["negative_flips"]) / n, np.nan)
-        base_fv = np.where(n > 0, column["baseline_valid"] / n, np.nan)
-        cand_fv = np.where(n > 0, column["candidate_valid"] / n, np.nan)
-        format_delta = np.where(
-            n > 0, (column["format_positive_flips"] - column["format_negative_flips"]) / n, np.nan
-        )
-        flip_rate = np.where(n > 0, column["negative_flips"] / n, np.nan)
-    base_low, base_high = statistics.wilson_interval(column["baseline_correct"], n)
-    cand_low, cand_high = statistics.wilson_interval(column["candidate_correct"], n)
-    p = statistics.mcnemar_exact_p(column["negative_flips"], column["positive_flips"])
-    holm = statistics.holm_adjust(p)
-    format_p = statistics.mcnemar_exact_p(
-        column["format_negative_flips"], column["format_positive_flips"]
-    )
-    scopes = []
-    for i, scope in enumerate(counts["scope"].to_list()):
-        size = int(n[i])
-        rng = statistics.scope_seed(seed, scope)
-        scopes.append(
-            ScopeComparison(
-                scope=scope,
-                n=size,
-                rare=rare.get(scope, False),
-                baseline_correct=int(column["baseline_correct"][i]),
-                candidate_correct=int(column["candidate_correct"][i]),
-                baseline_accuracy=_optional(base_acc, i),
-                candidate_accuracy=_optional(cand_acc, i),
-                baseline_accuracy_ci=_interval(base_low, base_high, i),
-                candidate_accuracy_ci=_interval(cand_low, cand_high, i),
-                delta=_optional(delta, i),
-                delta_ci=statistics.paired_bootstrap_delta_ci(
-                    int(column["positive_flips"][i]),
-                    int(column["negative_flips"][i]),
-                    size,
-                    rng,
-                    resamples,
-                ),
-                negative_flips=int(column["negative_flips"][i]),
-                positive_flips=int(column["positive_flips"][i]),
-                negative_flip_rate=_optional(flip_rate, i),
-                mcnemar_p=float(p[i]),
-                holm_p=float(holm[i]),
-                negative_flip_ids=flip_ids[i],
-                baseline_format_validity=_optional(base_fv, i),
-                candidate_format_validity=_optional(cand_fv, i),
-                format_delta=_optional(format_delta, i),
-                format_delta_ci=statistics.paired_bootstrap_delta_ci(
-                    int(column["format_positive_flips"][i]),
-                    int(column["format_negative_flips"][i]),
-                    size,
-                    rng,
-                    resamples,
-                ),
-                format_negative_flips=int(column["format_negative_flips"][i]),
-                format_positive_flips=int(column["format_positive_flips"][i]),
-                format_mcnemar_p=float(format_p[i]),
-            )
-        )
-    return scopes
+    n, positive, negative = c["n"], c["positive_flips"], c["negative_flips"]
+    format_positive, format_negative = c["format_positive_flips"], c["format_negative_flips"]
+    scopes: list[str] = counts["scope"].to_list()
+    p = statistics.mcnemar_exact_p(negative, positive)
+    fields: dict[str, list[Any]] = {
+        "scope": scopes,
+        "n": n.tolist(),
+        "rare": [rare.get(scope, False) for scope in scopes],
+        "baseline_correct": c["baseline_correct"].tolist(),
+        "candidate_correct": c["candidate_correct"].tolist(),
+        "baseline_accuracy": _shares(c["baseline_correct"], n),
+        "candidate_accuracy": _shares(c["candidate_correct"], n),
+        "baseline_accuracy_ci": _intervals(*statistics.wilson_interval(c["baseline_correct"], n)),
+        "candidate_accuracy_ci": _intervals(*statistics.wilson_interval(c["candidate_correct"], n)),
+        "delta": _shares(positive - negative, n),
+        "delta_ci": _bootstrap(positive, negative, n, scopes, seed, resamples),
+        "negative_flips": negative.tolist(),
+        "positive_flips": positive.tolist(),
+        "negative_flip_rate": _shares(negative, n),
+        "mcnemar_p": p.tolist(),
+        "holm_p": statistics.holm_adjust(p).tolist(),
+        "negative_flip_ids": counts["negative_flip_ids"].to_list(),
+        "baseline_format_validity": _shares(c["baseline_valid"], n),
+        "candidate_format_validity": _shares(c["candidate_valid"], n),
+        "format_delta": _shares(format_positive - format_negative, n),
+        "format_delta_ci": _bootstrap(
+            format_positive, format_negative, n, [f"format|{s}" for s in scopes], seed, resamples
+        ),
+        "format_negative_flips": format_negative.tolist(),
+        "format_positive_flips": format_positive.tolist(),
+        "format_mcnemar_p": statistics.mcnemar_exact_p(format_negative, format_positive).tolist(),
+    }
+    return [
+        ScopeComparison(**{key: values[i] for key, values in fields.items()})
+        for i in range(len(scopes))
+    ]
 
 
 def new_errors(paired: PairedExamples) -> list[NewError]:
