@@ -28,3 +28,27 @@ for name in baseline candidate-a candidate-b; do
   evalkit score --contract contracts/ticket-triage.yaml --gold "$OUT/split/test.parquet" \
     --pred "$OUT/predictions/$name.jsonl" --out "$OUT/score/$name" --name "$name"
 done
+
+echo
+echo "== 4. compare both candidates with the baseline, example by example, and rank them"
+evalkit compare "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \
+  --out "$OUT/compare"
+
+echo
+echo "== 5. gate candidate-a: better on average, but legal_threat is broken -> blocked (exit 1)"
+status=0
+evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-a" \
+  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected evalkit gate to block candidate-a with exit 1, got exit $status" >&2
+  exit 1
+fi
+echo "   -> exit $status: candidate-a is blocked; the walkthrough continues"
+
+echo
+echo "== 6. gate candidate-b: better on average and no rule broken -> passes (exit 0)"
+evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
+  --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
+echo "   -> exit 0: candidate-b passes"
+echo
+echo "Reports: $OUT/compare/report.md, $OUT/compare/junit.xml, $OUT/gate/"
