@@ -11,12 +11,18 @@ from evalkit.splitting.state import (
     FloatArray,
     IntArray,
     keeps_coverage,
+    sample,
 )
 
 # Pairs evaluated per balance step; beyond it candidates are sampled.
 EXHAUSTIVE_PAIRS = 250_000
 SAMPLED_PAIRS = 20_000
 BATCH_SWAPS = 256
+# One-for-two swaps: only on small problems, from samples of these sizes.
+ONE_FOR_TWO_MAX_GROUPS = 2_000
+ONE_FOR_TWO_SINGLES = 400
+ONE_FOR_TWO_MEMBERS = 250
+ONE_FOR_TWO_TRIPLES = 200_000
 
 
 def _same_size_pairs(state: Assignment, rng: np.random.Generator) -> tuple[IntArray, IntArray]:
@@ -56,31 +62,109 @@ def balance_classes(
     rng: np.random.Generator,
     max_steps: int,
 ) -> None:
-    """Step 4: swap equally sized groups while that lowers the class-share objective."""
+    """Step 4: swap groups of equal total size while that lowers the class-share objective.
+
+    Swaps of two equally sized groups come first; when none helps any more,
+    small problems also try one group against two whose sizes add up to it.
+    """
     if state.table.n_classes < 2:
         return
+    small = state.table.n_groups <= ONE_FOR_TWO_MAX_GROUPS
     for _ in range(max_steps):
         # Every split within one item of its ideal count of every class: what
         # is left to gain is less than an item, not worth a swap.
         if np.abs(state.class_counts - balance.expected).max() < 1.0:
             return
-        first, second = _same_size_pairs(state, rng)
-        if first.size == 0:
+        if _same_size_step(state, balance, required, rng):
+            continue
+        if not (small and _one_for_two_step(state, balance, required, rng)):
             return
-        split_a, split_b = state.split_of[first], state.split_of[second]
-        transfer = state.table.dense(first) - state.table.dense(second)
-        deltas = np.empty(first.size)
-        n_splits = state.items.shape[0]
-        for a in range(n_splits):
-            for b in range(n_splits):
-                mask = (split_a == a) & (split_b == b)
-                if mask.any():
-                    deltas[mask] = balance.swap_delta(state, a, b, transfer[mask])
-        improving = np.flatnonzero(deltas < -1e-12)
-        if improving.size == 0:
-            return
-        if _apply_swaps(state, balance, required, first, second, transfer, improving, deltas) == 0:
-            return
+
+
+def _same_size_step(
+    state: Assignment, balance: Balance, required: BoolArray, rng: np.random.Generator
+) -> bool:
+    """Apply the best improving swaps of equally sized groups; False when there is none."""
+    first, second = _same_size_pairs(state, rng)
+    if first.size == 0:
+        return False
+    split_a, split_b = state.split_of[first], state.split_of[second]
+    transfer = state.table.dense(first) - state.table.dense(second)
+    deltas = np.empty(first.size)
+    n_splits = state.items.shape[0]
+    for a in range(n_splits):
+        for b in range(n_splits):
+            mask = (split_a == a) & (split_b == b)
+            if mask.any():
+                deltas[mask] = balance.swap_delta(state, a, b, transfer[mask])
+    improving = np.flatnonzero(deltas < -1e-12)
+    if improving.size == 0:
+        return False
+    return _apply_swaps(state, balance, required, first, second, transfer, improving, deltas) > 0
+
+
+def _one_for_two_step(
+    state: Assignment, balance: Balance, required: BoolArray, rng: np.random.Generator
+) -> bool:
+    """Swap one group of split a with two of split b of the same total size, if it helps."""
+    table = state.table
+    free = table.pinned < 0
+    n_splits = state.items.shape[0]
+    best: tuple[float, int, int, int, int, int] | None = None
+    for a in range(n_splits):
+        singles = sample(np.flatnonzero(free & (state.split_of == a)), ONE_FOR_TWO_SINGLES, rng)
+        for b in range(n_splits):
+            if a == b or singles.size == 0:
+                continue
+            members = sample(np.flatnonzero(free & (state.split_of == b)), ONE_FOR_TWO_MEMBERS, rng)
+            if members.size < 2:
+                continue
+            left, right = np.triu_indices(members.size, k=1)
+            first, second = members[left], members[right]
+            pair_size = table.sizes[first] + table.sizes[second]
+            order = np.argsort(pair_size, kind="stable")
+            first, second, pair_size = first[order], second[order], pair_size[order]
+            starts = np.searchsorted(pair_size, table.sizes[singles], side="left")
+            stops = np.searchsorted(pair_size, table.sizes[singles], side="right")
+            counts = stops - starts
+            if counts.sum() == 0:
+                continue
+            single = np.repeat(singles, counts)
+            offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+            pair = np.repeat(starts, counts) + offsets
+            if single.size > ONE_FOR_TWO_TRIPLES:
+                keep = np.sort(rng.choice(single.size, ONE_FOR_TWO_TRIPLES, replace=False))
+                single, pair = single[keep], pair[keep]
+            transfer = table.dense(single) - table.dense(first[pair]) - table.dense(second[pair])
+            deltas = balance.swap_delta(state, a, b, transfer)
+            index = int(np.argmin(deltas))
+            if deltas[index] < -1e-12 and (best is None or deltas[index] < best[0]):
+                best = (
+                    float(deltas[index]),
+                    a,
+                    b,
+                    int(single[index]),
+                    int(first[pair[index]]),
+                    int(second[pair[index]]),
+                )
+    if best is None:
+        return False
+    _, a, b, g, h1, h2 = best
+    return _try_moves(state, required, [(g, b), (h1, a), (h2, a)])
+
+
+def _try_moves(state: Assignment, required: BoolArray, moves: list[tuple[int, int]]) -> bool:
+    """Apply moves; undo them if a covered split loses its last group of a required class."""
+    undo = [(group, int(state.split_of[group])) for group, _ in moves]
+    before = state.carriers > 0
+    for group, split in moves:
+        state.move(group, split)
+    covered = state.problem.covered_splits[:, None]
+    if (before & (state.carriers == 0) & required[None, :] & covered).any():
+        for group, split in reversed(undo):
+            state.move(group, split)
+        return False
+    return True
 
 
 def _apply_swaps(

@@ -20,6 +20,8 @@ from evalkit.splitting.state import (
 DP_POOL = 1_500
 DP_WINDOW = 200_000
 DP_CELLS = 40_000_000
+# Groups above this share of the smallest target are placed before the rest.
+LARGE_GROUP_SHARE = 0.2
 
 
 def allocate(table: GroupTable, problem: Problem, rng: np.random.Generator) -> IntArray:
@@ -29,9 +31,11 @@ def allocate(table: GroupTable, problem: Problem, rng: np.random.Generator) -> I
     free = np.flatnonzero(split_of == FREE)
     if free.size == 0:
         return split_of
-    frozen_items = np.bincount(
-        split_of[split_of >= 0], weights=table.sizes[split_of >= 0], minlength=n_splits
-    )
+    free = _place_large_groups(table, problem, split_of, free, rng)
+    if free.size == 0:
+        return split_of
+    placed = split_of >= 0
+    frozen_items = np.bincount(split_of[placed], weights=table.sizes[placed], minlength=n_splits)
     remaining = np.maximum(problem.targets - frozen_items, 0).astype(np.float64)
     if remaining.sum() == 0:
         remaining = problem.targets.astype(np.float64) + 1e-9
@@ -51,6 +55,37 @@ def allocate(table: GroupTable, problem: Problem, rng: np.random.Generator) -> I
     position = ((cumulative - before - sizes / 2) / totals + offset) % 1.0
     split_of[groups] = np.minimum(np.searchsorted(bounds, position, side="right"), n_splits - 1)
     return split_of
+
+
+def _place_large_groups(
+    table: GroupTable,
+    problem: Problem,
+    split_of: IntArray,
+    free: IntArray,
+    rng: np.random.Generator,
+) -> IntArray:
+    """Place groups too large for proportional allocation; return the groups still free.
+
+    A group bigger than a fifth of the smallest target would make the
+    allocation overshoot whichever small split it lands in, so the large ones
+    go first, biggest first, each to the split with the most room left.
+    """
+    positive = problem.targets[problem.targets > 0]
+    if positive.size == 0:
+        return free
+    large = free[table.sizes[free] > LARGE_GROUP_SHARE * positive.min()]
+    if large.size == 0:
+        return free
+    placed = split_of >= 0
+    room = problem.targets - np.bincount(
+        split_of[placed], weights=table.sizes[placed], minlength=problem.targets.shape[0]
+    )
+    order = np.lexsort((rng.random(large.size), -table.sizes[large]))
+    for group in large[order]:
+        split = int(np.argmax(room + rng.random(room.size) * 1e-6))
+        split_of[group] = split
+        room[split] -= table.sizes[group]
+    return free[split_of[free] == FREE]
 
 
 def cover(state: Assignment, required: BoolArray) -> None:
