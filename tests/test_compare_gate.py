@@ -127,6 +127,16 @@ def test_absolute_minimums_and_missing_are_judged_on_the_candidate_alone() -> No
     assert report.overall.format_negative_flips == 4
 
 
+def test_a_format_drop_failure_lists_the_examples_that_became_invalid() -> None:
+    rules = contract(max_format_drop=0.01, min_format_validity=0.0)
+    base = result("baseline", BASE_WRONG, normalized=rules)
+    valid = [i not in {21, 22, 23} for i in range(100)]
+    cand = result("candidate", BASE_WRONG, valid=valid, normalized=rules)
+    failure = next(f for f in gate(base, cand).failures if f.rule == "max_format_drop")
+    assert failure.drop == pytest.approx(0.03)
+    assert failure.negative_flip_ids == ["T0021", "T0022", "T0023"]
+
+
 def test_slice_drop_is_judged_by_threshold() -> None:
     rules = contract(max_accuracy_drop=1.0, max_class_drop=1.0, significance=0.05)
     base = result("baseline", set(), normalized=rules)

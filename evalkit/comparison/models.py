@@ -74,6 +74,8 @@ class ScopeComparison(_Model):
     """Examples invalid in the baseline and valid in the candidate."""
     format_mcnemar_p: float
     """Two-sided exact McNemar p-value of the format-validity change."""
+    format_negative_flip_ids: list[str]
+    """Ids of the first examples valid in the baseline and invalid in the candidate (at most 10)."""
 
 
 class RuleCheck(_Model):

@@ -125,6 +125,13 @@ def _count_expressions(grouped: bool) -> list[pl.Expr]:
     flip_ids = (
         pl.col("id").filter(base & ~cand).sort().head(MAX_LISTED_IDS).alias("negative_flip_ids")
     )
+    format_flip_ids = (
+        pl.col("id")
+        .filter(base_valid & ~cand_valid)
+        .sort()
+        .head(MAX_LISTED_IDS)
+        .alias("format_negative_flip_ids")
+    )
     return [
         pl.len().cast(pl.Int64).alias("n"),
         base.sum().cast(pl.Int64).alias("baseline_correct"),
@@ -136,6 +143,7 @@ def _count_expressions(grouped: bool) -> list[pl.Expr]:
         (base_valid & ~cand_valid).sum().cast(pl.Int64).alias("format_negative_flips"),
         (~base_valid & cand_valid).sum().cast(pl.Int64).alias("format_positive_flips"),
         flip_ids if grouped else flip_ids.implode(),
+        format_flip_ids if grouped else format_flip_ids.implode(),
     ]
 
 
@@ -236,6 +244,7 @@ def compare_scopes(
         "format_negative_flips": format_negative.tolist(),
         "format_positive_flips": format_positive.tolist(),
         "format_mcnemar_p": statistics.mcnemar_exact_p(format_negative, format_positive).tolist(),
+        "format_negative_flip_ids": counts["format_negative_flip_ids"].to_list(),
     }
     return [
         ScopeComparison(**{key: values[i] for key, values in fields.items()})

@@ -40,6 +40,7 @@ class _Measure:
     baseline: float | None
     candidate: float | None
     p_value: float
+    negative_flip_ids: list[str]
 
 
 def _fmt(value: float) -> str:
@@ -93,7 +94,7 @@ def _drop_check(
         p_value=measure.p_value if significance is not None else None,
         significance=significance,
         reason=reason,
-        negative_flip_ids=scope.negative_flip_ids if measure.name == "content accuracy" else [],
+        negative_flip_ids=measure.negative_flip_ids,
     )
 
 
@@ -149,7 +150,13 @@ def _absolute_checks(rules: GateRules, totals: CandidateTotals) -> list[RuleChec
 
 
 def _accuracy(scope: ScopeComparison, p_value: float) -> _Measure:
-    return _Measure("content accuracy", scope.baseline_accuracy, scope.candidate_accuracy, p_value)
+    return _Measure(
+        "content accuracy",
+        scope.baseline_accuracy,
+        scope.candidate_accuracy,
+        p_value,
+        scope.negative_flip_ids,
+    )
 
 
 def apply_rules(
@@ -175,6 +182,7 @@ def apply_rules(
             overall.baseline_format_validity,
             overall.candidate_format_validity,
             overall.format_mcnemar_p,
+            overall.format_negative_flip_ids,
         )
         checks.append(
             _drop_check("max_format_drop", overall, measure, vs.max_format_drop, vs.significance)
