@@ -137,6 +137,14 @@ def test_a_format_drop_failure_lists_the_examples_that_became_invalid() -> None:
     assert failure.negative_flip_ids == ["T0021", "T0022", "T0023"]
 
 
+def test_an_empty_result_cannot_meet_a_minimum() -> None:
+    empty = result_in_memory("empty", ids=[], classes=[], correct=[], slices={})
+    report = gate(empty, empty)
+    assert report.verdict == "fail"
+    assert {f.rule for f in report.failures} == {"min_format_validity", "min_content_accuracy"}
+    assert all("no examples" in f.reason and f.candidate is None for f in report.failures)
+
+
 def test_slice_drop_is_judged_by_threshold() -> None:
     rules = contract(max_accuracy_drop=1.0, max_class_drop=1.0, significance=0.05)
     base = result("baseline", set(), normalized=rules)

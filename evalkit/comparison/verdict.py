@@ -98,7 +98,9 @@ def _drop_check(
     )
 
 
-def _absolute(rule: str, passed: bool, value: float, threshold: float, reason: str) -> RuleCheck:
+def _absolute(
+    rule: str, passed: bool, value: float | None, threshold: float, reason: str
+) -> RuleCheck:
     return RuleCheck(
         rule=rule,
         scope="overall",
@@ -132,6 +134,10 @@ def _absolute_checks(rules: GateRules, totals: CandidateTotals) -> list[RuleChec
         ),
     ):
         if minimum is None:
+            continue
+        if totals.n == 0:  # a gate must not pass what it could not look at
+            reason = f"no examples, so {name} is undefined; a minimum cannot be met"
+            checks.append(_absolute(rule, False, None, minimum, reason))
             continue
         passed = value >= minimum - TOLERANCE
         relation = "at least" if passed else "below"
