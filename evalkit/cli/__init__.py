@@ -88,9 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.UsageError as error:
         # One line, like every other bad-input error, with a pointer to the help.
         command = error.ctx.command_path if error.ctx is not None else "evalkit"
-        click.echo(
-            f"evalkit: error: {error.format_message()} (see '{command} --help')", err=True
-        )
+        click.echo(f"evalkit: error: {error.format_message()} (see '{command} --help')", err=True)
         sys.exit(error.exit_code)
     except click.ClickException as error:
         error.show()
