@@ -265,3 +265,45 @@ def test_near_dup_keeps_every_planted_pair_in_one_split() -> None:
     assert merging is not None
     assert merging.merged_groups == len(pairs)
     assert merging.largest_merged_group == 2
+
+
+def test_tokenizer_lengths_count_tokens(tmp_path: Path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
+    vocabulary = {"[UNK]": 0, "refund": 1, "please": 2}
+    tokenizer = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocabulary, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    folder = tmp_path / "model"
+    folder.mkdir()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    texts = ["refund please", "a b c d", "one", "x y z w v u", "refund"]
+    frame = pl.DataFrame({"id": range(5), "g": range(5), "text": texts})
+    result = split(
+        frame,
+        group=["g"],
+        sizes=[5, 0],
+        names=["all", "none"],
+        id_column="id",
+        text="text",
+        tokenizer=folder,
+    )
+    length = result.manifest.splits["all"].length
+    assert length is not None
+    assert (length.unit, length.min, length.max, length.p50) == ("tokens", 1, 6, 2.0)
+    chars = split(frame, group=["g"], sizes=[5, 0], names=["all", "none"], text="text")
+    assert chars.manifest.splits["all"].length.max == max(map(len, texts))  # type: ignore[union-attr]
+
+
+def test_tokenizer_must_be_a_local_file(tmp_path: Path) -> None:
+    from evalkit.errors import UnreadableFile
+
+    pytest.importorskip("tokenizers")
+    frame = pl.DataFrame({"id": range(4), "g": range(4), "text": ["a"] * 4})
+    with pytest.raises(UnreadableFile, match="never downloads"):
+        split(
+            frame,
+            group=["g"],
+            sizes=[2, 2],
+            names=["a", "b"],
+            text="text",
+            tokenizer=tmp_path / "bert-base-uncased",
+        )

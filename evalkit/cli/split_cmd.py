@@ -103,6 +103,12 @@ class _NumberList(click.ParamType):
     metavar="ASSIGNMENTS",
     help="assignments.parquet of an earlier split: known groups stay where they were.",
 )
+@click.option(
+    "--tokenizer",
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Local tokenizer.json (or a model folder with one): report --text lengths in tokens.",
+)
 @click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
 def split_command(
@@ -121,6 +127,7 @@ def split_command(
     tolerance: int | None,
     near_dup: float | None,
     freeze: Path | None,
+    tokenizer: Path | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -166,6 +173,7 @@ def split_command(
         tolerance=tolerance,
         near_dup=near_dup,
         freeze=freeze,
+        tokenizer=tokenizer,
     )
     result.write(
         out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force

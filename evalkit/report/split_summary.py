@@ -25,7 +25,9 @@ def render_split_summary(manifest: SplitManifest, out: str | None = None) -> str
     ]
     header = f"{'split':<12} {'target':>8} {'items':>8} {'dev':>5} {'groups':>7}"
     if has_length:
-        header += f" {'len p50':>8} {'len p95':>8}"
+        unit = next(r.length.unit for r in splits.values() if r.length is not None)
+        short = "tok" if unit == "tokens" else "len"
+        header += f" {short + ' p50':>8} {short + ' p95':>8}"
     if stratified:
         header += "  worst class deviation"
     lines.append(header)

@@ -32,6 +32,7 @@ from evalkit.splitting.groups import (
     pin_frozen,
 )
 from evalkit.splitting.inputs import check_names, check_table, resolve_targets
+from evalkit.splitting.lengths import load_tokenizer
 from evalkit.splitting.manifest import (
     Freezing,
     InputInfo,
@@ -81,6 +82,7 @@ def split(
     tolerance: int | None = None,
     near_dup: float | None = None,
     freeze: Path | str | None = None,
+    tokenizer: Path | str | None = None,
 ) -> SplitResult:
     """Split ``data`` into named parts, keeping every group whole.
 
@@ -90,7 +92,8 @@ def split(
     groups as there are splits appears in each. Same data and seed give the
     same split whatever the row order. Raises an ``EvalkitError`` subclass on
     bad input, and ``InfeasibleSplit`` when a count misses by more than
-    ``tolerance`` items.
+    ``tolerance`` items. Lengths of ``text`` are in characters, or in tokens of
+    a local ``tokenizer`` (a tokenizer.json, or a folder holding one).
     """
     path = Path(data) if isinstance(data, str | Path) else None
     frame = read_table(path) if path is not None else data
@@ -104,6 +107,9 @@ def split(
         raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
     if near_dup is not None and text is None:
         raise UsageError("--near-dup needs --text COL: the column whose texts are compared")
+    if tokenizer is not None and text is None:
+        raise UsageError("--tokenizer needs --text COL: the column whose tokens are counted")
+    loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
     check_table(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text
     )
@@ -158,6 +164,7 @@ def split(
         tolerance=tolerance,
         near_dup=near_dup,
         freeze=str(freeze) if freeze is not None else None,
+        tokenizer=str(tokenizer) if tokenizer is not None else None,
     )
     required = [labels[i] for i in np.flatnonzero(required_classes(table, problem))]
     splits, quality = build_report(
@@ -170,6 +177,7 @@ def split(
         labels,
         required if stratify else [],
         text,
+        loaded_tokenizer,
     )
     manifest = SplitManifest(
         evalkit_version=__version__,

@@ -46,15 +46,19 @@ class SplitOptions(_Model):
         default=None, description="Jaccard threshold for merging near-duplicate texts."
     )
     freeze: str | None = Field(default=None, description="Assignments file of an earlier split.")
+    tokenizer: str | None = Field(
+        default=None, description="tokenizer.json whose token counts are the lengths."
+    )
 
 
 class LengthStats(_Model):
-    """Text length in characters: min, median, 95th percentile (linear), max."""
+    """Text length: min, median, 95th percentile (linear interpolation), max."""
 
     min: int
     p50: float
     p95: float
     max: int
+    unit: str = Field(default="chars", description="chars, or tokens with --tokenizer.")
 
 
 class SplitReport(_Model):

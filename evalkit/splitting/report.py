@@ -8,18 +8,20 @@ split and its group key, so the manifest states what the files actually hold.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from evalkit.splitting.lengths import text_lengths
 from evalkit.splitting.manifest import Leakage, LengthStats, Quality, SplitReport
 from evalkit.splitting.state import BoolArray, IntArray
 
 MAJOR_CLASS_SHARE = 0.05
 
 
-def _length(texts: pl.Series) -> LengthStats | None:
-    lengths = texts.drop_nulls().str.len_chars().to_numpy()
+def _length(texts: pl.Series, tokenizer: Any | None) -> LengthStats | None:
+    lengths = text_lengths(texts, tokenizer)
     if lengths.size == 0:
         return None
     p50, p95 = np.percentile(lengths, [50, 95])
@@ -28,6 +30,7 @@ def _length(texts: pl.Series) -> LengthStats | None:
         p50=round(float(p50), 4),
         p95=round(float(p95), 4),
         max=int(lengths.max()),
+        unit="tokens" if tokenizer is not None else "chars",
     )
 
 
@@ -48,6 +51,7 @@ def build_report(
     labels: Sequence[str],
     required: Sequence[str],
     text: str | None,
+    tokenizer: Any | None = None,
 ) -> tuple[dict[str, SplitReport], Quality]:
     """Per-split reports and the overall quality block of the manifest.
 
@@ -76,7 +80,7 @@ def build_report(
         missing_required[name] = [label for label in required if label in absent]
         length = None
         if texts is not None:
-            length = _length(texts.filter(pl.Series(row_split == index)))
+            length = _length(texts.filter(pl.Series(row_split == index)), tokenizer)
         reports[name] = SplitReport(
             target=int(target),
             n_items=n_items,

@@ -1,0 +1,46 @@
+"""Text lengths per split: characters by default, tokens with a local tokenizer.
+
+Token counts are what a fine-tuning run pays for (sequence length, truncation),
+so ``--tokenizer`` measures them with the model's own tokenizer file. Only a
+local file is read (``tokenizer.json``, or a model folder holding one): evalkit
+never downloads a tokenizer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from evalkit.errors import MalformedFile, UnreadableFile, UsageError
+from evalkit.splitting.state import IntArray
+
+
+def load_tokenizer(path: Path) -> Any:
+    """A ``tokenizers.Tokenizer`` from a tokenizer.json file or a folder holding one."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise UsageError(
+            "--tokenizer needs the optional 'tokenizers' package: pip install 'evalkit[tokenize]'"
+        ) from None
+    file = path / "tokenizer.json" if path.is_dir() else path
+    if not file.exists():
+        where = f"{path} holds no tokenizer.json" if path.is_dir() else f"{path}: no such file"
+        raise UnreadableFile(f"{where}; give a local tokenizer.json (evalkit never downloads one)")
+    try:
+        return Tokenizer.from_file(str(file))
+    except Exception as error:  # the library raises a bare Exception on bad files
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise MalformedFile(f"{file}: not a tokenizers JSON file ({first})") from None
+
+
+def text_lengths(texts: pl.Series, tokenizer: Any | None) -> IntArray:
+    """Length of every non-null text: characters, or tokens without special tokens."""
+    present = texts.drop_nulls()
+    if tokenizer is None:
+        return present.str.len_chars().to_numpy().astype(np.int64)
+    encodings = tokenizer.encode_batch(present.to_list(), add_special_tokens=False)
+    return np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
