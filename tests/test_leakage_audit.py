@@ -324,3 +324,15 @@ def test_cli_exact_only_skips_the_near_duplicate_search(
     data = json.loads(out.read_text())
     assert data["lsh"] is None and data["near_duplicates"] == []
     assert data["options"]["near_dup"] is None
+
+
+def test_summary_names_missing_classes_and_says_when_clean() -> None:
+    from evalkit.report.audit_summary import render_audit_summary
+
+    train = pl.DataFrame({"id": [1, 2], "text": ["alpha beta", "gamma"], "y": ["x", "y"]})
+    test = pl.DataFrame({"id": [3], "text": ["delta"], "y": ["x"]})
+    report = audit({"train": train, "test": test}, id_column="id", text_column="text", stratify="y")
+    summary = render_audit_summary(report)
+    assert "warning: split test has no item of class y" in summary
+    assert summary.endswith("no leak found")
+    assert "1/2" in summary  # classes present in test

@@ -138,3 +138,15 @@ def test_threshold_out_of_range_is_refused() -> None:
         duplicate_components(["a"], 0.0)
     with pytest.raises(ValueError, match="threshold"):
         duplicate_components(["a"], 1.5)
+
+
+def test_progress_bars_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    duplicate_components(["a b c d", "a b c d e", "x y z"], 0.5, progress=True)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "hashing texts" in captured.err and "checking candidate pairs" in captured.err

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
 
 from evalkit.errors import UsageError
 from evalkit.leakage import findings
+from evalkit.leakage.candidates import sorted_unique
 from evalkit.leakage.clusters import distinct_texts
 from evalkit.leakage.inputs import Rows, file_fingerprint, read_rows
 from evalkit.leakage.minhash import LshParameters, choose_lsh
@@ -35,6 +37,7 @@ from evalkit.leakage.progress import Progress
 from evalkit.leakage.search import SimilarPairs, find_similar_pairs
 
 DEFAULT_NEAR_DUP = 0.8
+PairT = TypeVar("PairT", bound=DuplicatePair)
 
 
 def audit(
@@ -87,18 +90,8 @@ def audit(
         IdOverlap(id=value, splits=[names[s] for s in splits])
         for value, splits in overlaps.iter_rows()
     ]
-    exact_list = [
-        DuplicatePair(a=a, a_split=names[sa], b=b, b_split=names[sb])
-        for sa, sb, a, b in exact.select("a_split", "b_split", "a", "b").iter_rows()
-    ]
-    near_list = [
-        NearDuplicatePair(
-            a=a, a_split=names[sa], b=b, b_split=names[sb], similarity=sim, estimate=est
-        )
-        for sa, sb, a, b, sim, est in near.select(
-            "a_split", "b_split", "a", "b", "similarity", "estimate"
-        ).iter_rows()
-    ]
+    exact_list = _pair_models(exact, names, DuplicatePair)
+    near_list = _pair_models(near, names, NearDuplicatePair)
     counts = AuditCounts(
         group_leaks=len(group_list),
         id_overlaps=len(overlap_list),
@@ -140,6 +133,24 @@ def _similar(
     return find_similar_pairs(distinct, params, split_masks=masks, progress=Progress(progress))
 
 
+def _pair_models(pairs: pl.DataFrame, names: list[str], model: type[PairT]) -> list[PairT]:
+    """Pair frames as report models, validated in one call (millions of pairs are possible,
+    and building them one by one in Python would dominate the run time)."""
+    from pydantic import TypeAdapter
+
+    split_name = pl.Enum(names)
+    columns = list(model.model_fields)
+    frame = pairs.with_columns(
+        pl.col("a_split")
+        .cast(pl.UInt32)
+        .replace_strict(range(len(names)), names, return_dtype=split_name),
+        pl.col("b_split")
+        .cast(pl.UInt32)
+        .replace_strict(range(len(names)), names, return_dtype=split_name),
+    ).select(columns)
+    return TypeAdapter(list[model]).validate_python(frame.to_dicts())  # type: ignore[valid-type]
+
+
 def _group_leak_models(leaks: pl.DataFrame | None, names: list[str]) -> list[GroupLeak]:
     if leaks is None or leaks.height == 0:
         return []
@@ -158,7 +169,7 @@ def _split_summaries(
     split_of_row = table["split"].to_numpy()
     n_items = np.bincount(split_of_row, minlength=n_splits)
     empty = np.bincount(split_of_row[normalized.is_null().to_numpy()], minlength=n_splits)
-    involved = np.unique(
+    involved = sorted_unique(
         np.concatenate(
             [frame[column].to_numpy() for frame in (exact, near) for column in ("a_row", "b_row")]
         )

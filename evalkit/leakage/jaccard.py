@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalkit.leakage.candidates import sorted_unique
 from evalkit.leakage.shingles import Shingles
 
 
@@ -35,14 +36,14 @@ class JaccardChecker:
     """
 
     def __init__(self, shingles: Shingles, texts: np.ndarray) -> None:
-        self.texts = np.unique(texts.astype(np.int64))
+        self.texts = sorted_unique(texts.astype(np.int64))
         text_bits = max(1, len(self.texts).bit_length())
         self.hash_bits = 64 - text_bits
         counts = shingles.counts()[self.texts]
         positions, owner = segment_positions(shingles.starts[self.texts], counts)
         low = shingles.hashes[positions] >> np.uint64(64 - self.hash_bits)
         keys = (owner.astype(np.uint64) << np.uint64(self.hash_bits)) | low
-        self.keys = np.unique(keys)
+        self.keys = sorted_unique(keys)
         local = (self.keys >> np.uint64(self.hash_bits)).astype(np.int64)
         self.sizes = np.bincount(local, minlength=len(self.texts)).astype(np.int64)
         self.offsets = np.zeros(len(self.texts), dtype=np.int64)

@@ -30,6 +30,7 @@ from evalkit.leakage.candidates import (
     buckets_of,
     cross_class_pairs,
     decode_pairs,
+    distinct_buckets,
     triangle_pairs,
 )
 from evalkit.leakage.jaccard import JaccardChecker
@@ -74,17 +75,18 @@ def find_similar_pairs(
     shingles = shingle_texts(texts, params.shingle_size)
     with progress.stage("hashing texts", n, "texts") as tick:
         signatures = minhash_signatures(shingles, params.num_perm, params.seed, tick)
-    bands = [buckets_of(band_keys(signatures, band, params.rows)) for band in range(params.bands)]
-    involved = np.unique(np.concatenate([bucket.members for bucket in bands]))
-    checker = JaccardChecker(shingles, involved)
+    buckets = distinct_buckets(
+        [buckets_of(band_keys(signatures, band, params.rows)) for band in range(params.bands)]
+    )
+    checker = JaccardChecker(shingles, buckets.members)
     if split_masks is not None:
-        codes = np.unique(np.concatenate([cross_class_pairs(b, split_masks, n) for b in bands]))
+        codes = cross_class_pairs(buckets, split_masks, n)
         left, right = decode_pairs(codes, n)
         similarity = _check(checker, left, right, progress)
         keep = similarity >= params.threshold - _TOLERANCE
         left, right, similarity, checked = left[keep], right[keep], similarity[keep], len(codes)
     else:
-        left, right, similarity, checked = _connecting_pairs(bands, checker, params, n, progress)
+        left, right, similarity, checked = _connecting_pairs(buckets, checker, params, n, progress)
     estimate = estimate_similarity(signatures, left, right)
     return SimilarPairs(left, right, similarity, estimate, checked)
 
@@ -111,27 +113,25 @@ def _subset(buckets: Buckets, chosen: np.ndarray) -> Buckets:
 
 
 def _connecting_pairs(
-    bands: list[Buckets],
+    buckets: Buckets,
     checker: JaccardChecker,
     params: LshParameters,
     n: int,
     progress: Progress,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Verified pairs enough to connect every cluster (all pairs in small buckets)."""
-    small = [_subset(b, b.sizes <= FULL_CHECK_BUCKET) for b in bands]
-    large = [_subset(b, b.sizes > FULL_CHECK_BUCKET) for b in bands]
-    codes = np.unique(np.concatenate([all_pairs(b, n) for b in small]))
+    codes = all_pairs(_subset(buckets, buckets.sizes <= FULL_CHECK_BUCKET), n)
     left, right = decode_pairs(codes, n)
     similarity = _check(checker, left, right, progress)
     checked = len(codes)
     parts = [(left, right, similarity)]
-    for bucket in large:
-        while len(bucket.starts) > 1:
-            pivot_left, pivot_right, pivot_similarity, bucket = _pivot_round(
-                bucket, checker, params.threshold
-            )
-            parts.append((pivot_left, pivot_right, pivot_similarity))
-            checked += len(pivot_left)
+    large = _subset(buckets, buckets.sizes > FULL_CHECK_BUCKET)
+    while len(large.starts) > 1:
+        pivot_left, pivot_right, pivot_similarity, large = _pivot_round(
+            large, checker, params.threshold
+        )
+        parts.append((pivot_left, pivot_right, pivot_similarity))
+        checked += len(pivot_left)
     left = np.concatenate([part[0] for part in parts])
     right = np.concatenate([part[1] for part in parts])
     similarity = np.concatenate([part[2] for part in parts])

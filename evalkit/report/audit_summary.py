@@ -15,9 +15,11 @@ def render_audit_summary(report: AuditReport, json_path: str | None = None) -> s
     if report.lsh is not None:
         lsh = report.lsh
         lines.append(
-            f"near duplicates: Jaccard of word {lsh.shingle_size}-shingles >= {lsh.threshold:g} "
-            f"(MinHash {lsh.num_perm} permutations, {lsh.bands} bands x {lsh.rows} rows; "
-            f"a pair at the threshold is missed with probability {lsh.false_negative_rate:.1e})"
+            f"near duplicates: Jaccard of word {lsh.shingle_size}-shingles >= {lsh.threshold:g}; "
+            f"MinHash {lsh.num_perm} permutations, {lsh.bands} bands x {lsh.rows} rows"
+        )
+        lines.append(
+            f"  (a pair at the threshold is missed with probability {lsh.false_negative_rate:.1e})"
         )
     counts = report.counts
     lines += ["", f"{'leak':<32} {'found':>8}"]
