@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -260,7 +261,11 @@ def main() -> None:
     for name in ("train", "val", "test"):
         rows.filter(pl.col("split") == name).drop("split").write_parquet(folder / f"{name}.parquet")
 
-    seconds, peak_mb, report = run_cli_audit(folder)
+    try:
+        seconds, peak_mb, report = run_cli_audit(folder)
+    finally:
+        if args.keep is None:  # the generated files take about 200 MB
+            shutil.rmtree(folder, ignore_errors=True)
     found = recall(report, planted)
     ref = reference(rows, planted, args.reference_size)
     load = os.getloadavg()[0]
