@@ -137,6 +137,8 @@ def test_hostile_outputs_get_a_category_quickly() -> None:
         "array": ('[{"category": "billing", "priority": "low"}]', "schema:type"),
         "scalar": ("true", "schema:type"),
         "lone_surrogate": ('{"category": "bil\\ud800", "priority": "low"}', "invalid_json"),
+        "raw_surrogate": ("Sure: " + json.dumps(GOOD) + " \ud800", "invalid_json"),
+        "raw_surrogate_prose": ("no json here \udc00", "invalid_json"),
     }
     for name, (text, expected) in cases.items():
         started = time.perf_counter()
@@ -215,8 +217,12 @@ def test_any_text_gets_exactly_one_verdict(text: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     st.dictionaries(st.sampled_from(["category", "priority", "x", "y"]), json_values, max_size=4),
-    st.text(alphabet=st.characters(exclude_characters="{}`"), max_size=40),
-    st.text(alphabet=st.characters(exclude_characters="{}`"), max_size=40),
+    st.text(
+        alphabet=st.characters(exclude_characters="{}`", exclude_categories=["Cs"]), max_size=40
+    ),
+    st.text(
+        alphabet=st.characters(exclude_characters="{}`", exclude_categories=["Cs"]), max_size=40
+    ),
     st.sampled_from(["plain", "fenced", "prose", "indented"]),
 )
 def test_wrapping_does_not_change_the_verdict(obj, before, after, style) -> None:

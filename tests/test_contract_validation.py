@@ -62,7 +62,7 @@ def test_edge_cases_are_pinned_on_both_validators(schema, instance, verdict, why
     assert fast.is_valid(instance) is verdict, why
     assert explainer.is_valid(instance) is verdict, why
     if not verdict:
-        keyword, message = explain(explainer, fast, instance)
+        keyword, message = explain(lambda: explainer, fast, instance)
         assert keyword in {"pattern", "multipleOf", "enum", "additionalProperties",
                            "propertyNames", "type"}  # fmt: skip
         assert message.startswith("$")
@@ -136,6 +136,11 @@ def test_scorer_verdicts_do_not_depend_on_the_worker_count(
         for n in (1, 2)
     ]
     assert results[0].examples.equals(results[1].examples)
+    for index, result in enumerate(results):
+        result.write(tmp_path / f"out{index}")
+    assert (tmp_path / "out0" / "examples.parquet").read_bytes() == (
+        tmp_path / "out1" / "examples.parquet"
+    ).read_bytes()
     verdicts = results[0].examples.sort("id")["error"].to_list()[:7]
     assert verdicts == [None, "schema:pattern", "schema:pattern", "schema:pattern", None,
                         "schema:multipleOf", None]  # fmt: skip

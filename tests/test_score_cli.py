@@ -110,7 +110,8 @@ def test_duplicate_ids_and_other_bad_input(run_cli, files: Path) -> None:
     assert_one_line_error(run_cli(*bad_ext), "nope.jsonl: no such file")
     gold = pl.read_parquet(files / "gold.parquet")
     pl.concat([gold, gold.head(1)]).write_parquet(files / "gold.parquet")
-    assert_one_line_error(run_cli(*args(files, "--force")), "id 'T1' occurs 2 times in the gold")
+    result = run_cli(*args(files, "--force", "--on-duplicate", "last"))
+    assert_one_line_error(result, "id 'T1' occurs 2 times in the gold")
 
 
 def test_hostile_outputs_are_scored_not_fatal(run_cli, files: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 import click
 
@@ -105,7 +106,7 @@ def score_command(
     """
     from evalkit.io import check_new_output
     from evalkit.report.score_summary import render_score_summary
-    from evalkit.scoring import score
+    from evalkit.scoring.engine import OnDuplicate, score
 
     check_new_output(out, force)
     result = score(
@@ -116,7 +117,7 @@ def score_command(
         pred_format=pred_format,
         id_col=id_col,
         output_col=output_col,
-        on_duplicate=on_duplicate,  # type: ignore[arg-type]
+        on_duplicate=cast(OnDuplicate, on_duplicate),
         workers=workers,
     )
     result.write(out, force=force)

@@ -10,13 +10,14 @@ evalkit's semantics (docs/contracts.md): **jsonschema-rs decides** whether an
 output is format-valid, on every code path (single process or worker pool).
 Its behaviour is ECMA-262 regular expressions (``\\d`` is ``[0-9]``, ``$`` only
 at the very end, ``.`` stops at any line terminator), ``multipleOf`` exact in
-decimal, and ``format`` an annotation that is never asserted. The Python
-``jsonschema`` validator is used for what it does best: checking the schema
-against its meta-schema when the contract loads, and explaining why an
-invalid output is invalid (the error keyword and message). Its ``pattern``,
+decimal, and ``format`` an annotation that is never asserted; its first error
+names the category (``schema:<keyword>``). The Python ``jsonschema``
+validator is used for what it does best: checking the schema against its
+meta-schema when the contract loads, and finding the most relevant error
+inside ``anyOf``/``oneOf`` for the message. Its ``pattern``,
 ``patternProperties``, ``additionalProperties`` and ``multipleOf`` are
-delegated to jsonschema-rs so that its explanations agree with the verdict.
-Remote ``$ref`` is never fetched.
+delegated to jsonschema-rs so that it agrees with the verdict (tests pin the
+edge cases on both). Remote ``$ref`` is never fetched.
 """
 
 from __future__ import annotations
@@ -204,23 +205,33 @@ def _json_path(parts: Any) -> str:
     return path
 
 
-def explain(explainer: Any, fast: Any, instance: Any) -> tuple[str, str]:
+COMBINATORS = frozenset({"anyOf", "oneOf", "allOf", "not"})
+
+
+def explain(explainer: Callable[[], Any], fast: Any, instance: Any) -> tuple[str, str]:
     """(keyword, one-line message) of why ``instance`` breaks the schema.
 
-    Called only for instances jsonschema-rs found invalid. The explanation
-    normally comes from jsonschema's most relevant error; should it see no
-    error (an edge not delegated above), jsonschema-rs's own first error is
-    used, so the verdict never changes and the category is still stable.
+    Called only for instances jsonschema-rs found invalid; its first error
+    names the keyword (so the category comes from the validator that gave
+    the verdict, and costs microseconds). When that keyword is a combinator
+    (``anyOf``, ``oneOf``, ``allOf``, ``not``), whose own message says little,
+    the message comes from jsonschema's most relevant error instead, which
+    descends into the branch that came closest (``explainer`` is built on
+    first use).
     """
     from jsonschema.exceptions import best_match
 
-    error = best_match(explainer.iter_errors(instance))
-    if error is not None:
-        return str(error.validator), _one_line(
-            f"{_json_path(error.absolute_path)}: {error.message}"
+    first = next(iter(fast.iter_errors(instance)))
+    if type(first.kind).__name__ == "FalseSchema":
+        keyword = "false"
+    else:
+        keyword = next(
+            (str(part) for part in reversed(list(first.schema_path)) if isinstance(part, str)),
+            "schema",
         )
-    fallback = next(iter(fast.iter_errors(instance)))
-    name = type(fallback.kind).__name__
-    keyword = name[:1].lower() + name[1:]
-    path = _json_path(fallback.instance_path)
-    return keyword, _one_line(f"{path}: {fallback.message}")
+    message = f"{_json_path(first.instance_path)}: {first.message}"
+    if keyword in COMBINATORS:
+        relevant = best_match(explainer().iter_errors(instance))
+        if relevant is not None:
+            message = f"{_json_path(relevant.absolute_path)}: {relevant.message}"
+    return keyword, _one_line(message)

@@ -2,12 +2,27 @@
 
 Public entry points (also re-exported from :mod:`evalkit`): :func:`score`,
 :class:`ScoreResult`, :class:`ScoreSummary`, :func:`write_score`,
-:func:`read_predictions`.
+:func:`read_predictions`. They are imported lazily, so that a parsing worker
+process starts without loading what it does not use.
 """
 
-from evalkit.scoring.engine import ScoreResult, score
-from evalkit.scoring.predictions import read_predictions
-from evalkit.scoring.summary import ScoreSummary
-from evalkit.scoring.write import write_score
+from __future__ import annotations
 
-__all__ = ["ScoreResult", "ScoreSummary", "read_predictions", "score", "write_score"]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ScoreResult": "evalkit.scoring.engine",
+    "ScoreSummary": "evalkit.scoring.summary",
+    "read_predictions": "evalkit.scoring.predictions",
+    "score": "evalkit.scoring.engine",
+    "write_score": "evalkit.scoring.write",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'evalkit.scoring' has no attribute {name!r}")

@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit._version import __version__
 from evalkit.contract.fingerprint import contract_fingerprint, normalized_contract
 from evalkit.contract.load import load_contract
 from evalkit.contract.model import Contract
+from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
 from evalkit.errors import DuplicateIds, InvalidTable, UnknownColumn, UsageError
-from evalkit.io import read_table, sha256_file
+from evalkit.io import read_table, sha256_file, table_format
 from evalkit.scoring import aggregate
-from evalkit.scoring.examples import build_examples
+from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.predictions import predictions_sha256, read_predictions
 from evalkit.scoring.summary import ContractInfo, Evaluator, GoldInfo, PredictionsInfo, ScoreSummary
+from evalkit.scoring.workers import ParsePool, resolve_workers
 
 if TYPE_CHECKING:
     import polars as pl
@@ -58,11 +61,44 @@ def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
     return named
 
 
+def check_gold_columns(path: Path, contract: Contract, contract_label: str) -> None:
+    """For a Parquet gold file, check from its schema alone that the contract's columns exist."""
+    import polars as pl
+
+    if not (path.is_file() and table_format(path) == "parquet"):
+        return
+    try:
+        present = list(pl.read_parquet_schema(path))
+    except (pl.exceptions.PolarsError, OSError):
+        return  # read_gold reports it
+    for key, column in _contract_columns(contract):
+        if column not in present:
+            listing = ", ".join(present[:20]) or "(none)"
+            raise UnknownColumn(
+                f"{path}: no column {column!r}, named by {key} in {contract_label}; "
+                f"the columns are: {listing}"
+            )
+
+
+def _read_gold_columns(path: Path, contract: Contract) -> pl.DataFrame:
+    """The gold table; from Parquet only the columns the contract names (when all exist)."""
+    import polars as pl
+
+    if table_format(path) == "parquet" and path.is_file():
+        try:
+            present = pl.read_parquet_schema(path)
+        except (pl.exceptions.PolarsError, OSError):
+            return read_table(path)  # reports the problem in its own words
+        if all(column in present for column in contract.gold_columns):
+            return pl.read_parquet(path, columns=contract.gold_columns)
+    return read_table(path)
+
+
 def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFrame:
     """The gold columns the contract reads, renamed ``gold:<column>``, plus a string ``id``."""
     import polars as pl
 
-    frame = read_table(path)
+    frame = _read_gold_columns(path, contract)
     for key, column in _contract_columns(contract):
         if column not in frame.columns:
             listing = ", ".join(frame.columns[:20]) or "(none)"
@@ -79,14 +115,14 @@ def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFra
         ids.cast(pl.String).alias("id"),
         *[pl.col(column).alias(GOLD_PREFIX + column) for column in contract.gold_columns],
     )
-    nulls = gold["id"].is_null()
-    if nulls.any():
+    if gold["id"].null_count():
+        row = int(gold["id"].is_null().arg_max() or 0) + 1
         raise InvalidTable(
-            f"{path}: row {int(nulls.arg_max() or 0) + 1} has no id in column "
-            f"{contract.id_column!r}; every gold item needs one"
+            f"{path}: row {row} has no id in column {contract.id_column!r}; "
+            "every gold item needs one"
         )
-    repeated = gold.filter(pl.col("id").is_duplicated())["id"]
-    if len(repeated):
+    if not _all_unique(gold["id"]):
+        repeated = gold.filter(pl.col("id").is_duplicated())["id"]
         raise DuplicateIds(
             f"{path}: id {repeated.min()!r} occurs {int((repeated == repeated.min()).sum())} "
             f"times in the gold file; gold ids must be unique"
@@ -95,43 +131,101 @@ def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFra
 
 
 @dataclass(frozen=True)
-class _PredictionFacts:
-    known: pl.DataFrame
-    n: int
-    unknown_ids: int
-    unknown_id_example: str | None
+class _Resolved:
+    predictions: pl.DataFrame
     duplicate_ids: int
-    request_errors: int
 
 
-def _resolve_ids(
-    frame: pl.DataFrame, gold_ids: pl.DataFrame, on_duplicate: OnDuplicate, path: Path
-) -> _PredictionFacts:
+def _all_unique(ids: pl.Series) -> bool:
+    """No id twice; sorted ids (the usual case) are checked without a hash table."""
+    if ids.is_sorted():
+        return not bool((ids.slice(1) == ids.slice(0, len(ids) - 1)).any()) if len(ids) else True
+    return bool(ids.n_unique() == len(ids))
+
+
+def _resolve_duplicates(
+    predictions: pl.DataFrame, on_duplicate: OnDuplicate, path: Path
+) -> _Resolved:
+    """One prediction per id: an error, or the first/last as ``on_duplicate`` says."""
     import polars as pl
 
-    repeated = frame.filter(pl.col("id").is_duplicated())["id"]
-    duplicate_ids = repeated.n_unique() if len(repeated) else 0
-    if duplicate_ids and on_duplicate == "error":
+    if _all_unique(predictions["id"]):
+        return _Resolved(predictions, 0)
+    repeated = predictions.filter(pl.col("id").is_duplicated())["id"]
+    duplicate_ids = repeated.n_unique()
+    if on_duplicate == "error":
         first = repeated.min()
         raise DuplicateIds(
             f"{path}: id {first!r} has {int((repeated == first).sum())} predictions "
             f"({duplicate_ids} ids are repeated); keep one per id, or pass "
             "--on-duplicate first|last"
         )
-    resolved = frame
-    if duplicate_ids:
-        keep: Literal["first", "last"] = "first" if on_duplicate == "first" else "last"
-        resolved = frame.unique(subset="id", keep=keep, maintain_order=True)
-    unknown = resolved.join(gold_ids, on="id", how="anti")["id"]
-    known = resolved.join(gold_ids, on="id", how="semi", maintain_order="left")
-    return _PredictionFacts(
-        known=known,
-        n=frame.height,
-        unknown_ids=len(unknown),
-        unknown_id_example=unknown.min() if len(unknown) else None,  # type: ignore[arg-type]
-        duplicate_ids=duplicate_ids,
-        request_errors=int(known["request_error"].is_not_null().sum()),
-    )
+    keep: Literal["first", "last"] = "first" if on_duplicate == "first" else "last"
+    return _Resolved(predictions.unique(subset="id", keep=keep, maintain_order=True), duplicate_ids)
+
+
+def _prediction_rows(gold_ids: pl.Series, prediction_ids: pl.Series) -> pl.Series:
+    """For each gold id, the row of the prediction with that id (null when there is none).
+
+    Sorted ids on both sides (gold written by ``evalkit split``, predictions in
+    gold order: the usual case) are matched by binary search, which needs no
+    hash table; otherwise a hash join on the ids alone.
+    """
+    import polars as pl
+
+    if gold_ids.is_sorted() and prediction_ids.is_sorted() and len(prediction_ids):
+        position = prediction_ids.search_sorted(gold_ids, side="left")
+        inside = position < len(prediction_ids)
+        found = inside & (
+            prediction_ids.gather(position.clip(0, len(prediction_ids) - 1)) == gold_ids
+        )
+        return pl.select(
+            pl.when(pl.lit(found)).then(pl.lit(position).cast(pl.UInt32)).alias(PRED_ROW)
+        ).to_series()
+    keyed = pl.DataFrame({"id": prediction_ids}).with_row_index(PRED_ROW)
+    joined = pl.DataFrame({"id": gold_ids}).join(keyed, on="id", how="left", maintain_order="left")
+    return joined[PRED_ROW]
+
+
+def _align(gold: pl.DataFrame, predictions: pl.DataFrame) -> tuple[pl.DataFrame, int, str | None]:
+    """Every gold row with its prediction's row number (or null); unknown ids counted.
+
+    The gold columns are not copied: the prediction columns are gathered by
+    row number and set beside them.
+    """
+
+    rows = _prediction_rows(gold["id"], predictions["id"])
+    extra = [rows, rows.is_not_null().alias(HAS_PREDICTION)]
+    # Columns that say nothing (no failed request, no undecodable output: the
+    # usual case) are left out; scoring treats them as absent.
+    if predictions["request_error"].null_count() != predictions.height:
+        extra.append(predictions["request_error"].gather(rows))
+    if predictions["invalid_utf8"].any():
+        extra.append(predictions["invalid_utf8"].gather(rows))
+    table = gold.hstack(extra)
+    unknown_ids = predictions.height - (len(rows) - rows.null_count())
+    example = None
+    if unknown_ids:
+        example = predictions.join(gold.select("id"), on="id", how="anti")["id"].min()
+    return table, unknown_ids, example  # type: ignore[return-value]
+
+
+def _estimated_rows(path: Path) -> int:
+    """A rough row count from the file size (100 bytes a row), before reading anything."""
+    try:
+        if path.is_dir():
+            return sum(item.stat().st_size for item in path.rglob("*") if item.is_file()) // 100
+        return path.stat().st_size // 100
+    except OSError:
+        return 0
+
+
+def _early_pool(contract: Contract, pred_path: Path, workers: int | None) -> Any:
+    """Start parser workers now, so their start-up overlaps with reading the files."""
+    n_workers = resolve_workers(workers, _estimated_rows(pred_path))
+    if contract.output.parse != "json" or n_workers <= 1:
+        return nullcontext(None)
+    return ParsePool(ParserSpec.from_contract(contract), n_workers)
 
 
 def score(
@@ -162,8 +256,8 @@ def score(
     loaded = contract if isinstance(contract, Contract) else load_contract(contract)
     label = str(contract_path) if contract_path else f"contract {loaded.name}"
     gold_path, pred_path = Path(gold), Path(predictions)
-    with ThreadPoolExecutor(max_workers=2) as hashing:
-        gold_frame = read_gold(gold_path, loaded, label)
+    with _early_pool(loaded, pred_path, workers) as pool, ThreadPoolExecutor(2) as hashing:
+        check_gold_columns(gold_path, loaded, label)  # a contract/gold mismatch fails fast
         gold_hash = hashing.submit(sha256_file, gold_path)
         table = read_predictions(
             pred_path,
@@ -173,8 +267,24 @@ def score(
             output_col=output_col,
         )
         pred_hash = hashing.submit(predictions_sha256, pred_path)
-        facts = _resolve_ids(table.frame, gold_frame.select("id"), on_duplicate, pred_path)
-        examples = build_examples(loaded, gold_frame, facts.known, workers=workers)
+        resolved = _resolve_duplicates(table.frame, on_duplicate, pred_path)
+        n_records, pred_format_read = table.frame.height, table.format
+        del table  # from here on only the resolved predictions are kept
+        parsing = ParsedOutputs(loaded, resolved.predictions["output"], workers, pool)
+        kept = resolved.predictions.drop("output")
+        gold_frame = read_gold(gold_path, loaded, label)  # while the outputs are parsed
+        aligned, unknown_ids, unknown_example = _align(gold_frame, kept)
+        resolved_duplicates = resolved.duplicate_ids
+        del resolved, gold_frame
+        del kept
+        examples = build_examples(loaded, aligned, parsing)
+        request_errors = (
+            int(aligned["request_error"].is_not_null().sum())
+            if "request_error" in aligned.columns
+            else 0
+        )
+        n_gold = aligned.height
+        del aligned, parsing
         summary = ScoreSummary(
             evalkit_version=__version__,
             name=name or (pred_path.stem if pred_path.is_file() else pred_path.name),
@@ -186,17 +296,17 @@ def score(
                 normalized=normalized_contract(loaded),
                 evaluator=Evaluator(**evaluator_semantics()),
             ),
-            gold=GoldInfo(path=str(gold_path), sha256=gold_hash.result(), n=gold_frame.height),
+            gold=GoldInfo(path=str(gold_path), sha256=gold_hash.result(), n=n_gold),
             predictions=PredictionsInfo(
                 path=str(pred_path),
                 sha256=pred_hash.result(),
-                n=facts.n,
-                format=table.format,
-                unknown_ids=facts.unknown_ids,
-                unknown_id_example=facts.unknown_id_example,
-                duplicate_ids=facts.duplicate_ids,
+                n=n_records,
+                format=pred_format_read,
+                unknown_ids=unknown_ids,
+                unknown_id_example=unknown_example,
+                duplicate_ids=resolved_duplicates,
                 on_duplicate=on_duplicate,
-                request_errors=facts.request_errors,
+                request_errors=request_errors,
             ),
             overall=aggregate.rates(examples),
             fields=aggregate.field_stats(examples, loaded),

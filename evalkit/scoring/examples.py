@@ -1,16 +1,20 @@
 """The per-example table: one row per gold item with its verdicts.
 
-Predictions are aligned with their gold rows once, then parsed and matched
-chunk by chunk (parsing possibly in worker processes), so only a chunk's
-parsed values are alive at a time; gold items without a prediction go
-through the same matching code as ``missing``.
+Outputs are parsed in prediction order as soon as they are read (in worker
+processes for large inputs, while gold is read and ids are aligned); then
+each gold row picks its prediction's parsed values by row number and rows
+are matched in batches of ``VERDICT_ROWS``. Gold items without a prediction
+go through the same code and come out ``missing``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import queue
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from evalkit.contract.match import field_match, predicted_class, slice_mask
+from evalkit.contract.match import field_match, predicted_class, set_f1_column, slice_mask
 from evalkit.contract.parse import (
     INVALID_JSON,
     MISSING,
@@ -19,33 +23,46 @@ from evalkit.contract.parse import (
     parse_labels,
     parsed_schema,
 )
-from evalkit.scoring.workers import CHUNK_ROWS, ParsePool, resolve_workers
+from evalkit.errors import InvalidContract
+from evalkit.scoring.workers import ParsePool, resolve_workers
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     import polars as pl
 
     from evalkit.contract.model import Contract
 
 GOLD_PREFIX = "gold:"
+HAS_PREDICTION = "has_prediction"
+PRED_ROW = "pred_row"
+# Verdicts are computed over this many rows at once (fewer, larger vectorised passes).
+VERDICT_ROWS = 500_000
 
 
 def _override_errors(rows: pl.DataFrame, invalid_category: str) -> pl.DataFrame:
-    """Failed requests are ``missing`` and undecodable bytes invalid, whatever the parser saw."""
+    """No prediction and failed requests are ``missing``, undecodable bytes invalid."""
     import polars as pl
 
-    failed = pl.col("request_error").is_not_null()
-    undecodable = pl.col("invalid_utf8").fill_null(False)
+    unanswered = ~pl.col(HAS_PREDICTION)
+    request_error = (
+        pl.col("request_error")
+        if "request_error" in rows.columns
+        else pl.lit(None, dtype=pl.String)
+    )
+    failed = request_error.is_not_null()
+    undecodable = (
+        pl.col("invalid_utf8").fill_null(False) if "invalid_utf8" in rows.columns else pl.lit(False)
+    )
     return rows.with_columns(
-        pl.when(failed)
+        pl.when(unanswered | failed)
         .then(pl.lit(MISSING))
         .when(undecodable)
         .then(pl.lit(invalid_category))
         .otherwise(pl.col("error"))
         .alias("error"),
-        pl.when(failed)
-        .then(pl.col("request_error"))
+        pl.when(unanswered)
+        .then(pl.lit("no prediction for this id"))
+        .when(failed)
+        .then(request_error)
         .when(undecodable)
         .then(pl.lit("the output is not valid UTF-8"))
         .otherwise(pl.col("error_detail"))
@@ -53,110 +70,207 @@ def _override_errors(rows: pl.DataFrame, invalid_category: str) -> pl.DataFrame:
     )
 
 
-def _verdicts(rows: pl.DataFrame, contract: Contract, invalid_category: str) -> pl.DataFrame:
-    """Example columns for rows holding gold columns and parsed columns."""
+def _expressions(rows: pl.DataFrame, contract: Contract) -> list[tuple[str, pl.Expr]]:
+    """(where in the contract, expression) for every example column after ``id``."""
     import polars as pl
 
-    rows = _override_errors(rows, invalid_category)
-    columns: dict[str, pl.Series] = {}
-    f1_columns: dict[str, pl.Series] = {}
+    valid = pl.col("error").is_null()
+    matches: list[tuple[str, pl.Expr]] = []
+    f1_columns: list[tuple[str, pl.Expr]] = []
     for index, (name, spec) in enumerate(contract.fields.items()):
-        matched, f1 = field_match(
-            rows, spec, index, f"fields.{name}", gold_column=GOLD_PREFIX + spec.gold
+        gold_column = GOLD_PREFIX + spec.gold
+        f1 = set_f1_column(rows, gold_column, index) if spec.match == "set" else None
+        expression = field_match(
+            spec, index, gold_column, rows.schema[gold_column], f"fields.{name}", f1
         )
-        columns[name] = matched
+        matches.append((f"fields.{name}", expression.alias(f"match.{name}")))
         if f1 is not None:
-            f1_columns[name] = f1
-    correct = pl.Series([True] * rows.height, dtype=pl.Boolean)
-    for name in contract.correct_fields:
-        correct = correct & columns[name]
-    valid = rows["error"].is_null()
+            f1_columns.append((f"fields.{name}", pl.lit(f1).alias(f"f1.{name}")))
+    by_name = dict(zip(contract.fields, (expression for _, expression in matches), strict=True))
+    correct = pl.all_horizontal([by_name[name] for name in contract.correct_fields])
     class_name = contract.class_field
     if contract.class_column is not None and class_name is not None:
         index = list(contract.fields).index(class_name)
         gold_class = GOLD_PREFIX + contract.class_column
-        predicted = predicted_class(rows, gold_class, index, columns[class_name])
-        classes = rows[gold_class].cast(pl.String)
+        predicted = predicted_class(gold_class, index, by_name[class_name])
+        classes = pl.col(gold_class).cast(pl.String)
     else:
-        predicted = pl.Series([None] * rows.height, dtype=pl.String)
-        classes = predicted
-    result = pl.DataFrame(
-        {
-            "id": rows["id"],
-            "class": classes,
-            "predicted_class": predicted,
-            "format_valid": valid,
-            "error": rows["error"],
-            "error_detail": rows["error_detail"],
-            "content_correct": valid & correct,
-        }
-    )
-    extra = [columns[name].alias(f"match.{name}") for name in contract.fields]
-    extra += [f1.alias(f"f1.{name}") for name, f1 in f1_columns.items()]
+        predicted = classes = pl.lit(None, dtype=pl.String)
+    columns = [
+        ("class", classes.alias("class")),
+        ("fields", predicted.alias("predicted_class")),
+        ("output", valid.alias("format_valid")),
+        ("output", pl.col("error")),
+        ("output", pl.col("error_detail")),
+        ("correct", (valid & correct).alias("content_correct")),
+        *matches,
+        *f1_columns,
+    ]
     for index, item in enumerate(contract.slices):
         where = {GOLD_PREFIX + column: value for column, value in item.where.items()}
-        mask = slice_mask(rows, where, f"slices[{index}] ({item.name})")
-        extra.append(mask.alias(f"slice.{item.name}"))
-    return result.with_columns(extra)
+        label = f"slices[{index}] ({item.name})"
+        columns.append((label, slice_mask(where).alias(f"slice.{item.name}")))
+    return columns
 
 
-def _missing_rows(gold: pl.DataFrame, n_fields: int) -> pl.DataFrame:
-    """Parsed-shaped rows for gold items that have no prediction at all."""
+def _verdicts(rows: pl.DataFrame, contract: Contract, invalid_category: str) -> pl.DataFrame:
+    """Example columns for rows holding gold columns and parsed columns (one polars pass)."""
     import polars as pl
 
-    schema = parsed_schema(n_fields)
-    filler = [
-        pl.lit(MISSING).alias("error"),
-        pl.lit("no prediction for this id").alias("error_detail"),
-    ]
-    for name, dtype in schema.items():
-        if name.startswith("k"):
-            filler.append(pl.lit(0, dtype=dtype).alias(name))
-        elif name.startswith("v"):
-            filler.append(pl.lit(None, dtype=dtype).alias(name))
-    return gold.with_columns(
-        pl.lit(None, dtype=pl.String).alias("request_error"),
-        pl.lit(False).alias("invalid_utf8"),
-        *filler,
-    )
+    rows = _override_errors(rows, invalid_category)
+    columns = _expressions(rows, contract)
+    try:
+        return rows.select(pl.col("id"), *(expression for _, expression in columns))
+    except pl.exceptions.PolarsError:
+        for where, expression in columns:  # find the rule that cannot be applied
+            try:
+                rows.select(expression)
+            except pl.exceptions.PolarsError as error:
+                first = str(error).strip().splitlines()[0]
+                raise InvalidContract(
+                    f"{where}: cannot compare with the gold column ({first}); "
+                    "compare each column with values of its own type"
+                ) from error
+        raise
 
 
-def _parsed_chunks(
-    contract: Contract, aligned: pl.DataFrame, workers: int | None
-) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
-    """``(rows, parsed)`` per chunk of the aligned predictions."""
-    if contract.output.parse == "label":
-        for start in range(0, aligned.height, CHUNK_ROWS):
-            rows = aligned.slice(start, CHUNK_ROWS)
-            yield rows, parse_labels(rows["output"], contract)
+class ParsedOutputs:
+    """Outputs being parsed: workers start at once; :meth:`chunks` yields results in order.
+
+    With worker processes a collector thread reads results as they come into
+    a queue, so parsing proceeds while the caller reads gold and aligns ids,
+    and the caller can match early chunks while later ones are parsed. In a
+    single process the parsing happens as :meth:`chunks` is iterated.
+    """
+
+    def __init__(
+        self, contract: Contract, outputs: pl.Series, workers: int | None, pool: ParsePool | None
+    ) -> None:
+        self._contract = contract
+        self._outputs: pl.Series | None = outputs
+        self._pool = pool
+        self._owned = False
+        self._queue: queue.Queue[Any] | None = None
+        if contract.output.parse != "json":
+            return
+        if pool is None:
+            self._pool = ParsePool(
+                ParserSpec.from_contract(contract), resolve_workers(workers, len(outputs))
+            )
+            self._owned = True
+        if self._pool is not None and self._pool.workers > 1:
+            self._queue = queue.Queue()
+            threading.Thread(target=self._collect, args=(self._queue,), daemon=True).start()
+
+    def _take_pieces(self) -> list[pl.Series]:
+        """The outputs as separately allocated pieces; this object keeps no reference."""
+        assert self._outputs is not None
+        pieces = self._outputs.get_chunks()
+        self._outputs = None
+        return pieces
+
+    def _collect(self, results: queue.Queue[Any]) -> None:
+        assert self._pool is not None
+        pieces = self._take_pieces()  # each piece is freed once it is parsed
+        try:
+            for frame in self._pool.parse_chunks(pieces):
+                results.put(frame)
+            results.put(_DONE)
+        except BaseException as error:  # re-raised in the caller's thread by chunks()
+            results.put(error)
+
+    def chunks(self) -> Iterator[pl.DataFrame]:
+        """Parsed columns for consecutive chunks of the outputs, in order."""
+        try:
+            if self._queue is not None:
+                while (item := self._queue.get()) is not _DONE:
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+            elif self._outputs is not None:
+                if self._contract.output.parse == "label":
+                    outputs, self._outputs = self._outputs, None
+                    yield parse_labels(outputs, self._contract)
+                else:
+                    assert self._pool is not None
+                    yield from self._pool.parse_chunks(self._take_pieces())
+        finally:
+            if self._owned and self._pool is not None:
+                self._pool.close()
+
+    def result(self) -> pl.DataFrame:
+        """All parsed columns, one row per output, in the order of the outputs."""
+        import polars as pl
+
+        frames = list(self.chunks())
+        if not frames:
+            return pl.DataFrame(schema=parsed_schema(len(self._contract.fields)))
+        return pl.concat(frames)
+
+
+_DONE = object()
+
+
+def _batches(table: pl.DataFrame, parsing: ParsedOutputs, n_fields: int) -> Iterator[pl.DataFrame]:
+    """Gold rows joined with their parsed prediction, ``VERDICT_ROWS`` at a time.
+
+    When predictions come in gold order (gaps and extra ids allowed: the
+    usual case), each batch is matched as soon as its chunks are parsed and
+    older chunks are dropped, so parsed values never pile up; otherwise all
+    outputs are parsed first and gathered into gold order.
+    """
+    import polars as pl
+
+    pred_rows = table[PRED_ROW]
+    if not pred_rows.drop_nulls().is_sorted():
+        parsed = parsing.result()
+        for start in range(0, table.height, VERDICT_ROWS):
+            rows = table.slice(start, VERDICT_ROWS)
+            aligned = parsed.select(pl.all().gather(rows[PRED_ROW]))
+            yield pl.concat([rows.drop(PRED_ROW), aligned], how="horizontal")
         return
-    spec = ParserSpec.from_contract(contract)
-    with ParsePool(spec, resolve_workers(workers, aligned.height)) as pool:
-        start = 0
-        for parsed in pool.parse_chunks(aligned["output"]):
-            yield aligned.slice(start, parsed.height), parsed
-            start += parsed.height
+    chunks = parsing.chunks()
+    window: list[pl.DataFrame] = []
+    window_start = window_end = 0  # prediction rows held in ``window``
+    for start in range(0, table.height, VERDICT_ROWS):
+        rows = table.slice(start, VERDICT_ROWS)
+        present = rows[PRED_ROW].drop_nulls()
+        if len(present) == 0:
+            aligned = pl.DataFrame(schema=parsed_schema(n_fields)).clear(n=rows.height)
+        else:
+            first, last = int(present.min()), int(present.max())  # type: ignore[arg-type]
+            while window and window_start + window[0].height <= first:
+                window_start += window.pop(0).height
+            while window_end <= last:
+                frame = next(chunks)
+                window.append(frame)
+                window_end += frame.height
+                if len(window) == 1:
+                    window_start = window_end - frame.height
+            held = pl.concat(window) if len(window) > 1 else window[0]
+            offsets = (rows[PRED_ROW].cast(pl.Int64) - window_start).alias("offset")
+            aligned = held.select(pl.all().gather(offsets))
+        yield pl.concat([rows.drop(PRED_ROW), aligned], how="horizontal")
+    for _ in chunks:  # let the workers finish and the pool close
+        pass
 
 
-def build_examples(
-    contract: Contract, gold: pl.DataFrame, known: pl.DataFrame, *, workers: int | None = None
-) -> pl.DataFrame:
+def build_examples(contract: Contract, table: pl.DataFrame, parsing: ParsedOutputs) -> pl.DataFrame:
     """One row per gold item: verdicts, matches, slices; sorted by id.
 
-    ``gold`` has ``id`` and ``gold:<column>`` columns; ``known`` has the
-    predictions whose id is in gold (one per id): ``id``, ``output``,
-    ``request_error``, ``invalid_utf8``.
+    ``table`` has one row per gold item: ``id``, the ``gold:<column>``
+    columns, and its prediction's ``pred_row`` (row of the parsed outputs),
+    ``request_error``, ``invalid_utf8`` and ``has_prediction`` (all null
+    when there is none). Rows are matched in batches of ``VERDICT_ROWS``.
     """
     import polars as pl
 
     invalid_category = UNKNOWN_LABEL if contract.output.parse == "label" else INVALID_JSON
-    aligned = known.join(gold, on="id", how="left", maintain_order="left")
-    parts = []
-    for rows, parsed in _parsed_chunks(contract, aligned, workers):
-        combined = pl.concat([rows.drop("output"), parsed], how="horizontal")
-        parts.append(_verdicts(combined, contract, invalid_category))
-    unanswered = gold.join(known.select("id"), on="id", how="anti")
-    if unanswered.height or not parts:
-        filled = _missing_rows(unanswered, len(contract.fields))
-        parts.append(_verdicts(filled, contract, invalid_category))
-    return pl.concat(parts, how="vertical").sort("id").rechunk()
+    parts = [
+        _verdicts(batch, contract, invalid_category)
+        for batch in _batches(table, parsing, len(contract.fields))
+    ]
+    examples = pl.concat(parts, how="vertical", rechunk=False)
+    if not examples["id"].is_sorted():
+        examples = examples.sort("id")
+    return examples  # chunked; the writer fixes the row groups, so the bytes do not depend on it

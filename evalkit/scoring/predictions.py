@@ -178,7 +178,7 @@ def _table_frame(frame: pl.DataFrame, path: Path, id_col: str, output_col: str) 
         raise UsageError(f"{path}: id column {id_col!r} is not a scalar; pass --id-col")
     if isinstance(outputs.dtype, pl.Struct | pl.List | pl.Array):
         raise UsageError(_structured_output_message(path, output_col))
-    invalid = pl.Series("invalid_utf8", [False] * len(outputs), dtype=pl.Boolean)
+    invalid = pl.repeat(False, len(outputs), dtype=pl.Boolean, eager=True).alias("invalid_utf8")
     if outputs.dtype == pl.Binary:  # raw bytes: decode one by one, flag what is not UTF-8
         pairs = [_decode_bytes(raw) for raw in outputs.to_list()]
         outputs = pl.Series(output_col, [text for text, _ in pairs], dtype=pl.String)
@@ -189,7 +189,7 @@ def _table_frame(frame: pl.DataFrame, path: Path, id_col: str, output_col: str) 
         {
             "id": ids.cast(pl.String),
             "output": outputs,
-            "request_error": pl.Series([None] * len(ids), dtype=pl.String),
+            "request_error": pl.repeat(None, len(ids), dtype=pl.String, eager=True),
             "invalid_utf8": invalid,
         }
     )
@@ -200,13 +200,62 @@ def _table_frame(frame: pl.DataFrame, path: Path, id_col: str, output_col: str) 
     return result
 
 
+PREFIX_LINES = 1_000
+
+
+def _prefix_frame(path: Path) -> pl.DataFrame:
+    """The first lines of a JSONL file with their inferred types (to check the columns)."""
+    import io
+    import itertools
+
+    import polars as pl
+
+    with path.open("rb") as handle:
+        head = b"".join(itertools.islice(handle, PREFIX_LINES))
+    return pl.read_ndjson(io.BytesIO(head), infer_schema_length=None)
+
+
+PIECE_BYTES = 64 << 20
+
+
+def _read_jsonl_pieces(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
+    """Read a JSONL file 64 MB at a time into a frame whose columns keep one chunk per piece.
+
+    Reading in pieces keeps the peak memory near the size of the result (no
+    whole-file buffer), and separate chunks let the parser free each piece of
+    the outputs once it is parsed.
+    """
+    import io
+
+    import polars as pl
+
+    frames = []
+    with path.open("rb") as handle:
+        while data := handle.read(PIECE_BYTES):
+            data += handle.readline()  # end the piece at a line end
+            frames.append(pl.read_ndjson(io.BytesIO(data), schema=schema))
+    return pl.concat(frames, rechunk=False)
+
+
 def _read_jsonl_table(path: Path, id_col: str, output_col: str) -> pl.DataFrame:
+    """Plain JSONL predictions: polars when it can take the file, else the exact reader.
+
+    The first lines are read with inferred types to check that the columns
+    exist and that outputs are text; then, for top-level columns, polars reads
+    only those two columns as strings (much faster than inferring every
+    column of every line).
+    """
     import polars as pl
 
     if path.stat().st_size == 0:
         return records_frame([])
     try:
-        frame = pl.read_ndjson(path, infer_schema_length=None)
+        prefix = _prefix_frame(path)
+        _table_frame(prefix, path, id_col, output_col)  # raises naming a missing column
+        if id_col in prefix.columns and output_col in prefix.columns:
+            frame = _read_jsonl_pieces(path, {id_col: pl.String, output_col: pl.String})
+        else:  # a dotted path into nested records
+            frame = pl.read_ndjson(path, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, ValueError):
         return _read_json_records(path, id_col, output_col)
     table = _table_frame(frame, path, id_col, output_col)

@@ -1,21 +1,31 @@
-"""Parsing outputs in chunks, in this process or in a pool of worker processes.
+"""Parsing outputs in chunks, in this process or in worker processes.
 
 Parsing and schema validation are per-output Python calls (orjson,
-jsonschema-rs), bound by one core each; a process pool uses every core. The
-pool runs the very same :meth:`OutputParser.parse_batch` as the single-process
-path, chunk by chunk, and results come back in input order, so the verdicts
-and the output bytes do not depend on the number of workers.
+jsonschema-rs), bound by one core each; worker processes use every core.
+Each worker runs the very same :func:`~evalkit.contract.parse.parse_frame`
+as the single-process path, chunk by chunk, and results are read back in
+input order, so verdicts and output bytes do not depend on the worker count.
 
-Workers are started with ``spawn`` (not ``fork``): polars keeps a thread pool,
-and forking a multi-threaded process can deadlock.
+Workers are plain ``python -m evalkit.scoring._worker`` subprocesses fed
+through pipes (length-prefixed Arrow IPC messages), not a multiprocessing
+pool: they never re-import the caller's main module (a script without an
+``if __name__ == "__main__"`` guard works), and nothing is forked from a
+process whose polars thread pool is running.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from evalkit.contract.parse import OutputParser, ParserSpec, parse_frame
 
@@ -25,18 +35,15 @@ if TYPE_CHECKING:
 CHUNK_ROWS = 50_000
 # Below this many outputs a pool costs more (start-up, imports) than it saves.
 PARALLEL_MIN_ROWS = 150_000
-
-_PARSER: OutputParser | None = None
-
-
-def _start_worker(spec: ParserSpec) -> None:
-    global _PARSER
-    _PARSER = OutputParser(spec)
+_LENGTH_BYTES = 8
 
 
-def _parse_chunk(texts: pl.Series) -> pl.DataFrame:
-    assert _PARSER is not None, "the pool initialiser builds the parser"
-    return parse_frame(_PARSER, texts.to_list())
+def available_cores() -> int:
+    """Cores this process may run on (respects CPU affinity, unlike ``os.cpu_count``)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def resolve_workers(workers: int | None, n_rows: int) -> int:
@@ -45,53 +52,197 @@ def resolve_workers(workers: int | None, n_rows: int) -> int:
         return max(1, workers)
     if n_rows < PARALLEL_MIN_ROWS:
         return 1
-    return max(1, min(os.cpu_count() or 1, 8))
+    return max(1, min(available_cores(), 8))
+
+
+def _send(stream: IO[bytes], payload: bytes) -> None:
+    stream.write(len(payload).to_bytes(_LENGTH_BYTES, "little"))
+    stream.write(payload)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> bytes | None:
+    header = stream.read(_LENGTH_BYTES)
+    if len(header) < _LENGTH_BYTES:
+        return None
+    size = int.from_bytes(header, "little")
+    payload = stream.read(size)
+    if len(payload) < size:
+        return None
+    return payload
+
+
+def _frame_bytes(frame: pl.DataFrame) -> bytes:
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer, compression="uncompressed")
+    return buffer.getvalue()
 
 
 class ParsePool:
-    """A pool of parser processes for one contract (or none, for one worker)."""
+    """Parser processes for one contract (none for one worker: parse in this process)."""
 
     def __init__(self, spec: ParserSpec, workers: int) -> None:
         self.spec = spec
         self.workers = workers
-        self._pool: ProcessPoolExecutor | None = None
         self._local: OutputParser | None = None
+        self._processes: list[subprocess.Popen[bytes]] = []
         if workers > 1:
-            import multiprocessing
+            self._processes = [self._start() for _ in range(workers)]
 
-            self._pool = ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_start_worker,
-                initargs=(spec,),
-            )
+    def _start(self) -> subprocess.Popen[bytes]:
+        import evalkit
+
+        root = str(Path(evalkit.__file__).resolve().parents[1])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        process = subprocess.Popen(
+            [sys.executable, "-m", "evalkit.scoring._worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert process.stdin is not None
+        _send(process.stdin, pickle.dumps(self.spec))
+        return process
 
     def __enter__(self) -> ParsePool:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+        self.close()
 
-    def parse_chunks(self, outputs: pl.Series) -> Iterator[pl.DataFrame]:
-        """Parsed frames for consecutive chunks of ``outputs``, in order."""
-        chunks = [outputs.slice(start, CHUNK_ROWS) for start in range(0, len(outputs), CHUNK_ROWS)]
-        if self._pool is None:
+    def close(self) -> None:
+        """Stop the workers (they exit when their input ends; killed if they do not)."""
+        for process in self._processes:
+            if process.stdin is not None and not process.stdin.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    process.stdin.close()
+        for process in self._processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        self._processes = []
+
+    def parse_chunks(self, pieces: list[pl.Series]) -> Iterator[pl.DataFrame]:
+        """Parsed frames for consecutive chunks of the outputs, in order.
+
+        ``pieces`` are the outputs as separately allocated parts (e.g. the
+        chunks of a Series read piece by piece); they are taken off the list
+        as they are sent, so a caller that keeps no other reference frees
+        each piece's memory once it is parsed.
+        """
+        chunks = _chunks(pieces)
+        if not self._processes:
             if self._local is None:
                 self._local = OutputParser(self.spec)
             for chunk in chunks:
                 yield parse_frame(self._local, chunk.to_list())
             return
-        # Keep at most two chunks per worker in flight: bounded memory, busy workers.
-        pending: list[Future[pl.DataFrame]] = []
-        queue = iter(chunks)
-        for chunk in queue:
-            pending.append(self._pool.submit(_parse_chunk, chunk))
-            if len(pending) >= 2 * self.workers:
-                break
-        while pending:
-            done = pending.pop(0).result()
-            following = next(queue, None)
-            if following is not None:
-                pending.append(self._pool.submit(_parse_chunk, following))
-            yield done
+        yield from self._parse_remote(chunks)
+
+    def _parse_remote(self, chunks: Iterator[pl.Series]) -> Iterator[pl.DataFrame]:
+        import polars as pl
+
+        count = len(self._processes)
+        # Chunk i goes to worker i % count. A producer thread fills one small
+        # queue per worker and one feeding thread per worker drains it, so
+        # memory stays bounded and a worker blocked on writing a result never
+        # deadlocks a parent blocked on writing the next chunk.
+        queues: list[queue.Queue[pl.Series | None]] = [queue.Queue(maxsize=2) for _ in range(count)]
+        progress = _Progress()
+        producer = threading.Thread(target=_produce, args=(chunks, queues, progress), daemon=True)
+        feeders = [
+            threading.Thread(target=self._feed, args=(process, queues[index]), daemon=True)
+            for index, process in enumerate(self._processes)
+        ]
+        for thread in (producer, *feeders):
+            thread.start()
+        index = 0
+        while progress.wait_for(index):
+            process = self._processes[index % count]
+            assert process.stdout is not None
+            payload = _receive(process.stdout)
+            if payload is None:
+                code = process.wait()
+                raise RuntimeError(f"a parsing worker stopped unexpectedly (exit code {code})")
+            yield pl.read_ipc(io.BytesIO(payload))
+            index += 1
+        if progress.error is not None:
+            raise progress.error
+
+    @staticmethod
+    def _feed(process: subprocess.Popen[bytes], chunks: queue.Queue[pl.Series | None]) -> None:
+        assert process.stdin is not None
+        try:
+            while (chunk := chunks.get()) is not None:
+                _send(process.stdin, _frame_bytes(chunk.to_frame("output")))
+        except (BrokenPipeError, OSError, ValueError):
+            return  # the worker died; the reader reports it
+
+
+class _Progress:
+    """How many chunks the producer has queued, and whether it has finished."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._produced = 0
+        self._finished = False
+        self.error: BaseException | None = None
+
+    def add(self) -> None:
+        with self._condition:
+            self._produced += 1
+            self._condition.notify_all()
+
+    def finish(self, error: BaseException | None = None) -> None:
+        with self._condition:
+            self._finished, self.error = True, error
+            self._condition.notify_all()
+
+    def wait_for(self, index: int) -> bool:
+        """True once chunk ``index`` exists; False when the producer ended before it."""
+        with self._condition:
+            self._condition.wait_for(lambda: self._produced > index or self._finished)
+            return self._produced > index
+
+
+def _chunks(pieces: list[pl.Series]) -> Iterator[pl.Series]:
+    while pieces:
+        piece = pieces.pop(0)
+        for start in range(0, len(piece), CHUNK_ROWS):
+            yield piece.slice(start, CHUNK_ROWS)
+        del piece
+
+
+def _produce(
+    chunks: Iterator[pl.Series], queues: list[queue.Queue[pl.Series | None]], progress: _Progress
+) -> None:
+    error: BaseException | None = None
+    try:
+        for index, chunk in enumerate(chunks):
+            queues[index % len(queues)].put(chunk)
+            progress.add()
+    except BaseException as failure:  # reported by the reader
+        error = failure
+    finally:
+        for waiting in queues:
+            waiting.put(None)
+        progress.finish(error)
+
+
+def serve(source: IO[bytes], sink: IO[bytes]) -> None:
+    """Worker loop: read the parser spec, then parse chunks until the input ends."""
+    import polars as pl
+
+    first = _receive(source)
+    if first is None:
+        return
+    spec = pickle.loads(first)  # sent by the parent process that started this worker
+    parser = OutputParser(spec)
+    while (payload := _receive(source)) is not None:
+        texts = pl.read_ipc(io.BytesIO(payload))["output"].to_list()
+        _send(sink, _frame_bytes(parse_frame(parser, texts)))

@@ -11,6 +11,8 @@ from evalkit.io import atomic_directory
 if TYPE_CHECKING:
     from evalkit.scoring.engine import ScoreResult
 
+ROW_GROUP_ROWS = 131_072
+
 
 def summary_json(result: ScoreResult) -> bytes:
     """The bytes of ``summary.json``: indented, keys in model order, a final newline."""
@@ -29,7 +31,12 @@ def write_score(result: ScoreResult, out: str | os.PathLike[str], *, force: bool
     folder = Path(out)
     with atomic_directory(folder, force) as staging:
         (staging / "summary.json").write_bytes(summary_json(result))
+        # A fixed row-group size makes the bytes independent of how the
+        # frame happens to be chunked (worker count, batch sizes).
         result.examples.write_parquet(
-            staging / "examples.parquet", compression="zstd", statistics=True
+            staging / "examples.parquet",
+            compression="zstd",
+            statistics=True,
+            row_group_size=ROW_GROUP_ROWS,
         )
     return folder
