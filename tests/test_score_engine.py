@@ -9,10 +9,12 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import precision_recall_fscore_support
 
 from evalkit import score
-from evalkit.errors import DuplicateIds
+from evalkit.errors import DuplicateIds, InvalidContract
 
 ROOT = Path(__file__).resolve().parents[1]
 TRIAGE = ROOT / "contracts" / "ticket-triage.yaml"
@@ -351,3 +353,32 @@ def test_duplicate_prediction_ids(tmp_path: Path) -> None:
     assert first.examples["content_correct"].to_list() == [True]
     assert last.examples["content_correct"].to_list() == [False]
     assert first.summary.predictions.duplicate_ids == 1
+
+
+def test_rules_that_cannot_apply_to_the_gold_column(tmp_path: Path) -> None:
+    gold = [{"id": "a", "name": "x", "code": "1"}]
+    number = {"fields": {"name": {"gold": "name", "match": "number", "tolerance": 0.1}}}
+    with pytest.raises(InvalidContract, match=r"fields.name: match: number needs a numeric"):
+        run_case(write_case(tmp_path, number, gold, {"a": "{}"}))
+    sliced = {"fields": {"name": {"gold": "name"}},
+              "slices": [{"name": "s", "where": {"code": 5}}]}  # fmt: skip
+    with pytest.raises(InvalidContract, match=r"slices\[0\] \(s\): cannot compare"):
+        run_case(write_case(tmp_path, sliced, gold, {"a": "{}"}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), max_size=30, unique=True),
+    st.lists(st.integers(0, 40), max_size=30, unique=True),
+    st.booleans(),
+)
+def test_binary_search_and_hash_join_align_ids_alike(gold_ids, pred_ids, sort_both) -> None:
+    from evalkit.scoring.engine import _prediction_rows
+
+    gold = pl.Series([f"g{i:03d}" for i in gold_ids], dtype=pl.String)
+    preds = pl.Series([f"g{i:03d}" for i in pred_ids], dtype=pl.String)
+    if sort_both:
+        gold, preds = gold.sort(), preds.sort()
+    row_of = {value: row for row, value in enumerate(preds.to_list())}
+    expected = [row_of.get(value) for value in gold.to_list()]
+    assert _prediction_rows(gold, preds).to_list() == expected

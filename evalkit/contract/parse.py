@@ -187,10 +187,11 @@ class OutputParser:
 
     def _extract(self, text: str, whole_error: Exception | None) -> tuple[Any, ...]:
         """Find the JSON in ``text`` (whole text failed): ``(candidate, value)`` or an error."""
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: like invalid UTF-8 bytes in a file
-            return INVALID_JSON, "the output is not valid Unicode (a lone surrogate)", None
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: like invalid UTF-8 bytes in a file
+                return INVALID_JSON, "the output is not valid Unicode (a lone surrogate)", None
         json_like = text[0] in "{["
         first_error = _decode_error(whole_error) if json_like and whole_error else None
         if self._strict:
@@ -198,7 +199,7 @@ class OutputParser:
                 return INVALID_JSON, _short(f"not valid JSON: {first_error}"), None
             hint = "; lenient extraction would look inside" if "{" in text else ""
             return NO_JSON, _short(f"the output is not JSON (strict extraction){hint}"), None
-        fence = _FENCE.search(text)
+        fence = _FENCE.search(text) if "```" in text else None
         if fence is not None:
             body = fence.group(1).strip()
             if body:
