@@ -106,51 +106,59 @@ def _same_size_step(
 def _one_for_two_step(
     state: Assignment, balance: Balance, required: BoolArray, rng: np.random.Generator
 ) -> bool:
-    """Swap one group of split a with two of split b of the same total size, if it helps."""
+    """For each pair of splits (a, b), swap one group of a with two of b of the same
+    total size when that helps; True when any swap was made."""
     table = state.table
     free = table.pinned < 0
     n_splits = state.items.shape[0]
-    best: tuple[float, int, int, int, int, int] | None = None
+    applied = False
     for a in range(n_splits):
-        singles = sample(np.flatnonzero(free & (state.split_of == a)), ONE_FOR_TWO_SINGLES, rng)
         for b in range(n_splits):
-            if a == b or singles.size == 0:
+            if a == b:
                 continue
+            singles = sample(np.flatnonzero(free & (state.split_of == a)), ONE_FOR_TWO_SINGLES, rng)
             members = sample(np.flatnonzero(free & (state.split_of == b)), ONE_FOR_TWO_MEMBERS, rng)
-            if members.size < 2:
+            if singles.size == 0 or members.size < 2:
                 continue
-            left, right = np.triu_indices(members.size, k=1)
-            first, second = members[left], members[right]
-            pair_size = table.sizes[first] + table.sizes[second]
-            order = np.argsort(pair_size, kind="stable")
-            first, second, pair_size = first[order], second[order], pair_size[order]
-            starts = np.searchsorted(pair_size, table.sizes[singles], side="left")
-            stops = np.searchsorted(pair_size, table.sizes[singles], side="right")
-            counts = stops - starts
-            if counts.sum() == 0:
-                continue
-            single = np.repeat(singles, counts)
-            offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-            pair = np.repeat(starts, counts) + offsets
-            if single.size > ONE_FOR_TWO_TRIPLES:
-                keep = np.sort(rng.choice(single.size, ONE_FOR_TWO_TRIPLES, replace=False))
-                single, pair = single[keep], pair[keep]
-            transfer = table.dense(single) - table.dense(first[pair]) - table.dense(second[pair])
-            deltas = balance.swap_delta(state, a, b, transfer)
-            index = int(np.argmin(deltas))
-            if deltas[index] < -1e-12 and (best is None or deltas[index] < best[0]):
-                best = (
-                    float(deltas[index]),
-                    a,
-                    b,
-                    int(single[index]),
-                    int(first[pair[index]]),
-                    int(second[pair[index]]),
-                )
-    if best is None:
-        return False
-    _, a, b, g, h1, h2 = best
-    return _try_moves(state, required, [(g, b), (h1, a), (h2, a)])
+            triple = _best_one_for_two(state, balance, a, b, singles, members, rng)
+            if triple is not None:
+                g, h1, h2 = triple
+                applied |= _try_moves(state, required, [(g, b), (h1, a), (h2, a)])
+    return applied
+
+
+def _best_one_for_two(
+    state: Assignment,
+    balance: Balance,
+    a: int,
+    b: int,
+    singles: IntArray,
+    members: IntArray,
+    rng: np.random.Generator,
+) -> tuple[int, int, int] | None:
+    """The improving (single of a, two members of b) of equal size that helps most."""
+    table = state.table
+    left, right = np.triu_indices(members.size, k=1)
+    first, second = members[left], members[right]
+    pair_size = table.sizes[first] + table.sizes[second]
+    order = np.argsort(pair_size, kind="stable")
+    first, second, pair_size = first[order], second[order], pair_size[order]
+    starts = np.searchsorted(pair_size, table.sizes[singles], side="left")
+    counts = np.searchsorted(pair_size, table.sizes[singles], side="right") - starts
+    if counts.sum() == 0:
+        return None
+    single = np.repeat(singles, counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    pair = np.repeat(starts, counts) + offsets
+    if single.size > ONE_FOR_TWO_TRIPLES:
+        keep = np.sort(rng.choice(single.size, ONE_FOR_TWO_TRIPLES, replace=False))
+        single, pair = single[keep], pair[keep]
+    transfer = table.dense(single) - table.dense(first[pair]) - table.dense(second[pair])
+    deltas = balance.swap_delta(state, a, b, transfer)
+    index = int(np.argmin(deltas))
+    if deltas[index] >= -1e-12:
+        return None
+    return int(single[index]), int(first[pair[index]]), int(second[pair[index]])
 
 
 def _try_moves(state: Assignment, required: BoolArray, moves: list[tuple[int, int]]) -> bool:

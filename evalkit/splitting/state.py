@@ -13,6 +13,8 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 FREE = -1
+# Small tables keep every group's dense class vector (searches read them often).
+DENSE_CACHE_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,15 @@ class GroupTable:
 
     def dense(self, groups: IntArray) -> IntArray:
         """Class-count vectors (len(groups) x n_classes) of the given groups."""
+        if self.n_groups * self.n_classes <= DENSE_CACHE_CELLS:
+            return self._dense_all[groups]
+        return self._dense_rows(groups)
+
+    @cached_property
+    def _dense_all(self) -> IntArray:
+        return self._dense_rows(np.arange(self.n_groups, dtype=np.int64))
+
+    def _dense_rows(self, groups: IntArray) -> IntArray:
         starts, stops = self.indptr[groups], self.indptr[groups + 1]
         lengths = stops - starts
         rows = np.repeat(np.arange(groups.shape[0]), lengths)
