@@ -382,3 +382,18 @@ def test_binary_search_and_hash_join_align_ids_alike(gold_ids, pred_ids, sort_bo
     row_of = {value: row for row, value in enumerate(preds.to_list())}
     expected = [row_of.get(value) for value in gold.to_list()]
     assert _prediction_rows(gold, preds).to_list() == expected
+
+
+def test_an_error_after_the_workers_started_stops_them_at_once(tmp_path: Path) -> None:
+    import time
+
+    contract = {"fields": {"v": {"gold": "v"}}}
+    outputs = {f"i{n:04d}": json.dumps({"v": "1"}) for n in range(2000)}
+    write_case(tmp_path, contract, [{"id": "i0000", "v": "1"}], outputs)
+    with (tmp_path / "pred.jsonl").open("a") as handle:
+        handle.write(json.dumps({"id": "i0000", "output": "{}"}) + "\n")
+    started = time.perf_counter()
+    with pytest.raises(DuplicateIds):
+        run_case(tmp_path, workers=2)
+    assert time.perf_counter() - started < 5
+    assert run_case(tmp_path, workers=2, on_duplicate="first").summary.overall.content_correct == 1

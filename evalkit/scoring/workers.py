@@ -100,6 +100,9 @@ class ParsePool:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
+            # Not in the terminal's process group: Ctrl-C goes to the parent,
+            # which closes the pipes, and that ends the worker.
+            start_new_session=True,
         )
         assert process.stdin is not None
         _send(process.stdin, pickle.dumps(self.spec))
@@ -112,19 +115,24 @@ class ParsePool:
         self.close()
 
     def close(self) -> None:
-        """Stop the workers (they exit when their input ends; killed if they do not)."""
+        """Stop the workers: end their input and output (a worker blocked on either
+        exits at once), wait briefly, and kill any that linger."""
+        # Output first: a worker blocked on writing a result then fails and
+        # exits, which unblocks a feeding thread that may hold the input's lock.
+        for process in self._processes:
+            if process.stdout is not None and not process.stdout.closed:
+                with contextlib.suppress(OSError, ValueError):
+                    process.stdout.close()
         for process in self._processes:
             if process.stdin is not None and not process.stdin.closed:
-                with contextlib.suppress(BrokenPipeError):
+                with contextlib.suppress(OSError, ValueError):
                     process.stdin.close()
         for process in self._processes:
             try:
-                process.wait(timeout=10)
+                process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
         self._processes = []
 
     def parse_chunks(self, pieces: list[pl.Series]) -> Iterator[pl.DataFrame]:
@@ -180,8 +188,8 @@ class ParsePool:
         try:
             while (chunk := chunks.get()) is not None:
                 _send(process.stdin, _frame_bytes(chunk.to_frame("output")))
-        except (BrokenPipeError, OSError, ValueError):
-            return  # the worker died; the reader reports it
+        except (BrokenPipeError, OSError, ValueError, KeyboardInterrupt):
+            return  # the worker died or the run was interrupted; the reader reports it
 
 
 class _Progress:
