@@ -125,7 +125,7 @@ def field_match(
     """
     import polars as pl
 
-    from evalkit.contract.parse import normalize_text
+    from evalkit.contract.labels import normalize_text
 
     gold = pl.col(gold_column)
     kind, value = pl.col(f"k{index}"), pl.col(f"v{index}")

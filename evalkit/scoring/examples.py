@@ -14,13 +14,13 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from evalkit.contract.labels import parse_labels
 from evalkit.contract.match import field_match, predicted_class, set_f1_column, slice_mask
 from evalkit.contract.parse import (
     INVALID_JSON,
     MISSING,
     UNKNOWN_LABEL,
     ParserSpec,
-    parse_labels,
     parsed_schema,
 )
 from evalkit.errors import InvalidContract
