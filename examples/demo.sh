@@ -8,14 +8,14 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 
 echo "== 1. split 1,200 tickets into 840/180/180, conversations kept whole"
-evalkit split examples/tickets/tickets.jsonl --out "$OUT/split" \
+evalkit split examples/tickets/tickets.jsonl --out "$OUT/split-plain" \
   --group conversation_id --stratify category --id ticket_id --text text \
   --sizes 840,180,180 --seed 7
 
 echo
 echo "== 1b. audit that split: conversations stayed whole, but re-asked tickets crossed splits"
 status=0
-evalkit audit "$OUT/split" --id ticket_id --text text --group conversation_id \
+evalkit audit "$OUT/split-plain" --id ticket_id --text text --group conversation_id \
   --stratify category --json "$OUT/audit.json" || status=$?
 if [ "$status" -ne 1 ]; then
   echo "demo: expected evalkit audit to find leaks (exit 1), got exit $status" >&2
@@ -25,10 +25,11 @@ echo "   -> exit 1: leaks found; every pair is in $OUT/audit.json"
 
 echo
 echo "== 1c. split again with --near-dup 0.8 (duplicate clusters kept whole) and audit: clean"
-evalkit split examples/tickets/tickets.jsonl --out "$OUT/split-near-dup" \
+echo "   (this is the split the rest of the walkthrough uses: $OUT/split)"
+evalkit split examples/tickets/tickets.jsonl --out "$OUT/split" \
   --group conversation_id --stratify category --id ticket_id --text text \
   --sizes 840,180,180 --seed 7 --near-dup 0.8 --quiet
-evalkit audit "$OUT/split-near-dup" --id ticket_id --text text --group conversation_id --quiet
+evalkit audit "$OUT/split" --id ticket_id --text text --group conversation_id --quiet
 echo "   -> exit 0: no group, id, exact or near-duplicate leak"
 
 echo
