@@ -52,13 +52,13 @@ class SplitResult:
     assignments: pl.DataFrame
     manifest: SplitManifest
 
-    def write(self, out: Path, fmt: TableFormat = "parquet", force: bool = False) -> None:
+    def write(self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False) -> None:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
 
         All files are written into a temporary folder that replaces ``out`` only
         once everything succeeded; an existing ``out`` needs ``force``.
         """
-        with atomic_directory(out, force) as staging:
+        with atomic_directory(Path(out), force) as staging:
             for name, frame in self.frames.items():
                 write_table(frame, staging / f"{name}.{fmt}", fmt)
             write_table(self.assignments, staging / "assignments.parquet", "parquet")
