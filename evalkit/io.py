@@ -10,19 +10,27 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from evalkit.errors import MalformedFile, OutputExists, UnknownColumn, UnreadableFile
+from evalkit.errors import (
+    MalformedFile,
+    OutputExists,
+    UnknownColumn,
+    UnreadableFile,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     import polars as pl
 
 TableFormat = Literal["jsonl", "csv", "parquet"]
+UTF8_BOM = b"\xef\xbb\xbf"
 
 _EXTENSIONS: dict[str, TableFormat] = {
     ".jsonl": "jsonl",
@@ -80,6 +88,10 @@ def read_table(path: Path, fmt: TableFormat | None = None) -> pl.DataFrame:
             return pl.read_csv(path, infer_schema_length=None)
         if path.stat().st_size == 0:
             return pl.DataFrame()
+        with path.open("rb") as handle:
+            has_bom = handle.read(3) == UTF8_BOM
+        if has_bom:  # editors on Windows add one; JSON parsers reject it
+            return pl.read_ndjson(io.BytesIO(path.read_bytes()[3:]), infer_schema_length=None)
         return pl.read_ndjson(path, infer_schema_length=None)
     except (pl.exceptions.PolarsError, OSError, ValueError) as error:
         if fmt == "jsonl":
@@ -99,7 +111,7 @@ def first_bad_jsonl_line(path: Path) -> tuple[int, str] | None:
 
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
+            line = raw.removeprefix(UTF8_BOM).strip() if number == 1 else raw.strip()
             if not line:
                 continue
             try:
@@ -114,6 +126,8 @@ def first_bad_jsonl_line(path: Path) -> tuple[int, str] | None:
 def require_columns(frame: pl.DataFrame, columns: Sequence[str], source: str) -> None:
     """Raise :class:`UnknownColumn` naming the first missing column and those that exist."""
     present = frame.columns
+    if not present and frame.height == 0 and columns:
+        raise UnknownColumn(f"{source}: the file is empty (no rows, so no columns)")
     for column in columns:
         if column not in present:
             listing = ", ".join(present[:20]) + (" …" if len(present) > 20 else "")
@@ -122,11 +136,40 @@ def require_columns(frame: pl.DataFrame, columns: Sequence[str], source: str) ->
             )
 
 
-def check_new_output(path: Path, force: bool) -> None:
-    """Refuse to overwrite an existing output unless ``force`` is set."""
-    if path.exists() and not force:
-        kind = "folder" if path.is_dir() else "file"
+def check_new_output(
+    path: Path, force: bool, *, inputs: Iterable[Path | None] = (), marker: str | None = None
+) -> None:
+    """Refuse an output that would destroy something it should not.
+
+    An existing output needs ``force``; an output that is, or would contain,
+    one of the command's ``inputs`` is refused even with ``force`` (replacing
+    it would delete the data being read); and an existing non-empty folder is
+    replaced only if it holds ``marker``, the file the same command writes, so
+    ``--force`` never wipes a folder evalkit did not write.
+    """
+    resolved = path.resolve()
+    for source in inputs:
+        if source is None:
+            continue
+        source_resolved = Path(source).resolve()
+        if source_resolved == resolved or resolved in source_resolved.parents:
+            raise UsageError(
+                f"{path}: the output would replace the input {source}; choose another output path"
+            )
+    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
+        return  # nothing there to lose
+    kind = "folder" if path.is_dir() else "file"
+    if not force:
         raise OutputExists(f"{path}: {kind} exists already; pass --force to overwrite it")
+    if marker is None:
+        return
+    if not path.is_dir():
+        raise OutputExists(f"{path}: is a file, not an output folder; choose another path")
+    if any(path.iterdir()) and not (path / marker).exists():
+        raise OutputExists(
+            f"{path}: folder has no {marker}, so evalkit did not write it; refusing to "
+            "replace it even with --force (choose another path)"
+        )
 
 
 def _umask() -> int:
@@ -160,6 +203,25 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def _check_writable_as(frame: pl.DataFrame, path: Path, fmt: TableFormat) -> None:
+    """Refuse a format that would lose values: nested columns in CSV, NaN/inf in JSON."""
+    import polars as pl
+
+    for column, dtype in frame.schema.items():
+        if fmt == "csv" and (dtype.is_nested() or dtype in (pl.Object, pl.Binary)):
+            raise UsageError(
+                f"{path.name}: column {column!r} holds {dtype} values, which CSV cannot hold; "
+                "use --format parquet or jsonl"
+            )
+        if fmt == "jsonl" and dtype.is_float() and frame.height:
+            values = frame[column]
+            if bool((values.is_nan() | values.is_infinite()).any()):
+                raise UsageError(
+                    f"{path.name}: column {column!r} holds NaN or infinite numbers, which JSON "
+                    "cannot hold; use --format parquet"
+                )
+
+
 def write_table(frame: pl.DataFrame, path: Path, fmt: TableFormat | None = None) -> None:
     """Write a frame as JSONL, CSV or Parquet, atomically.
 
@@ -167,6 +229,7 @@ def write_table(frame: pl.DataFrame, path: Path, fmt: TableFormat | None = None)
     compression so that the same frame always gives the same bytes.
     """
     fmt = fmt or table_format(path)
+    _check_writable_as(frame, path, fmt)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(handle)
@@ -185,20 +248,23 @@ def write_table(frame: pl.DataFrame, path: Path, fmt: TableFormat | None = None)
 
 
 @contextlib.contextmanager
-def atomic_directory(path: Path, force: bool) -> Iterator[Path]:
+def atomic_directory(
+    path: Path, force: bool, *, inputs: Iterable[Path | None] = (), marker: str | None = None
+) -> Iterator[Path]:
     """Yield a temporary folder that replaces ``path`` only when the block succeeds.
 
     A command writes all its outputs into the yielded folder; on success the
     folder is renamed into place (an existing one is removed only then, and
     only with ``force``), so readers never see a mix of old and new files.
     """
-    check_new_output(path, force)
+    inputs = list(inputs)
+    check_new_output(path, force, inputs=inputs, marker=marker)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield staging
         if path.exists():
-            check_new_output(path, force)
+            check_new_output(path, force, inputs=inputs, marker=marker)
             retired = path.with_name(f".{path.name}.old-{os.getpid()}")
             os.replace(path, retired)
             _publish(staging, path, directory=True)

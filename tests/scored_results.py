@@ -18,6 +18,8 @@ from typing import Any
 import polars as pl
 
 from evalkit.comparison.results import ResultSummary, ScoredResult
+from evalkit.contract.fingerprint import fingerprint_of
+from evalkit.contract.validation import evaluator_semantics
 
 GOLD_SHA256 = "a" * 64
 
@@ -62,10 +64,18 @@ def contract(**gate_changes: Any) -> dict[str, Any]:
     return normalized
 
 
+# Fixed, not the installed versions, so the golden reports do not change
+# when orjson or jsonschema-rs is upgraded.
+EVALUATOR = {
+    **evaluator_semantics(),
+    "json_parser": "orjson (test)",
+    "validator": "jsonschema-rs (test)",
+}
+
+
 def fingerprint(normalized: dict[str, Any]) -> str:
-    """A fingerprint that changes with any change of the normalised contract."""
-    text = json.dumps(normalized, sort_keys=True)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    """The fingerprint evalkit score would record for this normalised contract."""
+    return fingerprint_of(normalized, EVALUATOR)
 
 
 def _rate(numerator: int, denominator: int) -> float | None:
@@ -150,6 +160,7 @@ def build(
             "version": normalized["version"],
             "fingerprint": fingerprint(normalized),
             "normalized": normalized,
+            "evaluator": EVALUATOR,
         },
         "gold": {"path": "gold.jsonl", "sha256": gold_sha256, "n": examples.height},
         "predictions": {"path": "pred.jsonl", "sha256": "b" * 64, "n": examples.height},

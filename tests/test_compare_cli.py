@@ -145,8 +145,45 @@ def test_compare_refuses_an_existing_out_without_force(run_cli, runs, tmp_path: 
     result = run_cli("compare", runs["baseline"], runs["candidate-b"], "--out", out)
     assert_one_line_error(result, "reports", "--force")
     assert (out / "mine.txt").exists()
+    # --force replaces an earlier report, never a folder evalkit did not write.
+    refused = run_cli("compare", runs["baseline"], runs["candidate-b"], "--out", out, "--force")
+    assert_one_line_error(refused, "no report.json", "refusing to replace it")
+    assert (out / "mine.txt").exists()
+    (out / "mine.txt").unlink()
+    assert run_cli("compare", runs["baseline"], runs["candidate-b"], "--out", out).exit_code == 0
+    (out / "stale.txt").write_text("x")
     forced = run_cli("compare", runs["baseline"], runs["candidate-b"], "--out", out, "--force")
-    assert forced.exit_code == 0 and not (out / "mine.txt").exists()
+    assert forced.exit_code == 0 and not (out / "stale.txt").exists()
+
+
+def test_output_never_replaces_an_input(run_cli, runs, tmp_path: Path) -> None:
+    result = run_cli("compare", runs["baseline"], runs["candidate-b"], "--out", runs["baseline"],
+                     "--force")  # fmt: skip
+    assert_one_line_error(result, "would replace the input")
+    assert (runs["baseline"] / "summary.json").exists()
+    result = run_cli("gate", runs["baseline"], runs["candidate-b"], "--markdown",
+                     runs["baseline"] / "summary.json", "--force")  # fmt: skip
+    assert_one_line_error(result, "would replace the input")
+
+
+def test_edited_contract_block_is_refused(run_cli, runs, tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    edited = tmp_path / "edited"
+    shutil.copytree(runs["baseline"], edited)
+    summary = json.loads((edited / "summary.json").read_text())
+    summary["contract"]["normalized"]["gate"]["vs_baseline"]["max_rare_class_drop"] = 1.0
+    (edited / "summary.json").write_text(json.dumps(summary))
+    result = run_cli("gate", edited, runs["candidate-a"])
+    assert_one_line_error(result, "summary.json", "edited after scoring")
+
+
+def test_unwritable_step_summary_keeps_the_verdict(run_cli, runs, monkeypatch) -> None:
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", "/nonexistent-dir/summary.md")
+    result = run_cli("gate", runs["baseline"], runs["candidate-b"])
+    assert result.exit_code == 0
+    assert "cannot append to $GITHUB_STEP_SUMMARY" in result.stderr
 
 
 def test_compare_exits_0_even_when_no_candidate_passes(run_cli, runs) -> None:

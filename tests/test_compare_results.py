@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from scored_results import write_result
+from scored_results import fingerprint, write_result
 
 from evalkit import gate, load_result
 from evalkit.errors import (
@@ -160,7 +160,14 @@ def test_a_missing_folder_or_a_file_is_named(tmp_path: Path) -> None:
 
 def test_a_wrongly_typed_gate_rule_names_the_key(tmp_path: Path) -> None:
     base = make(tmp_path / "b")
-    edit_summary(base, lambda s: s["contract"]["normalized"]["gate"].update(max_missing=-1))
+
+    def loosen(summary: dict) -> None:
+        contract = summary["contract"]
+        contract["normalized"]["gate"]["max_missing"] = -1
+        # A consistent (re-fingerprinted) block, so the rule check itself is reached.
+        contract["fingerprint"] = fingerprint(contract["normalized"])
+
+    edit_summary(base, loosen)
     with pytest.raises(EvalkitError, match=r"contract\.normalized\.gate\.max_missing"):
         gate(base, base)
 

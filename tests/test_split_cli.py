@@ -70,9 +70,26 @@ def test_force_replaces_an_existing_output(run_cli, tmp_path: Path) -> None:
     args = ["split", TICKETS, "--out", out, *TICKET_ARGS, "--sizes", "840,180,180", "--quiet"]
     assert_one_line_error(run_cli(*args), str(out), "exists already", "--force")
     assert (out / "stale.txt").exists()  # nothing lost
+    # Not a folder evalkit wrote: refused even with --force.
+    assert_one_line_error(run_cli(*args, "--force"), "no manifest.json", "refusing to replace")
+    (out / "stale.txt").unlink()
+    assert run_cli(*args).exit_code == 0  # an empty folder holds nothing to lose
+    (out / "stale.txt").write_text("old")
     assert run_cli(*args, "--force").exit_code == 0
     assert not (out / "stale.txt").exists()
     assert (out / "manifest.json").exists()
+
+
+def test_output_never_replaces_the_input(run_cli, tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    data = _write_jsonl(folder / "d.jsonl", [{"id": i, "g": i % 5} for i in range(20)])
+    (folder / "manifest.json").write_text("{}")  # even a folder that looks like an output
+    for out in (folder, data):
+        result = run_cli("split", data, "--out", out, "--group", "g", "--sizes", "10,10",
+                         "--names", "a,b", "--force")  # fmt: skip
+        assert_one_line_error(result, "would replace the input")
+    assert data.exists()
 
 
 def test_unknown_column_names_the_columns(run_cli, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ def statistics_options(function: F) -> F:
     """``--seed`` and ``--resamples``: the two knobs that change the reported intervals."""
     function = click.option(
         "--resamples",
-        type=click.IntRange(min=100),
+        type=click.IntRange(min=100, max=1_000_000),
         default=10_000,
         show_default=True,
         help="Paired-bootstrap resamples per scope for the 95% interval of each delta.",

@@ -66,13 +66,14 @@ def compare_command(
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_comparison_markdown
 
+    sources = [Path(folder) for folder in (baseline, *candidates)]
     if out is not None:
-        check_new_output(out, force)
+        check_new_output(out, force, inputs=sources, marker="report.json")
     report = compare(baseline, *candidates, seed=seed, resamples=resamples, min_gain=min_gain)
     for candidate in report.candidates:
         warn_unpaired(candidate)
     if out is not None:
-        with atomic_directory(out, force) as staging:
+        with atomic_directory(out, force, inputs=sources, marker="report.json") as staging:
             atomic_write_text(staging / "report.json", render_json(report))
             atomic_write_text(staging / "report.md", render_comparison_markdown(report))
             atomic_write_text(staging / "junit.xml", render_junit(report.candidates))

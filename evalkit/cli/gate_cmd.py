@@ -63,8 +63,10 @@ def gate_command(
     from evalkit.report.markdown import render_candidate_markdown
 
     outputs = [path for path in (junit, markdown, json_path) if path is not None]
+    results = [Path(folder) / name for folder in (baseline, candidate)
+               for name in ("summary.json", "examples.parquet")]  # fmt: skip
     for path in outputs:
-        check_new_output(path, force)
+        check_new_output(path, force, inputs=results)
     report = gate(baseline, candidate, seed=seed, resamples=resamples)
     warn_unpaired(report)
     markdown_text = render_candidate_markdown(report)
@@ -83,6 +85,13 @@ def gate_command(
             click.echo(line)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
-        with open(step_summary, "a", encoding="utf-8") as handle:
-            handle.write(markdown_text + "\n")
+        try:
+            with open(step_summary, "a", encoding="utf-8") as handle:
+                handle.write(markdown_text + "\n")
+        except OSError as error:  # the verdict stands; a summary is a courtesy
+            click.echo(
+                f"evalkit: warning: cannot append to $GITHUB_STEP_SUMMARY ({error.strerror}: "
+                f"{step_summary}); the verdict above stands",
+                err=True,
+            )
     click.get_current_context().exit(0 if report.verdict == "pass" else 1)

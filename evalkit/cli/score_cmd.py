@@ -108,7 +108,9 @@ def score_command(
     from evalkit.report.score_summary import render_score_summary
     from evalkit.scoring.engine import OnDuplicate, score
 
-    check_new_output(out, force)
+    check_new_output(
+        out, force, inputs=[contract_path, gold_path, pred_path], marker="summary.json"
+    )
     result = score(
         contract_path,
         gold_path,

@@ -62,7 +62,9 @@ class _NumberList(click.ParamType):
     metavar="A,B,C",
     help="Split names, in the order of --sizes/--ratios.",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
+@click.option(
+    "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Random seed."
+)
 @click.option(
     "--id",
     "id_column",
@@ -148,17 +150,12 @@ def split_command(
       evalkit split tickets.jsonl --out splits --group conversation_id \\
         --stratify category --id ticket_id --sizes 840,180,180 --seed 7
     """
-    from evalkit.errors import UsageError
     from evalkit.io import check_new_output
     from evalkit.report.split_summary import render_split_summary
     from evalkit.splitting.api import split
 
-    check_new_output(out, force)
-    if freeze is not None and freeze.resolve().is_relative_to(out.resolve()) and force:
-        raise UsageError(
-            f"--freeze {freeze}: the file is inside --out {out}, which --force "
-            "would replace; copy it elsewhere first"
-        )
+    # --freeze may sit inside --out: it is read before the folder is replaced.
+    check_new_output(out, force, inputs=[input_file, tokenizer], marker="manifest.json")
     result = split(
         input_file,
         group=list(group),

@@ -206,6 +206,20 @@ def _bootstrap(
     ]
 
 
+def _holm_over_tested(p: np.ndarray, rare: list[bool]) -> np.ndarray:
+    """Holm-adjust across the scopes whose drops may be judged by significance.
+
+    Rare classes are judged by their threshold alone, so they are no part of
+    the tested family: counting them would inflate every common class's
+    adjusted p. Their own figure is adjusted across all classes, for reading only.
+    """
+    adjusted = statistics.holm_adjust(p)
+    common = ~np.asarray(rare, dtype=bool)
+    if common.any():
+        adjusted[common] = statistics.holm_adjust(p[common])
+    return adjusted
+
+
 def compare_scopes(
     counts: pl.DataFrame, rare: dict[str, bool], seed: int, resamples: int
 ) -> list[ScopeComparison]:
@@ -233,7 +247,7 @@ def compare_scopes(
         "positive_flips": positive.tolist(),
         "negative_flip_rate": _shares(negative, n),
         "mcnemar_p": p.tolist(),
-        "holm_p": statistics.holm_adjust(p).tolist(),
+        "holm_p": _holm_over_tested(p, [rare.get(scope, False) for scope in scopes]).tolist(),
         "negative_flip_ids": counts["negative_flip_ids"].to_list(),
         "baseline_format_validity": _shares(c["baseline_valid"], n),
         "candidate_format_validity": _shares(c["candidate_valid"], n),

@@ -42,6 +42,7 @@ class ContractRef(_Loose):
     version: int
     fingerprint: str
     normalized: dict[str, Any] = {}
+    evaluator: dict[str, Any] = {}
 
 
 class GoldRef(_Loose):
@@ -164,6 +165,19 @@ def _read_examples(path: Path, summary: ResultSummary) -> pl.DataFrame:
     return frame if frame["id"].is_sorted() else frame.sort("id")
 
 
+def _check_fingerprint(summary: ResultSummary, path: Path) -> None:
+    """The contract block must still hash to the fingerprint it was scored under."""
+    from evalkit.contract.fingerprint import fingerprint_of
+
+    contract = summary.contract
+    if fingerprint_of(contract.normalized, contract.evaluator) != contract.fingerprint:
+        raise IncompatibleResults(
+            f"{path}: contract.normalized and contract.evaluator no longer hash to "
+            f"contract.fingerprint {contract.fingerprint} (the file was edited after scoring); "
+            f"{RERUN_HINT}"
+        )
+
+
 def load_result(path: str | os.PathLike[str]) -> ScoredResult:
     """Read and check a result folder written by ``evalkit score``."""
     folder = Path(path)
@@ -176,6 +190,7 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
         )
     summary_path = folder / "summary.json"
     summary = _read_summary(summary_path)
+    _check_fingerprint(summary, summary_path)
     examples = _read_examples(folder / "examples.parquet", summary)
     return ScoredResult(folder, summary, examples, sha256_file(summary_path))
 

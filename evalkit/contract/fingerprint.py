@@ -36,5 +36,14 @@ def contract_fingerprint(contract: Contract) -> str:
     """``sha256:<hex>`` of the normalised contract plus the evaluator semantics."""
     from evalkit.contract.validation import evaluator_semantics
 
-    payload = {"contract": normalized_contract(contract), "evaluator": evaluator_semantics()}
+    return fingerprint_of(normalized_contract(contract), evaluator_semantics())
+
+
+def fingerprint_of(normalized: dict[str, Any], evaluator: dict[str, Any]) -> str:
+    """The fingerprint of a normalised contract and evaluator as a result records them.
+
+    Compare recomputes it from ``summary.json`` so that a contract block edited
+    after scoring (a loosened gate threshold, say) cannot pass as the original.
+    """
+    payload = {"contract": normalized, "evaluator": evaluator}
     return "sha256:" + hashlib.sha256(canonical_json(payload)).hexdigest()

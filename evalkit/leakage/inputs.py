@@ -119,9 +119,10 @@ def _split_rows(
     group: Sequence[str],
     stratify: str | None,
 ) -> pl.DataFrame:
-    require_columns(
-        frame, [id_column, text_column, *group, *([stratify] if stratify else [])], source
-    )
+    needed = [id_column, text_column, *group, *([stratify] if stratify else [])]
+    if frame.height == 0 and frame.width == 0:  # an empty JSONL split: no rows, no schema
+        frame = pl.DataFrame(schema=dict.fromkeys(dict.fromkeys(needed), pl.String))
+    require_columns(frame, needed, source)
     missing_id = frame[id_column].is_null()
     if missing_id.any():
         first = int(missing_id.arg_true()[0]) + 1

@@ -56,9 +56,12 @@ class SplitResult:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
 
         All files are written into a temporary folder that replaces ``out`` only
-        once everything succeeded; an existing ``out`` needs ``force``.
+        once everything succeeded; an existing ``out`` needs ``force``, and is
+        never replaced if it holds the input or is a folder this did not write.
         """
-        with atomic_directory(Path(out), force) as staging:
+        source = self.manifest.input.path
+        inputs = [Path(source)] if source is not None else []
+        with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
             for name, frame in self.frames.items():
                 write_table(frame, staging / f"{name}.{fmt}", fmt)
             write_table(self.assignments, staging / "assignments.parquet", "parquet")
