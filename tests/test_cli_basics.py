@@ -47,12 +47,16 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert "No such command" in completed.stderr
 
 
-def test_help_does_not_import_heavy_libraries() -> None:
+HEAVY = ("polars", "pyarrow", "sklearn", "pandera", "numpy", "scipy", "pydantic", "jsonschema")
+
+
+@pytest.mark.parametrize("command", [[], *([name] for name in sorted(COMMANDS))])
+def test_help_does_not_import_heavy_libraries(command: list[str]) -> None:
+    """Start-up is what CI loops pay: help must not load polars, numpy and friends."""
     code = (
         "import sys; from evalkit.cli import main\n"
-        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('polars', 'pyarrow', 'sklearn', 'pandera', 'numpy', 'scipy',"
-        " 'pydantic', 'jsonschema') if m in sys.modules]\n"
+        f"try:\n    main({[*command, '--help']!r})\nexcept SystemExit:\n    pass\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
         "print('HEAVY=' + ','.join(heavy))"
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -60,8 +64,11 @@ def test_help_does_not_import_heavy_libraries() -> None:
 
 
 def test_help_is_fast() -> None:
-    # Not a timing assertion on a noisy machine: a generous bound that only
-    # catches an accidental heavy import at start-up (which costs seconds).
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "evalkit", "--help"], capture_output=True, check=True)
-    assert time.perf_counter() - started < 3.0
+    # Not a benchmark: a bound that catches an accidental heavy import at
+    # start-up (which costs seconds) without failing on a busy machine.
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "evalkit", "--help"], capture_output=True, check=True)
+        best = min(best, time.perf_counter() - started)
+    assert best < 1.0

@@ -207,3 +207,60 @@ def test_debug_shows_the_traceback(run_cli, tmp_path: Path) -> None:
                      "--sizes", "1,1")  # fmt: skip
     assert result.exit_code == 2
     assert "Traceback" in result.stderr
+
+
+def test_debug_works_after_the_command_too(run_cli, tmp_path: Path) -> None:
+    result = run_cli("split", TICKETS, "--out", tmp_path / "o", "--group", "nope",
+                     "--sizes", "1,1", "--debug")  # fmt: skip
+    assert result.exit_code == 2
+    assert "Traceback" in result.stderr
+
+
+def test_null_group_singleton_needs_an_id(run_cli, tmp_path: Path) -> None:
+    data = _write_jsonl(tmp_path / "d.jsonl", [{"g": None if i % 3 else "a"} for i in range(9)])
+    result = run_cli("split", data, "--out", tmp_path / "o", "--group", "g", "--sizes", "5,4",
+                     "--names", "a,b", "--null-group", "singleton")  # fmt: skip
+    assert_one_line_error(result, "6 row(s) have no group", "needs --id")
+
+
+def test_negative_seed_is_a_usage_error(run_cli, tmp_path: Path) -> None:
+    result = run_cli("split", TICKETS, "--out", tmp_path / "o", *TICKET_ARGS,
+                     "--sizes", "840,180,180", "--seed", "-1")  # fmt: skip
+    assert_one_line_error(result, "--seed", "-1")
+
+
+def test_a_split_with_no_target_is_not_reported_as_missing_classes(run_cli, tmp_path) -> None:
+    out = tmp_path / "o"
+    result = run_cli("split", TICKETS, "--out", out, *TICKET_ARGS, "--sizes", "1000,200,0",
+                     "--format", "jsonl")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "are in every split" in result.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["quality"]["required_classes_missing"] == {"train": [], "val": [], "test": []}
+    assert manifest["splits"]["test"]["classes_missing"]  # all, truthfully listed
+    # The empty JSONL split reads back: audit treats it as an empty split.
+    audit = run_cli("audit", out, "--id", "ticket_id", "--text", "text", "--exact-only")
+    assert audit.exit_code in (0, 1), audit.stderr
+
+
+def test_csv_refuses_nested_columns_and_jsonl_refuses_nan(run_cli, tmp_path: Path) -> None:
+    data = tmp_path / "d.parquet"
+    pl.DataFrame(
+        {"id": range(6), "g": range(6), "meta": [[1, 2]] * 6, "v": [1.0, float("nan")] * 3}
+    ).write_parquet(data)
+    common = ["split", data, "--group", "g", "--id", "id", "--sizes", "3,3", "--names", "a,b"]
+    result = run_cli(*common, "--out", tmp_path / "csv", "--format", "csv")
+    assert_one_line_error(result, "'meta'", "CSV cannot hold", "--format parquet")
+    result = run_cli(*common, "--out", tmp_path / "jsonl", "--format", "jsonl")
+    assert_one_line_error(result, "'v'", "NaN or infinite", "--format parquet")
+    assert not (tmp_path / "csv").exists() and not (tmp_path / "jsonl").exists()
+    assert run_cli(*common, "--out", tmp_path / "pq", "--quiet").exit_code == 0
+
+
+def test_jsonl_with_a_byte_order_mark_is_read(run_cli, tmp_path: Path) -> None:
+    data = tmp_path / "bom.jsonl"
+    lines = "\n".join(json.dumps({"id": i, "g": i % 4}) for i in range(8))
+    data.write_bytes(b"\xef\xbb\xbf" + lines.encode())
+    result = run_cli("split", data, "--out", tmp_path / "o", "--group", "g", "--id", "id",
+                     "--sizes", "4,4", "--names", "a,b", "--quiet")  # fmt: skip
+    assert result.exit_code == 0, result.stderr

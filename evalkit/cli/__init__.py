@@ -70,13 +70,15 @@ def cli(debug: bool) -> None:
     Exit codes: 0 done/pass, 1 a check found a problem, 2 bad input or usage,
     3 internal error (a bug: please report it with --debug output).
     """
-    _State.debug = debug
+    _State.debug = _State.debug or debug
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script: run a command and map errors to exit codes."""
     args = sys.argv[1:] if argv is None else argv
+    # --debug works anywhere on the line: after an error, people append it.
     _State.debug = "--debug" in args
+    args = [arg for arg in args if arg != "--debug"]
     try:
         # Without standalone mode click returns a command's ctx.exit() code.
         result = cli.main(args=args, prog_name="evalkit", standalone_mode=False)
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         first = str(error).splitlines()[0] if str(error) else ""
         click.echo(
             f"evalkit: internal error: {type(error).__name__}: {first} "
-            "(rerun with --debug for the traceback, and please report it)",
+            "(add --debug for the traceback, and please report it)",
             err=True,
         )
         sys.exit(INTERNAL_ERROR_EXIT)

@@ -29,7 +29,9 @@ import click
     help="Jaccard threshold (word 3-shingles) for near duplicates.",
 )
 @click.option("--exact-only", is_flag=True, help="Skip the near-duplicate search.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the MinHash.")
+@click.option(
+    "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the MinHash."
+)
 @click.option(
     "--json",
     "json_path",

@@ -64,6 +64,8 @@ def audit(
     """
     if near_dup is not None and not 0.0 < near_dup <= 1.0:
         raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
+    if seed < 0:
+        raise UsageError(f"--seed: must be >= 0, got {seed}")
     rows = read_rows(
         inputs, id_column=id_column, text_column=text_column, group=group, stratify=stratify
     )

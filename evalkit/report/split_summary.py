@@ -74,9 +74,10 @@ def _quality_lines(manifest: SplitManifest) -> list[str]:
     if quality.max_count_deviation == 0:
         lines.append("counts: exact")
     else:
+        items = "item" if quality.max_count_deviation == 1 else "items"
         lines.append(
-            f"counts: off by up to {quality.max_count_deviation} items "
-            "(the group sizes allow no closer split)"
+            f"counts: off by up to {quality.max_count_deviation} {items} "
+            "(no closer counts were found for these group sizes)"
         )
     if manifest.options.stratify is not None:
         lines.append(
@@ -90,9 +91,10 @@ def _quality_lines(manifest: SplitManifest) -> list[str]:
             detail = "; ".join(f"{name}: {', '.join(labels)}" for name, labels in missing.items())
             lines.append(f"coverage: classes in enough groups but missing from a split: {detail}")
         else:
+            covered = sum(1 for report in manifest.splits.values() if report.target > 0)
             lines.append(
                 f"coverage: all {len(quality.required_classes)} classes found in >= "
-                f"{len(manifest.splits)} groups are in every split"
+                f"{covered} groups are in every split"
             )
     if manifest.merging is not None:
         merging = manifest.merging

@@ -92,74 +92,19 @@ def split(
     Item counts hit ``sizes`` (or ``ratios`` of the rows) exactly when the
     group sizes allow, else the closest found; with ``stratify`` each split's
     class shares track the whole and every class present in at least as many
-    groups as there are splits appears in each. Same data and seed give the
-    same split whatever the row order. Raises an ``EvalkitError`` subclass on
-    bad input, and ``InfeasibleSplit`` when a count misses by more than
-    ``tolerance`` items. Lengths of ``text`` are in characters, or in tokens of
-    a local ``tokenizer`` (a tokenizer.json, or a folder holding one).
+    groups as there are splits (with a positive target) appears in each. Same
+    data and seed give the same split whatever the row order. Raises an
+    ``EvalkitError`` subclass on bad input, and ``InfeasibleSplit`` when a
+    count misses by more than ``tolerance`` items. Lengths of ``text`` are in
+    characters, or in tokens of a local ``tokenizer`` (a tokenizer.json, or a
+    folder holding one).
     """
-    path = Path(data) if isinstance(data, str | Path) else None
-    frame = read_table(path) if path is not None else data
-    assert isinstance(frame, pl.DataFrame)
-    source = str(path) if path is not None else "input table"
-    names = list(names)
-    check_names(names)
-    if tolerance is not None and tolerance < 0:
-        raise UsageError(f"--tolerance: must be >= 0 items, got {tolerance}")
-    if near_dup is not None and not 0.0 < near_dup <= 1.0:
-        raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
-    if near_dup is not None and text is None:
-        raise UsageError("--near-dup needs --text COL: the column whose texts are compared")
-    if tokenizer is not None and text is None:
-        raise UsageError("--tokenizer needs --text COL: the column whose tokens are counted")
-    loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
-    check_table(
-        frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text
-    )
-    targets = resolve_targets(frame.height, names, sizes, ratios, source)
-    unused = frame.height - int(targets.sum())
-    all_targets = np.r_[targets, unused] if unused else targets
-
-    key_group, n_null = key_groups(frame, group, id_column, null_group, source)
-    row_group = key_group
-    merging = None
-    if near_dup is not None:
-        from evalkit.leakage import duplicate_components
-
-        assert text is not None
-        clusters = duplicate_components(frame[text], near_dup, seed=seed)
-        row_group, n_merged, largest = merge_clusters(key_group, np.asarray(clusters))
-        merging = Merging(threshold=near_dup, merged_groups=n_merged, largest_merged_group=largest)
-    n_groups = int(row_group.max()) + 1
-    freezing, pinned = None, None
-    if freeze is not None:
-        freeze_path = Path(freeze)
-        row_frozen = frozen_rows(frame, freeze_path, group, id_column, names)
-        pinned, n_frozen, conflicts = pin_frozen(row_group, row_frozen, n_groups)
-        freezing = Freezing(
-            path=str(freeze_path),
-            sha256=sha256_file(freeze_path),
-            frozen_groups=n_frozen,
-            new_groups=n_groups - n_frozen,
-            conflicts=conflicts,
-        )
-    row_class, labels = class_index(frame, stratify)
-    table = build_table(row_group, row_class, len(labels), pinned)
-    covered = np.r_[np.ones(len(names), bool), np.zeros(1 if unused else 0, bool)]
-    problem = Problem(targets=all_targets, covered_splits=covered & (all_targets > 0), seed=seed)
-    row_split = assign_groups(table, problem)[row_group]
-
-    split_names = pl.Series("split", [*names, None], dtype=pl.String)
-    split_column = split_names.gather(row_split)
-    order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
-    assignments = _assignments(frame, group, id_column, split_column, order)
-    frames = _split_frames(frame, row_split, names, order)
     options = SplitOptions(
         group=list(group),
         stratify=stratify,
         sizes=list(sizes) if sizes is not None else None,
         ratios=list(ratios) if ratios is not None else None,
-        names=names,
+        names=list(names),
         seed=seed,
         id=id_column,
         text=text,
@@ -169,12 +114,31 @@ def split(
         freeze=str(freeze) if freeze is not None else None,
         tokenizer=str(tokenizer) if tokenizer is not None else None,
     )
+    _check_options(options)
+    path = Path(data) if isinstance(data, str | Path) else None
+    frame = read_table(path) if path is not None else data
+    assert isinstance(frame, pl.DataFrame)
+    source = str(path) if path is not None else "input table"
+    loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
+    check_table(
+        frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text
+    )
+    targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
+    grouping = _grouping(frame, options, source)
+    row_class, labels = class_index(frame, stratify)
+    table = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
+    unused = frame.height - int(targets.sum())
+    all_targets = np.r_[targets, unused] if unused else targets
+    covered = np.r_[np.ones(targets.size, bool), np.zeros(1 if unused else 0, bool)]
+    problem = Problem(targets=all_targets, covered_splits=covered & (all_targets > 0), seed=seed)
+    row_split = assign_groups(table, problem)[grouping.row_group]
+
     required = [labels[i] for i in np.flatnonzero(required_classes(table, problem))]
     splits, quality = build_report(
         frame,
         row_split,
-        key_group,
-        names,
+        grouping.key_group,
+        options.names,
         targets,
         row_class,
         labels,
@@ -189,26 +153,102 @@ def split(
             path=str(path) if path is not None else None,
             sha256=sha256_file(path) if path is not None else None,
             n_items=frame.height,
-            n_groups=n_groups,
+            n_groups=grouping.n_groups,
         ),
         options=options,
-        targets={name: int(t) for name, t in zip(names, targets, strict=True)},
+        targets={name: int(t) for name, t in zip(options.names, targets, strict=True)},
         splits=splits,
         unused=unused,
-        null_groups=n_null,
-        merging=merging,
-        freezing=freezing,
+        null_groups=grouping.n_null,
+        merging=grouping.merging,
+        freezing=grouping.freezing,
         quality=quality,
     )
-    if tolerance is not None and quality.max_count_deviation > tolerance:
-        worst = max(splits, key=lambda name: abs(splits[name].count_deviation))
-        report = splits[worst]
-        raise InfeasibleSplit(
-            f"{source}: split {worst!r} gets {report.n_items} items for a target of "
-            f"{report.target} (off by {report.count_deviation:+d}, --tolerance {tolerance}); "
-            "the group sizes do not allow closer counts: change --sizes or raise --tolerance"
+    _check_tolerance(manifest, source)
+    order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
+    split_column = pl.Series("split", [*options.names, None], dtype=pl.String).gather(row_split)
+    return SplitResult(
+        frames=_split_frames(frame, row_split, options.names, order),
+        assignments=_assignments(frame, group, id_column, split_column, order),
+        manifest=manifest,
+    )
+
+
+def _check_options(options: SplitOptions) -> None:
+    """Option values and combinations, checked before any data is read."""
+    check_names(options.names)
+    if options.seed < 0:
+        raise UsageError(f"--seed: must be >= 0, got {options.seed}")
+    if options.tolerance is not None and options.tolerance < 0:
+        raise UsageError(f"--tolerance: must be >= 0 items, got {options.tolerance}")
+    if options.near_dup is not None and not 0.0 < options.near_dup <= 1.0:
+        raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {options.near_dup}")
+    if options.near_dup is not None and options.text is None:
+        raise UsageError("--near-dup needs --text COL: the column whose texts are compared")
+    if options.tokenizer is not None and options.text is None:
+        raise UsageError("--tokenizer needs --text COL: the column whose tokens are counted")
+
+
+@dataclass(frozen=True)
+class _Grouping:
+    """The groups of the input: key groups, merged groups, and frozen placements."""
+
+    key_group: IntArray  # group-key index per row (what the report counts)
+    row_group: IntArray  # assignment unit per row (key groups merged by duplicates)
+    n_groups: int
+    n_null: int
+    pinned: IntArray | None
+    merging: Merging | None
+    freezing: Freezing | None
+
+
+def _grouping(frame: pl.DataFrame, options: SplitOptions, source: str) -> _Grouping:
+    """Key groups, merged with duplicate-text clusters, pinned by --freeze."""
+    policy: NullGroupPolicy = "singleton" if options.null_group == "singleton" else "error"
+    key_group, n_null = key_groups(frame, options.group, options.id, policy, source)
+    row_group, merging = key_group, None
+    if options.near_dup is not None and options.text is not None:
+        from evalkit.leakage import duplicate_components
+
+        clusters = duplicate_components(frame[options.text], options.near_dup, seed=options.seed)
+        row_group, n_merged, largest = merge_clusters(key_group, np.asarray(clusters))
+        merging = Merging(
+            threshold=options.near_dup, merged_groups=n_merged, largest_merged_group=largest
         )
-    return SplitResult(frames=frames, assignments=assignments, manifest=manifest)
+    n_groups = int(row_group.max()) + 1
+    pinned, freezing = None, None
+    if options.freeze is not None:
+        freeze_path = Path(options.freeze)
+        row_frozen = frozen_rows(frame, freeze_path, options.group, options.id, options.names)
+        pinned, n_frozen, conflicts = pin_frozen(row_group, row_frozen, n_groups)
+        freezing = Freezing(
+            path=str(freeze_path),
+            sha256=sha256_file(freeze_path),
+            frozen_groups=n_frozen,
+            new_groups=n_groups - n_frozen,
+            conflicts=conflicts,
+        )
+    return _Grouping(key_group, row_group, n_groups, n_null, pinned, merging, freezing)
+
+
+def _check_tolerance(manifest: SplitManifest, source: str) -> None:
+    """Raise ``InfeasibleSplit`` when a count misses its target by more than --tolerance."""
+    tolerance = manifest.options.tolerance
+    if tolerance is None or manifest.quality.max_count_deviation <= tolerance:
+        return
+    splits = manifest.splits
+    worst = max(splits, key=lambda name: abs(splits[name].count_deviation))
+    report = splits[worst]
+    cause = (
+        "the groups frozen by --freeze already exceed it, or leave no closer counts"
+        if manifest.freezing is not None and manifest.freezing.frozen_groups
+        else "the group sizes do not allow closer counts"
+    )
+    raise InfeasibleSplit(
+        f"{source}: split {worst!r} gets {report.n_items} items for a target of "
+        f"{report.target} (off by {report.count_deviation:+d}, --tolerance {tolerance}); "
+        f"{cause}: change --sizes or raise --tolerance"
+    )
 
 
 def _assignments(

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from evalkit.errors import InvalidTable
+from evalkit.errors import InvalidTable, UsageError
 from evalkit.splitting.state import FREE, GroupTable, IntArray
 
 NullGroupPolicy = Literal["error", "singleton"]
@@ -70,15 +70,17 @@ def key_groups(
         )
     if not n_null:
         return _dense_rank(frame, columns), 0
+    if id_column is None:
+        raise UsageError(
+            f"{source}: {n_null} row(s) have no group; --null-group singleton needs --id COL "
+            "to order them, so that the split does not depend on row order"
+        )
     null_mask = nulls.to_numpy()
     keyed_index = _dense_rank(frame.filter(~nulls), columns)
     n_keyed = int(keyed_index.max()) + 1 if keyed_index.size else 0
     # Rows without a key become groups of their own, after the keyed groups,
-    # ordered by id (by position when there is no id column).
-    if id_column is not None:
-        order = frame[id_column].filter(nulls).rank("ordinal").to_numpy().astype(np.int64) - 1
-    else:
-        order = np.arange(n_null, dtype=np.int64)
+    # ordered by id.
+    order = frame[id_column].filter(nulls).rank("ordinal").to_numpy().astype(np.int64) - 1
     out = np.empty(frame.height, dtype=np.int64)
     out[~null_mask] = keyed_index
     out[null_mask] = n_keyed + order
