@@ -113,14 +113,44 @@ def _json_or_none(text: str | None) -> Any:
         return None
 
 
+def normalized_equal_column(frame: pl.DataFrame, gold_column: str, index: int) -> pl.Series:
+    """Per row: are predicted string and gold equal after :func:`normalize_text`?
+
+    Normalising (NFKC, lower-casing, a regex) is the costliest matcher step,
+    and most predicted strings equal their gold value as written; so only
+    rows with a string that differs from a non-null gold are normalised, and
+    every other row is False (for them the equality alone decides).
+    """
+    import polars as pl
+
+    from evalkit.contract.labels import normalize_text
+
+    kind, value, gold = pl.col(f"k{index}"), pl.col(f"v{index}"), pl.col(gold_column)
+    differs = frame.select(((kind == STRING) & (value != gold)).fill_null(False)).to_series()
+    rows = differs.arg_true()
+    equal = pl.repeat(False, frame.height, dtype=pl.Boolean, eager=True)
+    if len(rows):
+        compared = frame.filter(differs).select(normalize_text(value) == normalize_text(gold))
+        equal = equal.scatter(rows, compared.to_series().fill_null(False))
+    return equal.alias(f"normalized_equal.{index}")
+
+
 def field_match(
-    spec: FieldSpec, index: int, gold_column: str, dtype: Any, where: str, f1: pl.Series | None
+    spec: FieldSpec,
+    index: int,
+    gold_column: str,
+    dtype: Any,
+    where: str,
+    f1: pl.Series | None,
+    normalized_equal: pl.Series | None = None,
 ) -> pl.Expr:
     """Expression: did field ``index`` match its gold value, on each row?
 
     Evaluated over a frame with the gold values in ``gold_column`` (of type
     ``dtype``) and the parsed ``error``, ``k<i>``, ``v<i>`` columns; ``f1``
-    holds the per-row set F1 of a ``set`` field (:func:`set_f1_column`). A row
+    holds the per-row set F1 of a ``set`` field (:func:`set_f1_column`), and
+    ``normalized_equal`` (optional) the normalised comparison of a
+    ``normalized`` string field (:func:`normalized_equal_column`). A row
     whose output is not format-valid never matches.
     """
     import polars as pl
@@ -136,9 +166,12 @@ def field_match(
         rule = _number(gold, dtype, kind, value, spec.tolerance or 0.0, where)
     elif spec.match == "normalized" and dtype == pl.String:
         # Equal strings need no normalising; the rest are compared normalised.
-        rule = (kind == STRING) & (
-            (value == gold) | (normalize_text(value) == normalize_text(gold))
-        )
+        if normalized_equal is not None:
+            rule = (kind == STRING) & ((value == gold) | pl.lit(normalized_equal))
+        else:
+            rule = (kind == STRING) & (
+                (value == gold) | (normalize_text(value) == normalize_text(gold))
+            )
     else:
         rule = _exact(gold, dtype, kind, value)
     expects_null = kind.is_in([ABSENT, NULL])
@@ -187,4 +220,11 @@ def slice_mask(where: dict[str, Any]) -> pl.Expr:
     return mask
 
 
-__all__ = ["NULL", "field_match", "predicted_class", "set_f1", "slice_mask"]
+__all__ = [
+    "NULL",
+    "field_match",
+    "normalized_equal_column",
+    "predicted_class",
+    "set_f1",
+    "slice_mask",
+]

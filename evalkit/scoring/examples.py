@@ -15,7 +15,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from evalkit.contract.labels import parse_labels
-from evalkit.contract.match import field_match, predicted_class, set_f1_column, slice_mask
+from evalkit.contract.match import (
+    field_match,
+    normalized_equal_column,
+    predicted_class,
+    set_f1_column,
+    slice_mask,
+)
 from evalkit.contract.parse import (
     INVALID_JSON,
     MISSING,
@@ -79,10 +85,12 @@ def _expressions(rows: pl.DataFrame, contract: Contract) -> list[tuple[str, pl.E
     f1_columns: list[tuple[str, pl.Expr]] = []
     for index, (name, spec) in enumerate(contract.fields.items()):
         gold_column = GOLD_PREFIX + spec.gold
+        dtype = rows.schema[gold_column]
         f1 = set_f1_column(rows, gold_column, index) if spec.match == "set" else None
-        expression = field_match(
-            spec, index, gold_column, rows.schema[gold_column], f"fields.{name}", f1
-        )
+        normalized = None
+        if spec.match == "normalized" and dtype == pl.String:
+            normalized = normalized_equal_column(rows, gold_column, index)
+        expression = field_match(spec, index, gold_column, dtype, f"fields.{name}", f1, normalized)
         matches.append((f"fields.{name}", expression.alias(f"match.{name}")))
         if f1 is not None:
             f1_columns.append((f"fields.{name}", pl.lit(f1).alias(f"f1.{name}")))
