@@ -18,6 +18,9 @@ order (docs/contracts.md has the full semantics):
 
 The same :meth:`OutputParser.parse` runs on every code path (one process or a
 pool of workers), so a verdict never depends on how the work was split.
+:func:`parse_frame` handles many outputs at once (:mod:`evalkit.contract.batch`):
+it decides the common cases in bulk exactly as :meth:`OutputParser.parse`
+would, and sends every other output through it.
 """
 
 from __future__ import annotations
@@ -139,8 +142,6 @@ class OutputParser:
 
         self.spec = spec
         self._loads = orjson.loads
-        self._orjson_dumps = orjson.dumps
-        self._sort_keys = orjson.OPT_SORT_KEYS
         self._decode_error = orjson.JSONDecodeError
         self.validator = compile_fast(spec.schema)
         self._is_valid = self.validator.is_valid
@@ -173,12 +174,13 @@ class OutputParser:
         if repeated is not None:
             return INVALID_JSON, _short(f"key {repeated!r} is given twice"), None
         if not self._is_valid(value):
-            keyword, message = self._explain(value)
-            return f"schema:{keyword}", message, None
+            return (*self.schema_error(value), None)
         return None, None, value
 
-    def _explain(self, value: Any) -> tuple[str, str]:
-        return explain(self._python_validator, self.validator, value)
+    def schema_error(self, value: Any) -> tuple[str, str]:
+        """``(schema:<keyword>, message)`` of a parsed value that the schema rejects."""
+        keyword, message = explain(self._python_validator, self.validator, value)
+        return f"schema:{keyword}", message
 
     def _python_validator(self) -> Any:
         if self._explainer is None:
@@ -241,96 +243,51 @@ class OutputParser:
                     pass
             return _decode_error(error), False
 
-    def _cells(self, value: Any) -> list[Any]:
-        """``[k0, v0, k1, v1, ...]`` of a format-valid value (see :meth:`parse_batch`)."""
-        if type(value) is not dict:
-            return list(self._absent)
-        cells: list[Any] = []
-        add = cells.append
-        get = value.get
-        for key in self.spec.fields:
-            item = get(key, _NOTHING)
-            kind = type(item)
-            if kind is str:
-                add(STRING)
-                add(item)
-            elif item is _NOTHING:
-                add(ABSENT)
-                add(None)
-            elif item is None:
-                add(NULL)
-                add("null")
-            else:
-                add(_KIND_OF.get(kind, OBJECT))
-                add(self._dumps(item))
-        return cells
-
-    def _dumps(self, value: Any) -> str:
-        return self._orjson_dumps(value, option=self._sort_keys).decode()
-
     def parse_row(self, text: str | None) -> tuple[Any, ...]:
-        """``(error, detail, k0, v0, k1, v1, ...)`` of one output.
+        """``(error, detail, k0, v0, k1, v1, ...)`` of one output, value by value.
 
-        A shortcut for the common case - the whole trimmed output is one flat
-        JSON object that the schema accepts - gives exactly what
-        :meth:`parse` gives (the same whole-text parse, the same duplicate-key
-        and schema checks); everything else goes through :meth:`parse`.
+        The reference for the bulk path (:func:`parse_frame`), which must give
+        the same columns; per field ``i``, ``k<i>`` is the kind of the value
+        (:data:`KINDS`; absent when the key is missing or the output invalid)
+        and ``v<i>`` the value itself if it is a string, else its JSON text
+        (keys sorted).
         """
-        if text is not None:
-            stripped = text.strip()
-            if stripped[:1] == "{" and stripped[-1:] == "}":
-                try:
-                    value = self._loads(stripped)
-                except self._decode_error:
-                    value = None
-                if (
-                    type(value) is dict
-                    and stripped.count(":") == len(value)
-                    and self._is_valid(value)
-                ):
-                    return (None, None, *self._cells(value))
         error, detail, value = self.parse(text)
-        if error is not None:
+        if error is not None or type(value) is not dict:
             return (error, detail, *self._absent)
-        return (None, None, *self._cells(value))
-
-    def parse_batch(self, texts: list[str | None]) -> list[list[Any]]:
-        """Columns ``[error, error_detail, k0, v0, k1, v1, ...]`` for many outputs.
-
-        Per field ``i``: ``k<i>`` the kind of the value (:data:`KINDS`; 0 when
-        the key is absent or the output invalid) and ``v<i>`` the value itself
-        if it is a string, else its JSON text (keys sorted). Repeated texts
-        are parsed once.
-        """
-        width = 2 + 2 * len(self.spec.fields)
-        flat: list[Any] = []
-        extend = flat.extend
-        cache: dict[str | None, tuple[Any, ...]] = {}
-        lookup = cache.get
-        parse_row = self.parse_row
-        for text in texts:
-            row = lookup(text)
-            if row is None:
-                row = parse_row(text)
-                if len(cache) < 100_000:
-                    cache[text] = row
-            extend(row)
-        # One flat list sliced with a step is the fastest transpose in CPython.
-        return [flat[start::width] for start in range(width)]
+        cells: list[Any] = [None, None]
+        for key in self.spec.fields:
+            cells.extend(value_cell(value.get(key, _NOTHING)))
+        return tuple(cells)
 
 
-def parse_frame(parser: OutputParser, texts: list[str | None]) -> pl.DataFrame:
-    """:meth:`OutputParser.parse_batch` as a typed polars frame (what workers return)."""
+def value_cell(item: Any) -> tuple[int, str | None]:
+    """``(kind, text)`` of one field value: a string as is, anything else as JSON text."""
+    if type(item) is str:
+        return STRING, item
+    if item is _NOTHING:
+        return ABSENT, None
+    if item is None:
+        return NULL, "null"
+    import orjson
+
+    return _KIND_OF.get(type(item), OBJECT), orjson.dumps(
+        item, option=orjson.OPT_SORT_KEYS
+    ).decode()
+
+
+def parse_frame(parser: OutputParser, texts: list[str | None] | pl.Series) -> pl.DataFrame:
+    """Parsed columns of many outputs, one row per output (what workers return).
+
+    Columns per :func:`parsed_schema`, values as :meth:`OutputParser.parse_row`
+    gives them; computed in bulk by :func:`evalkit.contract.batch.parse_outputs`.
+    """
     import polars as pl
 
-    schema = parsed_schema(len(parser.spec.fields))
-    columns = parser.parse_batch(texts)
-    return pl.DataFrame(
-        [
-            pl.Series(name, column, dtype=dtype)
-            for (name, dtype), column in zip(schema.items(), columns, strict=True)
-        ]
-    )
+    from evalkit.contract.batch import parse_outputs
+
+    outputs = texts if isinstance(texts, pl.Series) else pl.Series(texts, dtype=pl.String)
+    return parse_outputs(parser, outputs)
 
 
 def parsed_schema(n_fields: int) -> dict[str, Any]:

@@ -148,7 +148,7 @@ class ParsePool:
             if self._local is None:
                 self._local = OutputParser(self.spec)
             for chunk in chunks:
-                yield parse_frame(self._local, chunk.to_list())
+                yield parse_frame(self._local, chunk)
             return
         yield from self._parse_remote(chunks)
 
@@ -252,5 +252,5 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     spec = pickle.loads(first)  # sent by the parent process that started this worker
     parser = OutputParser(spec)
     while (payload := _receive(source)) is not None:
-        texts = pl.read_ipc(io.BytesIO(payload))["output"].to_list()
-        _send(sink, _frame_bytes(parse_frame(parser, texts)))
+        outputs = pl.read_ipc(io.BytesIO(payload))["output"]
+        _send(sink, _frame_bytes(parse_frame(parser, outputs)))
