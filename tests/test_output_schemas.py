@@ -1,0 +1,38 @@
+"""The JSON Schemas of evalkit's persisted outputs, generated from the models and committed.
+
+Readers of manifest.json, summary.json and the audit report (people, and tools
+in other languages) get a schema in docs/schemas/; this test fails when a model
+changes and its committed schema was not regenerated (EVALKIT_UPDATE_GOLDEN=1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from evalkit.leakage.models import AuditReport
+from evalkit.scoring.summary import ScoreSummary
+from evalkit.splitting.manifest import SplitManifest
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+
+
+@pytest.mark.parametrize(
+    ("model", "name"),
+    [
+        (SplitManifest, "split-manifest"),
+        (ScoreSummary, "score-summary"),
+        (AuditReport, "audit-report"),
+    ],
+)
+def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:
+    path = SCHEMAS / f"{name}.schema.json"
+    schema = model.model_json_schema(mode="serialization")
+    text = json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    if os.environ.get("EVALKIT_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert json.loads(path.read_text()) == schema, f"regenerate {path.name}"
