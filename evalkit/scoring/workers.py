@@ -219,11 +219,32 @@ class _Progress:
 
 
 def _chunks(pieces: list[pl.Series]) -> Iterator[pl.Series]:
+    """Consecutive chunks of ``CHUNK_ROWS`` outputs (the last may be shorter).
+
+    polars reads a file in many small pieces (hundreds for 1M JSONL lines);
+    they are joined up to whole chunks, because every chunk costs a message
+    and a round of bulk steps, and larger chunks find more repeated texts.
+    """
+    import polars as pl
+
+    pending: list[pl.Series] = []
+    pending_rows = 0
     while pieces:
         piece = pieces.pop(0)
-        for start in range(0, len(piece), CHUNK_ROWS):
-            yield piece.slice(start, CHUNK_ROWS)
+        pending.append(piece)
+        pending_rows += len(piece)
         del piece
+        if pending_rows < CHUNK_ROWS:
+            continue
+        joined = pl.concat(pending, rechunk=True) if len(pending) > 1 else pending[0]
+        whole = pending_rows - pending_rows % CHUNK_ROWS
+        for start in range(0, whole, CHUNK_ROWS):
+            yield joined.slice(start, CHUNK_ROWS)
+        pending = [joined.slice(whole)] if whole < pending_rows else []
+        pending_rows -= whole
+        del joined
+    if pending_rows:
+        yield pl.concat(pending, rechunk=True) if len(pending) > 1 else pending[0]
 
 
 def _produce(
