@@ -216,6 +216,9 @@ def _prefix_frame(path: Path) -> pl.DataFrame:
 
 
 PIECE_BYTES = 64 << 20
+# Up to this size polars reads the file itself (memory-mapped, on every core):
+# ~0.13 s instead of ~0.23 s for 128 MB, on the path every other step waits for.
+WHOLE_FILE_BYTES = 256 << 20
 
 
 def _read_jsonl_pieces(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
@@ -223,12 +226,15 @@ def _read_jsonl_pieces(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
 
     Reading in pieces keeps the peak memory near the size of the result (no
     whole-file buffer), and separate chunks let the parser free each piece of
-    the outputs once it is parsed.
+    the outputs once it is parsed. A file of at most ``WHOLE_FILE_BYTES`` is
+    read in one call, which is faster and costs little memory at that size.
     """
     import io
 
     import polars as pl
 
+    if path.stat().st_size <= WHOLE_FILE_BYTES:
+        return pl.read_ndjson(path, schema=schema)
     frames = []
     with path.open("rb") as handle:
         while data := handle.read(PIECE_BYTES):

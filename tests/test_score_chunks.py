@@ -1,0 +1,44 @@
+"""How outputs are read and cut into chunks does not change what is scored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from evalkit.scoring import predictions, workers
+from evalkit.scoring.predictions import read_predictions
+
+
+def test_jsonl_read_in_pieces_equals_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "pred.jsonl"
+    rows = [{"id": f"r{i}", "output": "x" * (i % 50) + "é\n{}", "extra": i} for i in range(500)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    whole = read_predictions(path, default_id="id").frame
+    monkeypatch.setattr(predictions, "WHOLE_FILE_BYTES", 0)
+    monkeypatch.setattr(predictions, "PIECE_BYTES", 1000)
+    pieces = read_predictions(path, default_id="id").frame
+    assert pieces["output"].n_chunks() > 1
+    assert pieces.equals(whole)
+    assert whole["output"].to_list() == [row["output"] for row in rows]
+
+
+@pytest.mark.parametrize("sizes", [[], [1], [7], [3, 3, 3], [2, 9, 1, 1, 20], [5, 5], [16, 4]])
+def test_chunks_are_whole_and_consecutive(
+    sizes: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(workers, "CHUNK_ROWS", 5)
+    values = [f"t{i}" for i in range(sum(sizes))]
+    pieces, start = [], 0
+    for size in sizes:
+        pieces.append(pl.Series(values[start : start + size], dtype=pl.String))
+        start += size
+    chunks = list(workers._chunks(pieces))
+    assert pieces == []  # taken off the list as they are sent
+    assert [value for chunk in chunks for value in chunk.to_list()] == values
+    assert all(len(chunk) == 5 for chunk in chunks[:-1])
+    assert all(0 < len(chunk) <= 5 for chunk in chunks)
