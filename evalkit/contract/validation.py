@@ -23,7 +23,6 @@ edge cases on both). Remote ``$ref`` is never fetched.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -48,6 +47,8 @@ def evaluator_semantics() -> dict[str, Any]:
     A change of validator or parser version may change a verdict at the edges,
     so two results made under different ones are not silently comparable.
     """
+    import importlib.metadata  # here, not at the top: parsing workers never need it
+
     return {
         "semantics_version": SEMANTICS_VERSION,
         "json_parser": f"orjson {importlib.metadata.version('orjson')}",
@@ -219,8 +220,6 @@ def explain(explainer: Callable[[], Any], fast: Any, instance: Any) -> tuple[str
     descends into the branch that came closest (``explainer`` is built on
     first use).
     """
-    from jsonschema.exceptions import best_match
-
     first = next(iter(fast.iter_errors(instance)))
     if type(first.kind).__name__ == "FalseSchema":
         keyword = "false"
@@ -231,6 +230,9 @@ def explain(explainer: Callable[[], Any], fast: Any, instance: Any) -> tuple[str
         )
     message = f"{_json_path(first.instance_path)}: {first.message}"
     if keyword in COMBINATORS:
+        # Imported only here: jsonschema costs a parsing worker ~30 ms to import.
+        from jsonschema.exceptions import best_match
+
         relevant = best_match(explainer().iter_errors(instance))
         if relevant is not None:
             message = f"{_json_path(relevant.absolute_path)}: {relevant.message}"
