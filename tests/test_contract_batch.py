@@ -259,3 +259,12 @@ def outputs(draw: st.DrawFn) -> str:
 def test_bulk_path_equals_the_parser_on_fuzzed_outputs(texts, extract, schema) -> None:
     parser = OutputParser(ParserSpec(extract, schema, FIELDS))
     assert_same_columns(parser, texts + texts[:2])
+
+
+def test_fence_pattern_has_the_shape_the_bulk_path_relies_on() -> None:
+    from evalkit.contract.batch import FENCE_OPENING, FENCE_REST
+    from evalkit.contract.parse import _FENCE
+
+    assert _FENCE.pattern == FENCE_OPENING + "(.*?)" + FENCE_REST
+    assert FENCE_REST == "(?:```|\\Z)"
+    assert "(" not in FENCE_OPENING  # no group before the body's
