@@ -43,17 +43,21 @@ def _yaml_loader() -> type:
     return UniqueKeyLoader
 
 
-def read_document(path: Path) -> Any:
-    """Parse a YAML (``.yaml``/``.yml``) or JSON file; errors name the file and line."""
+def read_document(path: Path, kind: str = "contract") -> Any:
+    """Parse a YAML (``.yaml``/``.yml``) or JSON file; errors name the file and line.
+
+    ``kind`` names what the file should be (a contract, a JSON Schema) in errors.
+    """
     import yaml
 
     if not path.exists():
         raise UnreadableFile(f"{path}: no such file")
     if path.is_dir():
-        raise UnreadableFile(f"{path}: is a folder, expected a contract file")
+        raise UnreadableFile(f"{path}: is a folder, expected a {kind} file")
     suffix = path.suffix.lower()
     if suffix not in (".yaml", ".yml", ".json"):
-        raise UnreadableFile(f"{path}: unknown contract format {suffix!r}; use .yaml or .json")
+        found = f", not {suffix!r}" if suffix else ""
+        raise UnreadableFile(f"{path}: a {kind} file must end in .yaml or .json{found}")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
@@ -151,7 +155,7 @@ def describe_validation_error(error: Any) -> str:
 def _load_schema_file(contract_path: Path, relative: str) -> dict[str, Any]:
     target = (contract_path.parent / relative).resolve()
     try:
-        document = read_document(target)
+        document = read_document(target, kind="JSON Schema")
     except UnreadableFile as error:
         raise InvalidContract(
             f"{contract_path}: output.schema_file: {error.message}; the path is relative "
