@@ -266,11 +266,22 @@ def run_evalkit(gold: Path, pred: Path, out: Path) -> dict[str, float]:
     sampler.join()
     if code != 0:
         raise SystemExit(f"evalkit score failed with exit code {code}")
-    maxrss_kb = next(
-        int(line.split(":")[1]) for line in time_file.read_text().splitlines()
-        if "Maximum resident set size" in line
-    )  # fmt: skip
-    return {"seconds": seconds, "tree_peak_mb": peak / 2**20, "process_peak_mb": maxrss_kb / 1024}
+    report = dict(
+        line.strip().rsplit(": ", 1) for line in time_file.read_text().splitlines() if ": " in line
+    )
+    return {
+        "seconds": seconds,
+        "tree_peak_mb": peak / 2**20,
+        "process_peak_mb": int(report["Maximum resident set size (kbytes)"]) / 1024,
+        # CPU time of the whole process tree: steadier than wall time on a shared machine.
+        "cpu_seconds": float(report["User time (seconds)"])
+        + float(report["System time (seconds)"]),
+    }
+
+
+def load_average() -> str:
+    """The 1-minute load average (other processes competing for the cores)."""
+    return Path("/proc/loadavg").read_text().split()[0]
 
 
 def main() -> None:
@@ -284,27 +295,32 @@ def main() -> None:
         folder = Path(temp)
         gold, pred = generate(args.rows, folder)
         size_mb = pred.stat().st_size / 2**20
-        print(f"{args.rows:,} rows: predictions {size_mb:,.0f} MB, cpu count {os.cpu_count()}")
+        print(f"{args.rows:,} rows: predictions {size_mb:,.0f} MB, cpu count {os.cpu_count()}, "
+              f"load average {load_average()} at the start")  # fmt: skip
         runs = [run_evalkit(gold, pred, folder / "out") for _ in range(args.repeat)]
         best = min(runs, key=lambda run: run["seconds"])
         written = json.loads((folder / "out" / "summary.json").read_text())
         summary = {**written["overall"]}
         summary |= {f"errors.{k}": v["count"] for k, v in written["errors"].items()}
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         reference = reference_score(gold, pred, folder / "reference")
         reference_seconds = time.perf_counter() - started
+        reference_cpu = time.process_time() - started_cpu
         agree = reference == {key: summary[key] for key in reference} and all(
             key in reference for key in summary if key.startswith("errors.")
         )
         rate, reference_rate = args.rows / best["seconds"], args.rows / reference_seconds
         timings = ", ".join(f"{run['seconds']:.2f}" for run in runs)
+        cpu = ", ".join(f"{run['cpu_seconds']:.2f}" for run in runs)
         print(f"| evalkit score, {args.rows:,} rows, fresh process (best of {args.repeat}: "
-              f"{timings} s) | {best['seconds']:.2f} | "
+              f"{timings} s; CPU {cpu} s) | {best['seconds']:.2f} | "
               f"{rate:,.0f} rows/s; peak RSS {best['process_peak_mb']:,.0f} MB (largest "
               f"process), {best['tree_peak_mb']:,.0f} MB (process tree) |")  # fmt: skip
-        print(f"| reference (Python loop, json.loads, jsonschema), same files | "
-              f"{reference_seconds:.2f} | {reference_rate:,.0f} rows/s; evalkit "
-              f"**{rate / reference_rate:.1f}×** faster; counts agree: {agree} |")  # fmt: skip
+        print(f"| reference (Python loop, json.loads, jsonschema), same files (CPU "
+              f"{reference_cpu:.2f} s) | {reference_seconds:.2f} | {reference_rate:,.0f} rows/s; "
+              f"evalkit **{rate / reference_rate:.1f}×** faster; "
+              f"counts agree: {agree} |")  # fmt: skip
+        print(f"load average {load_average()} at the end of the {args.rows:,}-row runs")
         if not agree:
             print(f"  reference {reference} vs evalkit {summary}")
     if args.big_rows:
@@ -314,7 +330,9 @@ def main() -> None:
             size_mb = pred.stat().st_size / 2**20
             big = run_evalkit(gold, pred, folder / "out")
             print(f"| evalkit score, {args.big_rows:,} rows ({size_mb:,.0f} MB of predictions), "
-                  f"fresh process | {big['seconds']:.2f} | {args.big_rows / big['seconds']:,.0f} "
+                  f"fresh process (CPU {big['cpu_seconds']:.2f} s, load average "
+                  f"{load_average()} after) | {big['seconds']:.2f} | "
+                  f"{args.big_rows / big['seconds']:,.0f} "
                   f"rows/s; **peak RSS {big['process_peak_mb']:,.0f} MB** (largest process), "
                   f"{big['tree_peak_mb']:,.0f} MB (process tree) |")  # fmt: skip
 
