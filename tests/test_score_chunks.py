@@ -42,3 +42,21 @@ def test_chunks_are_whole_and_consecutive(
     assert [value for chunk in chunks for value in chunk.to_list()] == values
     assert all(len(chunk) == 5 for chunk in chunks[:-1])
     assert all(0 < len(chunk) <= 5 for chunk in chunks)
+
+
+def test_joined_chunks_gather_the_rows_of_their_outputs() -> None:
+    from evalkit.scoring.workers import ParsedChunk, join_chunks
+
+    def frame(values: list[str]) -> pl.DataFrame:
+        return pl.DataFrame({"v": values})
+
+    distinct = ParsedChunk(frame(["a", "b"]), pl.Series([1, 0, 1, 1], dtype=pl.UInt32))
+    one_per_output = ParsedChunk(frame(["c", "d"]))
+    joined = join_chunks([distinct, one_per_output, distinct])
+    assert len(joined) == 10
+    expected = ["b", "a", "b", "b", "c", "d", "b", "a", "b", "b"]
+    everything = pl.Series(range(10), dtype=pl.Int64)
+    assert joined.gather(everything)["v"].to_list() == expected
+    picked = joined.gather(pl.Series([9, None, 4, 0], dtype=pl.Int64))
+    assert picked["v"].to_list() == ["b", None, "c", "b"]
+    assert join_chunks([one_per_output]).gather(pl.Series([1]))["v"].to_list() == ["d"]

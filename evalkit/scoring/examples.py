@@ -30,7 +30,7 @@ from evalkit.contract.parse import (
     parsed_schema,
 )
 from evalkit.errors import InvalidContract
-from evalkit.scoring.workers import ParsePool, resolve_workers
+from evalkit.scoring.workers import ParsedChunk, ParsePool, join_chunks, resolve_workers
 
 if TYPE_CHECKING:
     import polars as pl
@@ -181,13 +181,13 @@ class ParsedOutputs:
         assert self._pool is not None
         pieces = self._take_pieces()  # each piece is freed once it is parsed
         try:
-            for frame in self._pool.parse_chunks(pieces):
-                results.put(frame)
+            for chunk in self._pool.parse_chunks(pieces):
+                results.put(chunk)
             results.put(_DONE)
         except BaseException as error:  # re-raised in the caller's thread by chunks()
             results.put(error)
 
-    def chunks(self) -> Iterator[pl.DataFrame]:
+    def chunks(self) -> Iterator[ParsedChunk]:
         """Parsed columns for consecutive chunks of the outputs, in order."""
         try:
             if self._queue is not None:
@@ -198,7 +198,7 @@ class ParsedOutputs:
             elif self._outputs is not None:
                 if self._contract.output.parse == "label":
                     outputs, self._outputs = self._outputs, None
-                    yield parse_labels(outputs, self._contract)
+                    yield ParsedChunk(parse_labels(outputs, self._contract))
                 else:
                     assert self._pool is not None
                     yield from self._pool.parse_chunks(self._take_pieces())
@@ -206,14 +206,14 @@ class ParsedOutputs:
             if self._owned and self._pool is not None:
                 self._pool.close()
 
-    def result(self) -> pl.DataFrame:
-        """All parsed columns, one row per output, in the order of the outputs."""
+    def result(self) -> ParsedChunk:
+        """All parsed columns, for the outputs in their order."""
         import polars as pl
 
-        frames = list(self.chunks())
-        if not frames:
-            return pl.DataFrame(schema=parsed_schema(len(self._contract.fields)))
-        return pl.concat(frames)
+        chunks = list(self.chunks())
+        if not chunks:
+            return ParsedChunk(pl.DataFrame(schema=parsed_schema(len(self._contract.fields))))
+        return join_chunks(chunks)
 
 
 _DONE = object()
@@ -234,11 +234,11 @@ def _batches(table: pl.DataFrame, parsing: ParsedOutputs, n_fields: int) -> Iter
         parsed = parsing.result()
         for start in range(0, table.height, VERDICT_ROWS):
             rows = table.slice(start, VERDICT_ROWS)
-            aligned = parsed.select(pl.all().gather(rows[PRED_ROW]))
+            aligned = parsed.gather(rows[PRED_ROW])
             yield pl.concat([rows.drop(PRED_ROW), aligned], how="horizontal")
         return
     chunks = parsing.chunks()
-    window: list[pl.DataFrame] = []
+    window: list[ParsedChunk] = []
     window_start = window_end = 0  # prediction rows held in ``window``
     for start in range(0, table.height, VERDICT_ROWS):
         rows = table.slice(start, VERDICT_ROWS)
@@ -247,17 +247,16 @@ def _batches(table: pl.DataFrame, parsing: ParsedOutputs, n_fields: int) -> Iter
             aligned = pl.DataFrame(schema=parsed_schema(n_fields)).clear(n=rows.height)
         else:
             first, last = int(present.min()), int(present.max())  # type: ignore[arg-type]
-            while window and window_start + window[0].height <= first:
-                window_start += window.pop(0).height
+            while window and window_start + len(window[0]) <= first:
+                window_start += len(window.pop(0))
             while window_end <= last:
-                frame = next(chunks)
-                window.append(frame)
-                window_end += frame.height
+                chunk = next(chunks)
+                window.append(chunk)
+                window_end += len(chunk)
                 if len(window) == 1:
-                    window_start = window_end - frame.height
-            held = pl.concat(window) if len(window) > 1 else window[0]
+                    window_start = window_end - len(chunk)
             offsets = (rows[PRED_ROW].cast(pl.Int64) - window_start).alias("offset")
-            aligned = held.select(pl.all().gather(offsets))
+            aligned = join_chunks(window).gather(offsets)
         yield pl.concat([rows.drop(PRED_ROW), aligned], how="horizontal")
     for _ in chunks:  # let the workers finish and the pool close
         pass

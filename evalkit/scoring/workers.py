@@ -2,7 +2,7 @@
 
 Parsing and schema validation are per-output Python calls (orjson,
 jsonschema-rs), bound by one core each; worker processes use every core.
-Each worker runs the very same :func:`~evalkit.contract.parse.parse_frame`
+Each worker runs the very same :func:`~evalkit.contract.batch.parse_distinct`
 as the single-process path, chunk by chunk, and results are read back in
 input order, so verdicts and output bytes do not depend on the worker count.
 
@@ -24,10 +24,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from evalkit.contract.parse import OutputParser, ParserSpec, parse_frame
+from evalkit.contract.batch import parse_distinct
+from evalkit.contract.parse import OutputParser, ParserSpec
 
 if TYPE_CHECKING:
     import polars as pl
@@ -70,6 +72,45 @@ def _receive(stream: IO[bytes]) -> bytes | None:
     if len(payload) < size:
         return None
     return payload
+
+
+@dataclass(frozen=True)
+class ParsedChunk:
+    """Parsed columns of consecutive outputs.
+
+    ``frame`` has one row per distinct output (:func:`parse_distinct`) and
+    ``rows`` gives each output's row in it; without ``rows``, ``frame`` has
+    one row per output.
+    """
+
+    frame: pl.DataFrame
+    rows: pl.Series | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows) if self.rows is not None else self.frame.height
+
+    def gather(self, outputs: pl.Series) -> pl.DataFrame:
+        """The parsed columns of the outputs at positions ``outputs`` (null: a null row)."""
+        import polars as pl
+
+        index = outputs if self.rows is None else self.rows.gather(outputs)
+        return self.frame.select(pl.all().gather(index))
+
+
+def join_chunks(chunks: list[ParsedChunk]) -> ParsedChunk:
+    """Consecutive chunks as one (their outputs in order)."""
+    import polars as pl
+
+    if len(chunks) == 1:
+        return chunks[0]
+    rows, base = [], 0
+    for chunk in chunks:
+        own = chunk.rows
+        if own is None:
+            own = pl.Series(range(chunk.frame.height), dtype=pl.UInt32)
+        rows.append((own.cast(pl.Int64) + base).cast(pl.UInt32))
+        base += chunk.frame.height
+    return ParsedChunk(pl.concat([chunk.frame for chunk in chunks]), pl.concat(rows))
 
 
 def _frame_bytes(frame: pl.DataFrame) -> bytes:
@@ -135,7 +176,7 @@ class ParsePool:
                 process.wait()
         self._processes = []
 
-    def parse_chunks(self, pieces: list[pl.Series]) -> Iterator[pl.DataFrame]:
+    def parse_chunks(self, pieces: list[pl.Series]) -> Iterator[ParsedChunk]:
         """Parsed frames for consecutive chunks of the outputs, in order.
 
         ``pieces`` are the outputs as separately allocated parts (e.g. the
@@ -148,11 +189,11 @@ class ParsePool:
             if self._local is None:
                 self._local = OutputParser(self.spec)
             for chunk in chunks:
-                yield parse_frame(self._local, chunk)
+                yield ParsedChunk(*parse_distinct(self._local, chunk))
             return
         yield from self._parse_remote(chunks)
 
-    def _parse_remote(self, chunks: Iterator[pl.Series]) -> Iterator[pl.DataFrame]:
+    def _parse_remote(self, chunks: Iterator[pl.Series]) -> Iterator[ParsedChunk]:
         import polars as pl
 
         count = len(self._processes)
@@ -173,11 +214,11 @@ class ParsePool:
         while progress.wait_for(index):
             process = self._processes[index % count]
             assert process.stdout is not None
-            payload = _receive(process.stdout)
-            if payload is None:
+            frame, rows = _receive(process.stdout), _receive(process.stdout)
+            if frame is None or rows is None:
                 code = process.wait()
                 raise RuntimeError(f"a parsing worker stopped unexpectedly (exit code {code})")
-            yield pl.read_ipc(io.BytesIO(payload))
+            yield ParsedChunk(pl.read_ipc(io.BytesIO(frame)), pl.read_ipc(io.BytesIO(rows))["row"])
             index += 1
         if progress.error is not None:
             raise progress.error
@@ -274,4 +315,6 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     parser = OutputParser(spec)
     while (payload := _receive(source)) is not None:
         outputs = pl.read_ipc(io.BytesIO(payload))["output"]
-        _send(sink, _frame_bytes(parse_frame(parser, outputs)))
+        frame, rows = parse_distinct(parser, outputs)
+        _send(sink, _frame_bytes(frame))
+        _send(sink, _frame_bytes(rows.to_frame("row")))
