@@ -60,3 +60,50 @@ def test_joined_chunks_gather_the_rows_of_their_outputs() -> None:
     picked = joined.gather(pl.Series([9, None, 4, 0], dtype=pl.Int64))
     assert picked["v"].to_list() == ["b", None, "c", "b"]
     assert join_chunks([one_per_output]).gather(pl.Series([1]))["v"].to_list() == ["d"]
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_results_do_not_depend_on_how_many_processes_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shuffle: bool
+) -> None:
+    """One process, or this process and one or two workers sharing tiny chunks."""
+    import random
+
+    from evalkit import score
+
+    contract = Path(__file__).resolve().parents[1] / "contracts" / "ticket-triage.yaml"
+    rng = random.Random(7)
+    body = '{{"category": "{}", "priority": "low", "order_id": null, "amount": {}}}'
+    outputs = [
+        rng.choice(
+            [
+                body.format("billing", rng.randrange(100)),
+                "```json\n" + body.format("shipping", 1) + "\n```",
+                "Here: " + body.format("account", rng.randrange(5)) + " ok",
+                body.format("billing", 2)[:20],
+                body.format("nope", 1),
+                "",
+                None,
+            ]
+        )
+        for _ in range(300)
+    ]
+    ids = [f"T{i:04d}" for i in range(300)]
+    gold = pl.DataFrame(
+        {"ticket_id": ids, "category": ["billing"] * 300, "priority": ["low"] * 300},
+    ).with_columns(pl.lit(None, pl.String).alias("order_id"), pl.lit(1.0).alias("amount"))
+    gold.write_parquet(tmp_path / "gold.parquet")
+    predictions = pl.DataFrame({"ticket_id": ids, "output": outputs})
+    if shuffle:
+        predictions = predictions.sample(fraction=1.0, shuffle=True, seed=3)
+    predictions.write_ndjson(tmp_path / "pred.jsonl")
+    monkeypatch.setattr(workers, "CHUNK_ROWS", 16)
+    results = [
+        score(contract, tmp_path / "gold.parquet", tmp_path / "pred.jsonl", workers=n)
+        for n in (1, 2, 3)
+    ]
+    for result in results[1:]:
+        assert result.examples.equals(results[0].examples)
+        assert result.summary == results[0].summary
+    assert results[0].summary.overall.format_valid > 0
+    assert len(results[0].summary.errors) >= 4

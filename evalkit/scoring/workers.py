@@ -1,10 +1,14 @@
-"""Parsing outputs in chunks, in this process or in worker processes.
+"""Parsing outputs in chunks, in this process and in worker processes.
 
 Parsing and schema validation are per-output Python calls (orjson,
-jsonschema-rs), bound by one core each; worker processes use every core.
-Each worker runs the very same :func:`~evalkit.contract.batch.parse_distinct`
-as the single-process path, chunk by chunk, and results are read back in
-input order, so verdicts and output bytes do not depend on the worker count.
+jsonschema-rs), bound by one core each; with ``workers`` parsing processes,
+``workers - 1`` are subprocesses and this process parses its share of the
+chunks itself, while the subprocesses work (it would otherwise only wait for
+them, and every subprocess costs ~0.15 CPU-seconds to start and its share of
+pipe traffic). Every process runs the very same
+:func:`~evalkit.contract.batch.parse_distinct`, chunk by chunk, and results
+are read back in input order, so verdicts and output bytes do not depend on
+the worker count.
 
 Workers are plain ``python -m evalkit.scoring._worker`` subprocesses fed
 through pipes (length-prefixed Arrow IPC messages), not a multiprocessing
@@ -120,7 +124,8 @@ def _frame_bytes(frame: pl.DataFrame) -> bytes:
 
 
 class ParsePool:
-    """Parser processes for one contract (none for one worker: parse in this process)."""
+    """Parsing for one contract by ``workers`` processes: this one and ``workers - 1``
+    subprocesses (none for one worker)."""
 
     def __init__(self, spec: ParserSpec, workers: int) -> None:
         self.spec = spec
@@ -128,7 +133,7 @@ class ParsePool:
         self._local: OutputParser | None = None
         self._processes: list[subprocess.Popen[bytes]] = []
         if workers > 1:
-            self._processes = [self._start() for _ in range(workers)]
+            self._processes = [self._start() for _ in range(workers - 1)]
 
     def _start(self) -> subprocess.Popen[bytes]:
         import evalkit
@@ -186,22 +191,25 @@ class ParsePool:
         """
         chunks = _chunks(pieces)
         if not self._processes:
-            if self._local is None:
-                self._local = OutputParser(self.spec)
             for chunk in chunks:
-                yield ParsedChunk(*parse_distinct(self._local, chunk))
+                yield self._parse_here(chunk)
             return
-        yield from self._parse_remote(chunks)
+        yield from self._parse_shared(chunks)
 
-    def _parse_remote(self, chunks: Iterator[pl.Series]) -> Iterator[ParsedChunk]:
-        import polars as pl
+    def _parse_here(self, chunk: pl.Series) -> ParsedChunk:
+        if self._local is None:
+            self._local = OutputParser(self.spec)
+        return ParsedChunk(*parse_distinct(self._local, chunk))
 
-        count = len(self._processes)
-        # Chunk i goes to worker i % count. A producer thread fills one small
-        # queue per worker and one feeding thread per worker drains it, so
-        # memory stays bounded and a worker blocked on writing a result never
+    def _parse_shared(self, chunks: Iterator[pl.Series]) -> Iterator[ParsedChunk]:
+        count = len(self._processes) + 1
+        # Chunk i goes to subprocess i % count, or to this process when that
+        # is count - 1. A producer thread fills one small queue per process
+        # and one feeding thread per subprocess drains its queue, so memory
+        # stays bounded and a worker blocked on writing a result never
         # deadlocks a parent blocked on writing the next chunk.
         queues: list[queue.Queue[pl.Series | None]] = [queue.Queue(maxsize=2) for _ in range(count)]
+        here = queues[-1]
         progress = _Progress()
         producer = threading.Thread(target=_produce, args=(chunks, queues, progress), daemon=True)
         feeders = [
@@ -211,17 +219,32 @@ class ParsePool:
         for thread in (producer, *feeders):
             thread.start()
         index = 0
+        ahead: ParsedChunk | None = None  # this process's next chunk, parsed early
         while progress.wait_for(index):
-            process = self._processes[index % count]
-            assert process.stdout is not None
-            frame, rows = _receive(process.stdout), _receive(process.stdout)
-            if frame is None or rows is None:
-                code = process.wait()
-                raise RuntimeError(f"a parsing worker stopped unexpectedly (exit code {code})")
-            yield ParsedChunk(pl.read_ipc(io.BytesIO(frame)), pl.read_ipc(io.BytesIO(rows))["row"])
+            if index % count == count - 1:
+                parsed = ahead if ahead is not None else self._parse_here(_take(here))
+                ahead = None
+            else:
+                # Parse this process's next chunk while the subprocess works on
+                # this one, instead of waiting for it.
+                if (index + 1) % count == count - 1 and progress.wait_for(index + 1):
+                    ahead = self._parse_here(_take(here))
+                parsed = self._receive_parsed(self._processes[index % count])
+            yield parsed
             index += 1
         if progress.error is not None:
             raise progress.error
+
+    @staticmethod
+    def _receive_parsed(process: subprocess.Popen[bytes]) -> ParsedChunk:
+        import polars as pl
+
+        assert process.stdout is not None
+        frame, rows = _receive(process.stdout), _receive(process.stdout)
+        if frame is None or rows is None:
+            code = process.wait()
+            raise RuntimeError(f"a parsing worker stopped unexpectedly (exit code {code})")
+        return ParsedChunk(pl.read_ipc(io.BytesIO(frame)), pl.read_ipc(io.BytesIO(rows))["row"])
 
     @staticmethod
     def _feed(process: subprocess.Popen[bytes], chunks: queue.Queue[pl.Series | None]) -> None:
@@ -257,6 +280,12 @@ class _Progress:
         with self._condition:
             self._condition.wait_for(lambda: self._produced > index or self._finished)
             return self._produced > index
+
+
+def _take(chunks: queue.Queue[pl.Series | None]) -> pl.Series:
+    chunk = chunks.get()
+    assert chunk is not None, "the producer queues every chunk before its end marker"
+    return chunk
 
 
 def _chunks(pieces: list[pl.Series]) -> Iterator[pl.Series]:
