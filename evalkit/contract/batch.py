@@ -126,8 +126,8 @@ def _pieces(parser: OutputParser, outputs: pl.Series) -> pl.Series:
     return pieces
 
 
-def _bulk_verdicts(parser: OutputParser, pieces: list[str]) -> tuple[list[bool], list[Any]]:
-    """Per piece: does it decide the verdict here, and the parsed value (None if not)."""
+def _bulk_verdicts(pieces: list[str]) -> tuple[list[bool], list[Any]]:
+    """Per piece: is it decided here (only the schema is left to ask), and its value."""
     import orjson
 
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
@@ -199,6 +199,25 @@ def _unique(outputs: pl.Series) -> tuple[pl.Series, pl.Series | None]:
     return distinct, index
 
 
+def _frame(
+    fields: tuple[str, ...],
+    objects: list[dict[str, Any]],
+    rest: list[tuple[str | None, str | None]],
+) -> pl.DataFrame:
+    """Parsed columns: a row per format-valid object, then a row per ``(error, detail)``."""
+    import polars as pl
+
+    errors = [None] * len(objects) + [error for error, _ in rest]
+    details = [None] * len(objects) + [detail for _, detail in rest]
+    columns = [pl.Series(errors, dtype=pl.String), pl.Series(details, dtype=pl.String)]
+    for name in fields:
+        kind, text = _field_column(objects, name)
+        columns.append(kind.extend_constant(ABSENT, len(rest)))
+        columns.append(text.extend_constant(None, len(rest)))
+    names = parsed_schema(len(fields))
+    return pl.DataFrame([column.rename(name) for column, name in zip(columns, names, strict=True)])
+
+
 def parse_outputs(parser: OutputParser, outputs: pl.Series) -> pl.DataFrame:
     """Parsed columns (:func:`parsed_schema`) of ``outputs``, one row per output, in order."""
     import polars as pl
@@ -218,7 +237,7 @@ def parse_distinct(parser: OutputParser, outputs: pl.Series) -> tuple[pl.DataFra
 
     distinct, index = _unique(outputs.rename("output"))
     pieces = _pieces(parser, distinct)
-    decided, values = _bulk_verdicts(parser, pieces.drop_nulls().to_list())
+    decided, values = _bulk_verdicts(pieces.drop_nulls().to_list())
     is_valid = parser.validator.is_valid
     valid = [found and is_valid(value) for found, value in zip(decided, values, strict=True)]
     rejected = [found and not ok for found, ok in zip(decided, valid, strict=True)]
@@ -244,15 +263,7 @@ def parse_distinct(parser: OutputParser, outputs: pl.Series) -> tuple[pl.DataFra
         for (error, detail, _), fields in zip(verdicts, with_fields, strict=True)
         if not fields
     ]
-    errors = [None] * len(objects) + [error for error, _ in rest]
-    details = [None] * len(objects) + [detail for _, detail in rest]
-    columns = [pl.Series(errors, dtype=pl.String), pl.Series(details, dtype=pl.String)]
-    for name in parser.spec.fields:
-        kind, text = _field_column(objects, name)
-        columns.append(kind.extend_constant(ABSENT, len(rest)))
-        columns.append(text.extend_constant(None, len(rest)))
-    names = parsed_schema(len(parser.spec.fields))
-    frame = pl.DataFrame([column.rename(name) for column, name in zip(columns, names, strict=True)])
+    frame = _frame(parser.spec.fields, objects, rest)
     fields_mask = pl.Series(with_fields, dtype=pl.Boolean)
     placed = pl.concat(
         [valid_rows, other_rows.filter(fields_mask), rejected_rows, other_rows.filter(~fields_mask)]
