@@ -21,7 +21,7 @@ from evalkit.contract.load import load_contract
 from evalkit.contract.model import Contract
 from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
-from evalkit.errors import DuplicateIds, InvalidTable, UnknownColumn, UsageError
+from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, UnknownColumn, UsageError
 from evalkit.io import read_table, sha256_file, table_format
 from evalkit.scoring import aggregate
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
@@ -277,7 +277,10 @@ def score(
         resolved_duplicates = resolved.duplicate_ids
         del resolved, gold_frame
         del kept
-        examples = build_examples(loaded, aligned, parsing)
+        try:
+            examples = build_examples(loaded, aligned, parsing)
+        except InvalidContract as error:  # a rule that cannot apply to this gold file
+            raise InvalidContract(f"{label}: {error.message}") from error
         request_errors = (
             int(aligned["request_error"].is_not_null().sum())
             if "request_error" in aligned.columns
