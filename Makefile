@@ -4,13 +4,18 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+# Installed before the project: on these machines this pinned release is a CPU
+# build that lies on disk, while the extras' range (torch>=2.1) alone would
+# download a CUDA build of several GB. With it installed, the range adds nothing.
+TORCH ?= torch==2.13.0
 
 .PHONY: install demo test lint typecheck unit bench schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet '$(TORCH)'
+	$(BIN)/python -m pip install --quiet -e '.[dev,tokenize,hf]'
 	touch $(STAMP)
 
 install: $(STAMP)
