@@ -68,3 +68,25 @@ class InvalidConversation(InvalidTable):
 
 class DuplicateIds(InvalidTable):
     """An id occurs more than once where every id must be unique."""
+
+
+class ModelLoadError(EvalkitError):
+    """A model, adapter or merged folder cannot be loaded as it stands (names the folder)."""
+
+
+class AdapterMismatch(ModelLoadError):
+    """An adapter does not fit the base it is loaded on (shapes or modules differ)."""
+
+
+class DeviceUnavailable(UsageError):
+    """The device or dtype asked for is not available on this machine."""
+
+
+class ArtifactChanged(EvalkitError):
+    """A file pinned by a run changed or disappeared after the run (names the file)."""
+
+
+class WorkerFailed(EvalkitError):
+    """The fresh process of a reload check ended without a result (a bug, exit 3)."""
+
+    exit_code = 3

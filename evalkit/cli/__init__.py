@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("evalkit.cli.audit_cmd", "audit_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
+    "generate": ("evalkit.cli.generate_cmd", "generate_command"),
+    "reload-check": ("evalkit.cli.reload_check_cmd", "reload_check_command"),
 }
 
 INTERNAL_ERROR_EXIT = 3
@@ -53,6 +55,11 @@ class _State:
     debug = False
 
 
+def debug_enabled() -> bool:
+    """Whether ``--debug`` was given (a command passes it on to a child process)."""
+    return _State.debug
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalkit")
 @click.option("--debug", is_flag=True, help="Show the full traceback when something fails.")
@@ -66,6 +73,8 @@ def cli(debug: bool) -> None:
                       evalkit compare - paired regression report vs a baseline
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail
                       evalkit contract - check a contract, print its schema
+    Models ([hf]):    evalkit generate - greedy predictions, every input pinned
+                      evalkit reload-check - the pinned artifact gives the same tokens
 
     Exit codes: 0 done/pass, 1 a check found a problem, 2 bad input or usage,
     3 internal error (a bug: please report it with --debug output).
