@@ -34,6 +34,9 @@ _EXPORTS: dict[str, str] = {
     "ScoreSummary": "evalkit.scoring.summary",
     "write_score": "evalkit.scoring.write",
     "read_predictions": "evalkit.scoring.predictions",
+    "generate": "evalkit.model.generate",
+    "reload_check": "evalkit.model.reload",
+    "load_model": "evalkit.model.load",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -97,9 +97,14 @@ def _quiet() -> None:
 
 @pytest.fixture(scope="session")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyModels:
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
     pytest.importorskip("peft")
     _quiet()
+    # Tiny models gain nothing from threads, and on a busy machine torch's
+    # threads wait on each other: one thread keeps the tests fast and steady
+    # (the reload-check processes inherit it through the environment).
+    torch.set_num_threads(1)
+    os.environ["OMP_NUM_THREADS"] = "1"
     sys.path.insert(0, str(EXAMPLE_MODEL))
     import build  # examples/model/build.py
     import merge  # examples/model/merge.py

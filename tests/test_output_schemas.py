@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from evalkit.leakage.models import AuditReport
+from evalkit.model.records import ReloadReport, RunRecord
 from evalkit.scoring.summary import ScoreSummary
 from evalkit.splitting.manifest import SplitManifest
 
@@ -27,6 +28,8 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (SplitManifest, "split-manifest"),
         (ScoreSummary, "score-summary"),
         (AuditReport, "audit-report"),
+        (RunRecord, "generate-run"),
+        (ReloadReport, "reload-report"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:

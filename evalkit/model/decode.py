@@ -104,7 +104,7 @@ class _Recorder:
         self.at_reference: list[Any] = []
 
     def __call__(self, input_ids: Any, scores: Any) -> Any:
-        top = scores.topk(self.top_k, dim=-1)
+        top = scores.topk(min(self.top_k, scores.shape[-1]), dim=-1)
         self.ids.append(top.indices.cpu())
         self.values.append(top.values.float().cpu())
         step = len(self.ids) - 1

@@ -65,9 +65,13 @@ def check_model_folder(folder: Path, what: str = "model") -> dict[str, Any]:
     check_local_folder(folder, what)
     config = folder / "config.json"
     if (folder / ADAPTER_CONFIG).is_file() and not config.is_file():
+        hint = (
+            "pass it as --adapter and the model it was trained on as --base"
+            if what == "model"
+            else "merge it first (PEFT merge_and_unload, then save_pretrained)"
+        )
         raise ModelLoadError(
-            f"{folder}: is an adapter folder (adapter_config.json), not a {what}; pass it as "
-            "--adapter and the model it was trained on as --base"
+            f"{folder}: is an adapter folder (adapter_config.json), not a {what}; {hint}"
         )
     if not config.is_file():
         raise ModelLoadError(

@@ -56,7 +56,11 @@ class GenerateResult:
         """Write the three files into ``out`` atomically; ``run.json`` with the outputs' hashes."""
         from evalkit.io import atomic_directory, atomic_write_text, write_table
 
-        with atomic_directory(out, force, marker=RUN_FILE) as staging:
+        run = self.run
+        inputs = [Path(run.base.path), Path(run.tokenizer.path), Path(run.data.path)]
+        if run.adapter is not None:
+            inputs.append(Path(run.adapter.path))
+        with atomic_directory(out, force, inputs=inputs, marker=RUN_FILE) as staging:
             write_table(self.predictions, staging / PREDICTIONS_FILE)
             write_table(self.tokens, staging / TOKENS_FILE)
             stops = self.tokens["stop"]
@@ -66,7 +70,7 @@ class GenerateResult:
                 stopped_at_eos=int((stops == "eos").sum()),
                 stopped_at_length=int((stops == "length").sum()),
             )
-            run = self.run.model_copy(update={"outputs": outputs})
+            run = run.model_copy(update={"outputs": outputs})
             atomic_write_text(staging / RUN_FILE, run.model_dump_json(indent=2) + "\n")
         return run
 
@@ -257,12 +261,15 @@ def tokens_id_dtype(prompts: PromptSet) -> Any:
 
 
 def _check_context(loaded: LoadedModel, prompts: PromptSet) -> None:
-    """A prompt longer than the model's context is refused, naming the id."""
+    """An empty prompt, or one longer than the model's context, is refused, naming the id."""
     limit = loaded.config.get("max_position_embeddings")
-    if not isinstance(limit, int):
-        return
     for row, ids in enumerate(prompts.prompt_ids):
-        if len(ids) >= limit:
+        if not ids:
+            raise UsageError(
+                f"id {prompts.ids[row]!r}: the chat template renders this prompt as no tokens; "
+                "there is nothing to answer"
+            )
+        if isinstance(limit, int) and len(ids) >= limit:
             raise UsageError(
                 f"id {prompts.ids[row]!r}: the prompt has {len(ids)} tokens but the model's "
                 f"context is {limit} (max_position_embeddings); shorten or drop it"

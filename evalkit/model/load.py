@@ -252,11 +252,19 @@ def load_model(
 
     base_path = Path(base)
     adapter_path = Path(adapter) if adapter is not None else None
+    # Every folder and the device checked before the slow part, so a typo costs nothing.
+    check_model_folder(base_path)
     if adapter_path is not None:
-        check_adapter_folder(adapter_path)  # before the slow part: a typo costs nothing
+        check_adapter_folder(adapter_path)
+    device = runtime.resolve_device(device)
     tokenizer_folder = choose_tokenizer_folder(
         base_path, adapter_path, Path(tokenizer) if tokenizer is not None else None
     )
+    if tokenizer is None and not has_tokenizer(tokenizer_folder):
+        raise ModelLoadError(
+            f"{tokenizer_folder}: holds no tokenizer files (tokenizer.json, "
+            "tokenizer_config.json); pass --tokenizer DIR, the tokenizer the model was trained with"
+        )
     loaded_tokenizer = load_tokenizer(tokenizer_folder)
     loaded = load_base(base_path, device=device, dtype=dtype)
     loaded.tokenizer = loaded_tokenizer

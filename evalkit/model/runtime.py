@@ -178,7 +178,6 @@ def hub_offline_environment() -> dict[str, str]:
     environment = dict(os.environ)
     environment["HF_HUB_OFFLINE"] = "1"
     environment["TRANSFORMERS_OFFLINE"] = "1"
-    environment.setdefault("PYTHONHASHSEED", "0")
     return environment
 
 

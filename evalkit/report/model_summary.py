@@ -75,7 +75,12 @@ def render_reload_summary(report: ReloadReport) -> str:
     lines = [
         f"reload-check {report.run}: {verdict}",
         f"reloaded   {artifact} in a fresh process, on {report.device} in {report.dtype}",
-        f"pins       {len(report.pins_checked)} files verified by sha256 before loading",
+        f"pins       {len(report.pins_checked)} files verified by sha256 before loading"
+        + (
+            " (the run's outputs and data; the merged folder stands for base and adapter)"
+            if report.merged is not None
+            else ""
+        ),
         f"controls   {total} chosen with seed {report.seed}; {report.regenerated} examples "
         "regenerated (their whole batches, in the run's layout)",
     ]

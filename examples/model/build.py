@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,8 @@ def main() -> None:
 
     logging.set_verbosity_error()
     logging.disable_progress_bar()
+    # Library deprecation notices (is_gradient_checkpointing, …) say nothing about the model.
+    warnings.filterwarnings("ignore", category=FutureWarning)
     build_base(out / "base")
     build_adapter(out / "base", out / "adapter", base_name="examples/model/base")
     for folder in ("base", "adapter"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja")
@@ -29,6 +30,8 @@ def merge(base: Path, adapter: Path, out: Path, save_dtype: str = "float32") -> 
 
     logging.set_verbosity_error()
     logging.disable_progress_bar()
+    # Library deprecation notices (is_gradient_checkpointing, …) say nothing about the model.
+    warnings.filterwarnings("ignore", category=FutureWarning)
     model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     merged.to(getattr(torch, save_dtype)).save_pretrained(str(out))
