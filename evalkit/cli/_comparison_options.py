@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -30,6 +31,31 @@ def statistics_options(function: F) -> F:
         default=0,
         show_default=True,
         help="Seed of the bootstrap: the same seed gives byte-identical reports.",
+    )(function)
+    return function
+
+
+def provenance_options(function: F) -> F:
+    """``--factor``, ``--allow-base-change`` and ``--ledger``: the provenance checks."""
+    function = click.option(
+        "--ledger",
+        "ledger_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Test-set ledger to read (default: the one score recorded, beside the gold file).",
+    )(function)
+    function = click.option(
+        "--allow-base-change",
+        is_flag=True,
+        help="Compare results of different bases anyway (the report says so).",
+    )(function)
+    function = click.option(
+        "--factor",
+        "factors",
+        multiple=True,
+        metavar="KEY",
+        help="A setting the comparison studies (repeatable; e.g. r, lora_dropout, "
+        "learning_rate): any other difference of the adapter cards fails as "
+        "confounded_ablation.",
     )(function)
     return function
 
@@ -65,6 +91,21 @@ def verdict_lines(report: CandidateReport) -> list[str]:
             f"{overall.candidate_accuracy:.3f} ({overall.delta:+.3f}{interval}); "
             f"{overall.negative_flips} negative / {overall.positive_flips} positive flips"
         )
+    state = report.test_set
+    if state is not None:
+        line = f"  test set: {state.state}"
+        if state.state != "unknown":
+            line += f" ({state.looks} {'look' if state.looks == 1 else 'looks'})"
+        line += f"; {state.reasons[0]}"
+        if state.selection_bias_delta is not None and state.looks >= 2:
+            line += f"; selection bias of the delta up to {state.selection_bias_delta:+.3f}"
+        lines.append(line)
+    section = report.provenance
+    if section is not None and section.base_change_allowed:
+        lines.append(f"  ⚠ different bases ({', '.join(section.base_changed)}), compared anyway")
+    if section is not None and section.factors and not section.confounded:
+        ablation = next(c for c in report.checks if c.rule == "confounded_ablation")
+        lines.append(f"  ablation: {ablation.reason}")
     for failure in report.failures:
         line = f"  ✗ {failure.rule} @ {failure.scope}: {failure.reason}"
         if failure.negative_flip_ids:

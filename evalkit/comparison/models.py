@@ -12,6 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evalkit.comparison.record_models import (
+    GoldSplit,
+    LedgerStatus,
+    ProvenanceComparison,
+    ReloadNeeds,
+)
 from evalkit.comparison.rules import GateRules
 
 REPORT_FORMAT_VERSION = 1
@@ -174,6 +180,25 @@ class ComparisonOptions(_Model):
     """Confidence level of every interval."""
 
 
+class Decision(_Model):
+    """Which candidate, if any, to adopt."""
+
+    outcome: Literal["adopt", "no_candidate_passes", "no_sufficient_gain"]
+    """``adopt`` names a candidate; the others keep the baseline."""
+    candidate: str | None
+    """The candidate to adopt, when ``outcome`` is ``adopt``."""
+    reason: str
+    """One sentence for people."""
+    known_regressions: dict[str, list[str]] = {}
+    """Per candidate, its failed checks as ``rule@scope``."""
+    test_split: GoldSplit | None = None
+    """The test set the decision rests on: its file and the groups it covers."""
+    test_set: LedgerStatus | None = None
+    """How often that test set was looked at."""
+    reload: ReloadNeeds | None = None
+    """What reloading the adopted candidate (or the kept baseline) needs."""
+
+
 class CandidateReport(_Model):
     """One candidate against the baseline: statistics, checks and verdict."""
 
@@ -209,6 +234,12 @@ class CandidateReport(_Model):
     """Per contract slice, by name."""
     new_errors: list[NewError]
     """Errors the candidate makes where the baseline did not, by category."""
+    provenance: ProvenanceComparison | None = None
+    """Bases and adapter settings of both sides (null when neither recorded any)."""
+    test_set: LedgerStatus | None = None
+    """The ledger's state of the test set."""
+    decision: Decision | None = None
+    """``evalkit gate``'s decision record (``compare`` has one for all candidates)."""
 
 
 class RankedCandidate(_Model):
@@ -232,17 +263,6 @@ class RankedCandidate(_Model):
     """Overall positive flips."""
     regressions: list[str]
     """Failed checks as ``rule@scope``: the known regressions."""
-
-
-class Decision(_Model):
-    """Which candidate, if any, to adopt."""
-
-    outcome: Literal["adopt", "no_candidate_passes", "no_sufficient_gain"]
-    """``adopt`` names a candidate; the others keep the baseline."""
-    candidate: str | None
-    """The candidate to adopt, when ``outcome`` is ``adopt``."""
-    reason: str
-    """One sentence for people."""
 
 
 class ComparisonReport(_Model):

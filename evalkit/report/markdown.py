@@ -16,6 +16,7 @@ from evalkit.comparison.models import (
     RuleCheck,
     ScopeComparison,
 )
+from evalkit.report.provenance_markdown import decision_record, provenance_section, test_set_line
 
 MAX_TABLE_CLASSES = 200
 
@@ -92,6 +93,9 @@ def _headline(report: CandidateReport, level: str) -> list[str]:
         _summary_line(report.overall),
         "",
     ]
+    state = test_set_line(report.test_set)
+    if state:
+        lines += [state, ""]
     if not report.failures:
         lines += [f"No rule fails ({len(report.checks)} checks).", ""]
         return lines
@@ -217,8 +221,10 @@ def _footer(report: CandidateReport) -> list[str]:
 def render_candidate_markdown(report: CandidateReport, heading_level: int = 1) -> str:
     """The Markdown report of one candidate against the baseline (``evalkit gate``)."""
     top, sub = "#" * heading_level, "#" * (heading_level + 1)
-    lines = _headline(report, top) + _pairing(report)
+    lines = _headline(report, top) + _pairing(report) + provenance_section(report, sub)
     lines += _overall(report.overall, sub) + _scopes(report, sub) + _new_errors(report, sub)
+    if report.decision is not None and heading_level == 1:
+        lines += decision_record(report.decision, sub)
     return "\n".join(lines + _footer(report))
 
 
@@ -249,5 +255,6 @@ def render_comparison_markdown(report: ComparisonReport) -> str:
         for entry in report.ranking
     ]
     lines += [*_table(header, rows), ""]
+    lines += decision_record(report.decision, "##")
     sections = [render_candidate_markdown(candidate, 2) for candidate in report.candidates]
     return "\n".join(lines) + "\n" + "\n".join(sections)
