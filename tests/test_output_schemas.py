@@ -1,6 +1,6 @@
 """The JSON Schemas of evalkit's persisted outputs, generated from the models and committed.
 
-Readers of manifest.json, summary.json and the audit report (people, and tools
+Readers of manifest.json, summary.json, the audit report, card.json and the ledger report (people, and tools
 in other languages) get a schema in docs/schemas/; this test fails when a model
 changes and its committed schema was not regenerated (EVALKIT_UPDATE_GOLDEN=1).
 """
@@ -15,6 +15,8 @@ import pytest
 from pydantic import BaseModel
 
 from evalkit.leakage.models import AuditReport
+from evalkit.provenance.ledger_state import LedgerReport
+from evalkit.provenance.models import AdapterCard
 from evalkit.scoring.summary import ScoreSummary
 from evalkit.splitting.manifest import SplitManifest
 
@@ -27,6 +29,8 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (SplitManifest, "split-manifest"),
         (ScoreSummary, "score-summary"),
         (AuditReport, "audit-report"),
+        (AdapterCard, "adapter-card"),
+        (LedgerReport, "ledger-report"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:

@@ -96,9 +96,9 @@ def verdict_lines(report: CandidateReport) -> list[str]:
         line = f"  test set: {state.state}"
         if state.state != "unknown":
             line += f" ({state.looks} {'look' if state.looks == 1 else 'looks'})"
-        line += f"; {state.reasons[0]}"
+        line += f": {state.reasons[0]}"
         if state.selection_bias_delta is not None and state.looks >= 2:
-            line += f"; selection bias of the delta up to {state.selection_bias_delta:+.3f}"
+            line += f"; on the accuracy delta, up to ±{state.selection_bias_delta:.3f}"
         lines.append(line)
     section = report.provenance
     if section is not None and section.base_change_allowed:

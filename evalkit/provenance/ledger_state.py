@@ -167,7 +167,7 @@ def _state_of(entries: list[dict[str, Any]], chain_problems: list[str]) -> GoldS
             f"the ledger's chain is broken ({chain_problems[0]}): its counts cannot be trusted"
         )
     if n >= BURNED_FROM:
-        reasons.append(f"{n} looks: at {BURNED_FROM} or more, choices made on it have used it up")
+        reasons.append(f"{n} looks, {BURNED_FROM} or more: choices made on it have used it up")
     seen = list(contracts.values())
     for earlier, later in itertools.pairwise(seen):
         reasons.append(
@@ -180,12 +180,12 @@ def _state_of(entries: list[dict[str, Any]], chain_problems: list[str]) -> GoldS
     elif n == 0:
         state, reasons = "fresh", ["no look recorded"]
     elif n == 1:
-        state, reasons = "seen", ["one look: its figures are unbiased if nothing was chosen on it"]
+        state, reasons = "seen", ["its figures are unbiased if nothing was chosen on it"]
     else:
         state = "reused"
         reasons = [
-            f"{n} looks: if candidates were chosen on this test, its figures may be inflated "
-            f"by up to {selection_bias_se(n):.2f} standard errors (0.45·√{n})"
+            f"if candidates were chosen on it, every figure may be inflated by up to "
+            f"{selection_bias_se(n):.2f} standard errors (0.45·√{n})"
         ]
     return GoldState(
         path=entries[-1].get("gold_path") if entries else None,

@@ -40,13 +40,10 @@ def test_set_line(state: LedgerStatus | None) -> str | None:
     text = f"Test set: **{state.state}**"
     if state.state != "unknown":
         text += f" ({state.looks} {'look' if state.looks == 1 else 'looks'})"
-    text += f": {state.reasons[0]}"
+    text += f": {'; '.join(state.reasons)}"
     if state.selection_bias_delta is not None and state.looks >= 2:
-        text += (
-            f" Worst-case selection bias of the accuracy delta: up to "
-            f"{state.selection_bias_delta:+.3f} ({state.selection_bias_se:.2f} SE)."
-        )
-    return text if text.endswith(".") else text + "."
+        text += f"; on the accuracy delta, up to ±{state.selection_bias_delta:.3f}"
+    return text + "."
 
 
 def _difference_rows(section: ProvenanceComparison) -> list[list[object]]:
