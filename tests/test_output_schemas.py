@@ -1,8 +1,9 @@
 """The JSON Schemas of evalkit's persisted outputs, generated from the models and committed.
 
-Readers of manifest.json, summary.json, the audit report, card.json and the ledger report (people, and tools
-in other languages) get a schema in docs/schemas/; this test fails when a model
-changes and its committed schema was not regenerated (EVALKIT_UPDATE_GOLDEN=1).
+Readers of manifest.json, summary.json, the audit report, card.json and ledger
+reports (people, and tools in other languages) get a schema in docs/schemas/;
+this test fails when a model changes and its committed schema was not
+regenerated (EVALKIT_UPDATE_GOLDEN=1).
 """
 
 from __future__ import annotations

@@ -175,7 +175,6 @@ def test_canonical_hash_ignores_layout_and_order_but_not_values(peft_adapters, c
 
 def test_legacy_bin_reads_like_safetensors(peft_adapters, tmp_path) -> None:
     from peft import PeftModel
-
     from peft_adapters import _model
 
     model = PeftModel.from_pretrained(_model(), str(peft_adapters["dora"].path))
@@ -363,3 +362,17 @@ def test_corrupt_safetensors_is_one_line_and_safetensors_agrees(run_cli, copy_of
     assert_one_line_error(
         run_cli("card", folder), "adapter_model.safetensors: not a valid safetensors"
     )
+
+
+def test_negative_zeros_are_zeros_and_one_nonzero_value_is_not(copy_of) -> None:
+    folder = copy_of("untrained")
+    weights = folder / "adapter_model.safetensors"
+    tensors = _tensors_of(weights)
+    negated = {k: (-v if "lora_B" in k else v) for k, v in tensors.items()}  # -0.0 everywhere
+    _write_safetensors(weights, negated, sorted(negated), pad=0)
+    assert "empty_adapter" in codes(adapter_card(folder))
+    name = sorted(k for k in tensors if "lora_B" in k)[-1]
+    negated[name] = negated[name].copy()
+    negated[name].flat[-1] = 1e-3
+    _write_safetensors(weights, negated, sorted(negated), pad=0)
+    assert "empty_adapter" not in codes(adapter_card(folder))

@@ -68,8 +68,10 @@ def card(peft_adapters, tmp_path, run_cli):
 
 def score(run_cli, data: Path, name: str, pred: int, *extra: object, contract: Path = TRIAGE):
     out = data.parent / "runs" / name
-    result = run_cli("score", "--contract", contract, "--gold", data / "test.parquet",
-                     "--pred", data / f"p{pred}.jsonl", "--out", out, "--name", name, *extra)  # fmt: skip
+    result = run_cli(
+        "score", "--contract", contract, "--gold", data / "test.parquet",
+        "--pred", data / f"p{pred}.jsonl", "--out", out, "--name", name, *extra,
+    )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     return out
 
@@ -137,8 +139,8 @@ def test_factor_r_passes_at_fixed_alpha_and_at_fixed_alpha_over_r(run_cli, data,
     both = run_cli("compare", base, fixed_alpha, fixed_ratio, "--factor", "r", "--out",
                    data / "cmp")  # fmt: skip
     assert both.exit_code == 0
-    protocols = {c["candidate"]["name"]: c["provenance"]["protocol"]
-                 for c in json.loads((data / "cmp" / "report.json").read_text())["candidates"]}  # fmt: skip
+    candidates = json.loads((data / "cmp" / "report.json").read_text())["candidates"]
+    protocols = {c["candidate"]["name"]: c["provenance"]["protocol"] for c in candidates}
     assert protocols["r16a16"].startswith("fixed lora_alpha (")
     assert protocols["r16a32"].startswith("fixed lora_alpha/r")
 

@@ -27,7 +27,7 @@ def summary(predictions: str, version: int = 1, gold: str = GOLD, card: dict | N
         gold=SimpleNamespace(sha256=gold, path="split/test.parquet"),
         contract=SimpleNamespace(
             name="c", version=version, fingerprint=f"sha256:{version}", normalized=normalized
-        ),  # fmt: skip
+        ),
         name=predictions,
         predictions=SimpleNamespace(sha256=predictions),
         card=card,
@@ -119,8 +119,9 @@ def test_lines_are_chained_by_the_previous_lines_bytes(tmp_path) -> None:
     assert first["prev_sha256"] is None
     assert second["prev_sha256"] == hashlib.sha256(raw[0]).hexdigest()
     assert second["sha256"] == line_sha256(json.loads(raw[1]))
-    assert set(first) >= {"time", "gold_sha256", "contract", "name", "predictions_sha256",
-                          "card_weights_sha256", "evalkit_version", "purpose", "prev_sha256"}  # fmt: skip
+    required = {"time", "gold_sha256", "contract", "name", "predictions_sha256"}
+    required |= {"card_weights_sha256", "evalkit_version", "purpose", "prev_sha256"}
+    assert set(first) >= required
 
 
 def test_gold_files_are_kept_apart(tmp_path) -> None:
@@ -159,10 +160,10 @@ def test_score_appends_and_evalkit_ledger_reports(run_cli, tmp_path) -> None:
         scored = run_cli("score", "--contract", TRIAGE, "--gold", data / "test.parquet",
                          "--pred", data / f"p{k}.jsonl", "--out", tmp_path / f"r{k}")  # fmt: skip
         assert scored.exit_code == 0, scored.stderr
-        assert f"{k + 1} look" in scored.stdout
+        assert f"ledger: look {k + 1} at this gold file, recorded in" in scored.stdout
     again = run_cli("score", "--contract", TRIAGE, "--gold", data / "test.parquet", "--pred",
                     data / "p0.jsonl", "--out", tmp_path / "r0", "--force")  # fmt: skip
-    assert "no new look (3 at this gold file)" in again.stdout
+    assert "so no new look (3 at this gold file, in" in again.stdout
     summary_data = json.loads((tmp_path / "r0" / "summary.json").read_text())
     assert summary_data["ledger"] == str(data / LEDGER_NAME)
     report = run_cli("ledger", data / "test.parquet")

@@ -112,8 +112,7 @@ def record_look(ledger: Path | None, summary: Any, purpose: str | None) -> str |
     _, looks, new_look = append_look(ledger, summary, purpose=purpose)
     if not new_look:
         return (
-            f"ledger {ledger}: the same predictions under the same contract were scored "
-            f"before: no new look ({looks} at this gold file)"
+            f"ledger: the same predictions were scored under the same contract before, so no "
+            f"new look ({looks} at this gold file, in {ledger})"
         )
-    noun = "look" if looks == 1 else "looks"
-    return f"ledger {ledger}: {looks} {noun} at this gold file (evalkit ledger {ledger})"
+    return f"ledger: look {looks} at this gold file, recorded in {ledger} (see evalkit ledger)"

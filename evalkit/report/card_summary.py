@@ -7,6 +7,10 @@ from collections import Counter
 from evalkit.provenance.models import AdapterCard, LoraSettings
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _number(value: float) -> str:
     return f"{value:g}"
 
@@ -84,6 +88,11 @@ def render_card_summary(card: AdapterCard, out: str | None = None) -> str:
         f"weights    {card.weights_file} ({', '.join(card.weights_dtype) or 'empty'}), "
         f"sha256 {card.weights_sha256[:16]}…"
     )
+    if base.path is not None:
+        found = {"shape_mismatch", "coverage", "vocab_mismatch"} & {p.code for p in card.problems}
+        outcome = "see the problems below" if found else "shapes and target coverage agree"
+        sha = (base.config_sha256 or "")[:12]
+        lines.append(f"checked    against {base.path} (config sha256 {sha}…): {outcome}")
     if card.tokenizer is not None:
         template = "with" if card.tokenizer.chat_template_sha256 else "without"
         length = f"{card.tokenizer.length:,} tokens" if card.tokenizer.length else "length unknown"
@@ -99,6 +108,10 @@ def render_card_summary(card: AdapterCard, out: str | None = None) -> str:
         for problem in card.problems:
             lines.append(f"  {problem.severity:<8} {problem.code}: {problem.message}")
     where = f" -> {out}" if out else ""
-    verdict = "no problem" if not card.problems else f"{errors} errors, {warnings} warnings"
+    verdict = (
+        "no problem"
+        if not card.problems
+        else f"{_count(errors, 'error')}, {_count(warnings, 'warning')}"
+    )
     lines.append(f"card: {verdict}{where}")
     return "\n".join(lines)

@@ -255,6 +255,6 @@ def render_comparison_markdown(report: ComparisonReport) -> str:
         for entry in report.ranking
     ]
     lines += [*_table(header, rows), ""]
-    lines += decision_record(report.decision, "##")
+    lines += decision_record(report.decision, "##", with_reason=False)
     sections = [render_candidate_markdown(candidate, 2) for candidate in report.candidates]
     return "\n".join(lines) + "\n" + "\n".join(sections)

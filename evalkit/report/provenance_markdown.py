@@ -95,9 +95,11 @@ def _weights(sha: str | None) -> str:
     return f"`{sha[:12]}…`" if sha else "–"
 
 
-def decision_record(decision: Decision, level: str) -> list[str]:
+def decision_record(decision: Decision, level: str, with_reason: bool = True) -> list[str]:
     """The decision, the test it rests on, the known regressions and what a reload needs."""
-    lines = [f"{level} Decision record", "", f"**Decision:** {decision.reason}", ""]
+    lines = [f"{level} Decision record", ""]
+    if with_reason:
+        lines += [f"**Decision:** {decision.reason}", ""]
     split = decision.test_split
     if split is not None:
         where = f"`{split.gold_path}`" if split.gold_path else "the gold file"
