@@ -212,3 +212,20 @@ def test_an_unwritable_gold_folder_warns_and_scores(run_cli, tmp_path, monkeypat
 def test_ledger_command_errors(run_cli, tmp_path) -> None:
     assert_one_line_error(run_cli("ledger", tmp_path), "no such ledger")
     assert_one_line_error(run_cli("ledger", tmp_path / "x" / LEDGER_NAME), "no such ledger")
+
+
+def test_two_branches_appends_joined_by_a_union_merge_keep_the_chain(tmp_path) -> None:
+    ledger = tmp_path / LEDGER_NAME
+    look(ledger, "a", 0)
+    common = ledger.read_bytes()
+    branch = tmp_path / "branch.jsonl"
+    branch.write_bytes(common)
+    look(ledger, "b", 1)  # main appends
+    look(branch, "c", 2)  # another branch appends to the same history
+    joined = common + ledger.read_bytes()[len(common) :] + branch.read_bytes()[len(common) :]
+    ledger.write_bytes(joined)  # what git's merge=union gives
+    report = read_ledger(ledger)
+    assert report.chain_intact, report.chain_problems
+    assert report.gold[GOLD].looks == 3
+    look(ledger, "d", 3)
+    assert read_ledger(ledger).chain_intact

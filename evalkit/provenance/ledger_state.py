@@ -200,6 +200,27 @@ def _state_of(entries: list[dict[str, Any]], chain_problems: list[str]) -> GoldS
     )
 
 
+def _check_link(prev: Any, number: int, earlier: set[str], problems: list[str]) -> None:
+    """Each line names an earlier line by the hash of its bytes; only the first names none.
+
+    Usually the named line is the one just before. After two branches'
+    appends were joined (a ``merge=union`` of a committed ledger), a line may
+    name another earlier line: that is a merge, not an edit. A name that
+    matches no earlier line means that line was edited or removed.
+    """
+    if prev is None:
+        if number > 1:
+            problems.append(
+                f"line {number} names no earlier line (the lines before it were removed, or "
+                "two ledgers were joined)"
+            )
+    elif prev not in earlier:
+        problems.append(
+            f"line {number} follows a line that is not in the ledger (an earlier line was "
+            "edited or removed)"
+        )
+
+
 def read_ledger(path: str | os.PathLike[str], gold_sha256: str | None = None) -> LedgerReport:
     """Read and check a ledger file; ``gold_sha256`` keeps one gold file (fresh if absent)."""
     ledger = Path(path)
@@ -215,17 +236,13 @@ def read_ledger(path: str | os.PathLike[str], gold_sha256: str | None = None) ->
     raw_lines = [line for line in data.split(b"\n") if line.strip()]
     problems: list[str] = []
     by_gold: dict[str, list[dict[str, Any]]] = {}
-    previous: bytes | None = None
+    earlier: set[str] = set()
     for number, raw in enumerate(raw_lines, start=1):
         entry = _parse(raw, number, problems)
         if entry is not None:
-            expected = hashlib.sha256(previous).hexdigest() if previous is not None else None
-            if entry.get("prev_sha256") != expected:
-                what = "removed or reordered" if number > 1 else "removed"
-                problems.append(f"line {number} does not follow line {number - 1} (lines "
-                                f"{what}, or the line before it edited)")  # fmt: skip
+            _check_link(entry.get("prev_sha256"), number, earlier, problems)
             by_gold.setdefault(entry["gold_sha256"], []).append(entry)
-        previous = raw
+        earlier.add(hashlib.sha256(raw).hexdigest())
     if gold_sha256 is not None:
         by_gold = {gold_sha256: by_gold.get(gold_sha256, [])}
     return LedgerReport(
