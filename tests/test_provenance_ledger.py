@@ -229,3 +229,18 @@ def test_two_branches_appends_joined_by_a_union_merge_keep_the_chain(tmp_path) -
     assert report.gold[GOLD].looks == 3
     look(ledger, "d", 3)
     assert read_ledger(ledger).chain_intact
+
+
+def test_scoring_under_a_new_contract_version_burns_the_test(run_cli, tmp_path) -> None:
+    data = _gold_and_predictions(tmp_path / "split", 1)
+    version_two = tmp_path / "v2.yaml"
+    version_two.write_text(TRIAGE.read_text().replace("version: 1", "version: 2", 1))
+    for contract, out in ((TRIAGE, "a"), (version_two, "b")):
+        result = run_cli("score", "--contract", contract, "--gold", data / "test.parquet",
+                         "--pred", data / "p0.jsonl", "--out", tmp_path / out)  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+    report = run_cli("ledger", data / "test.parquet")
+    assert "state      burned: 2 looks (1 candidate, 2 scores); contract ticket-triage v2" in (
+        report.stdout
+    )
+    assert "to do      freeze a new test split" in report.stdout

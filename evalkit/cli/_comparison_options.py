@@ -75,6 +75,8 @@ def warn_unpaired(report: CandidateReport) -> None:
 
 def verdict_lines(report: CandidateReport) -> list[str]:
     """A few plain lines for the terminal: verdict, the overall change, each failure."""
+    from evalkit.report.provenance_markdown import provenance_lines
+
     overall = report.overall
     verdict = "PASS" if report.verdict == "pass" else "FAIL"
     lines = [
@@ -91,21 +93,7 @@ def verdict_lines(report: CandidateReport) -> list[str]:
             f"{overall.candidate_accuracy:.3f} ({overall.delta:+.3f}{interval}); "
             f"{overall.negative_flips} negative / {overall.positive_flips} positive flips"
         )
-    state = report.test_set
-    if state is not None:
-        line = f"  test set: {state.state}"
-        if state.state != "unknown":
-            line += f" ({state.looks} {'look' if state.looks == 1 else 'looks'})"
-        line += f": {state.reasons[0]}"
-        if state.selection_bias_delta is not None and state.looks >= 2:
-            line += f"; on the accuracy delta, up to ±{state.selection_bias_delta:.3f}"
-        lines.append(line)
-    section = report.provenance
-    if section is not None and section.base_change_allowed:
-        lines.append(f"  ⚠ different bases ({', '.join(section.base_changed)}), compared anyway")
-    if section is not None and section.factors and not section.confounded:
-        ablation = next(c for c in report.checks if c.rule == "confounded_ablation")
-        lines.append(f"  ablation: {ablation.reason}")
+    lines += provenance_lines(report)
     for failure in report.failures:
         line = f"  ✗ {failure.rule} @ {failure.scope}: {failure.reason}"
         if failure.negative_flip_ids:

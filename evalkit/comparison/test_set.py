@@ -16,13 +16,10 @@ from evalkit.comparison.models import RuleCheck, ScopeComparison
 from evalkit.comparison.record_models import GoldSplit, LedgerStatus
 from evalkit.comparison.results import ScoredResult
 from evalkit.provenance.ledger import LEDGER_NAME
+from evalkit.provenance.ledger_state import FREEZE_ADVICE
 from evalkit.provenance.test_split import split_of
 
 RULE = "require_fresh_test"
-FREEZE = (
-    "freeze a new test split (evalkit split --freeze OLD/assignments.parquet on new data) "
-    "and look at it once"
-)
 
 
 def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
@@ -112,7 +109,7 @@ def fresh_test_check(state: LedgerStatus) -> RuleCheck:
     if passed:
         reason = f"the test set is {state.state} ({state.looks} looks): not burned"
     elif state.state == "burned":
-        reason = f"the test set is burned ({state.reasons[0]}); {FREEZE}"
+        reason = f"the test set is burned ({state.reasons[0]}); {FREEZE_ADVICE}"
     else:
         reason = f"the looks at this test set cannot be counted ({state.reasons[-1]})"
     return RuleCheck(

@@ -30,6 +30,10 @@ from evalkit.errors import UnreadableFile
 from evalkit.provenance.ledger import LEDGER_NAME, line_sha256
 
 State = Literal["fresh", "seen", "reused", "burned"]
+FREEZE_ADVICE = (
+    "freeze a new test split (evalkit split --freeze OLD/assignments.parquet with new data, "
+    "or a held-back set) and look at it once"
+)
 REUSED_FROM, BURNED_FROM = 2, 5
 # Advantage, in standard errors, that keeping the candidates which beat the
 # baseline on the test (and combining them) reports after L looks at

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from evalkit.provenance.ledger_state import GoldState, LedgerReport
+from evalkit.provenance.ledger_state import FREEZE_ADVICE, GoldState, LedgerReport
 from evalkit.provenance.test_split import split_of
-
-FREEZE_HINT = (
-    "freeze a new test split (evalkit split --freeze OLD/assignments.parquet with new data, "
-    "or a held-back set) and look at it once"
-)
 
 
 def state_line(state: GoldState) -> str:
@@ -34,7 +29,7 @@ def _gold_block(sha: str, state: GoldState) -> list[str]:
             f"first used {contract.first_seen}"
         )
     if state.state == "burned":
-        lines.append(f"  to do      {FREEZE_HINT}")
+        lines.append(f"  to do      {FREEZE_ADVICE}")
     return lines
 
 

@@ -1,4 +1,7 @@
-"""Markdown of a comparison's provenance: bases, differing settings, test set, decision record."""
+"""A comparison's provenance for people: bases, differing settings, test set, decision record.
+
+Markdown for the reports, and the few plain lines ``compare``/``gate`` print.
+"""
 
 from __future__ import annotations
 
@@ -33,17 +36,34 @@ def _base(base: dict[str, Any] | None) -> str:
     return f"`{base['id']}` @ {pin}{quant}"
 
 
-def test_set_line(state: LedgerStatus | None) -> str | None:
-    """One sentence on how often the test set was looked at, with the selection bias."""
-    if state is None:
-        return None
-    text = f"Test set: **{state.state}**"
+def status_text(state: LedgerStatus, bold: bool = False, every_reason: bool = True) -> str:
+    """``reused (3 looks): <why>; on the accuracy delta, up to ±0.029``."""
+    text = f"**{state.state}**" if bold else state.state
     if state.state != "unknown":
         text += f" ({state.looks} {'look' if state.looks == 1 else 'looks'})"
-    text += f": {'; '.join(state.reasons)}"
+    text += f": {'; '.join(state.reasons if every_reason else state.reasons[:1])}"
     if state.selection_bias_delta is not None and state.looks >= 2:
         text += f"; on the accuracy delta, up to ±{state.selection_bias_delta:.3f}"
-    return text + "."
+    return text
+
+
+def test_set_line(state: LedgerStatus | None) -> str | None:
+    """One sentence on how often the test set was looked at, with the selection bias."""
+    return None if state is None else f"Test set: {status_text(state, bold=True)}."
+
+
+def provenance_lines(report: CandidateReport) -> list[str]:
+    """The plain lines ``compare``/``gate`` print about the test set, the bases, the ablation."""
+    lines = []
+    if report.test_set is not None:
+        lines.append(f"  test set: {status_text(report.test_set, every_reason=False)}")
+    section = report.provenance
+    if section is not None and section.base_change_allowed:
+        lines.append(f"  ⚠ different bases ({', '.join(section.base_changed)}), compared anyway")
+    if section is not None and section.factors and not section.confounded:
+        ablation = next(c for c in report.checks if c.rule == "confounded_ablation")
+        lines.append(f"  ablation: {ablation.reason}")
+    return lines
 
 
 def _difference_rows(section: ProvenanceComparison) -> list[list[object]]:
