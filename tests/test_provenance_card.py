@@ -376,3 +376,16 @@ def test_negative_zeros_are_zeros_and_one_nonzero_value_is_not(copy_of) -> None:
     negated[name].flat[-1] = 1e-3
     _write_safetensors(weights, negated, sorted(negated), pad=0)
     assert "empty_adapter" not in codes(adapter_card(folder))
+
+
+def test_another_peft_method_is_counted_not_described(tmp_path) -> None:
+    from peft import IA3Config, get_peft_model
+    from peft_adapters import _model
+
+    config = IA3Config(target_modules=["k_proj", "down_proj"], feedforward_modules=["down_proj"])
+    model = get_peft_model(_model(), config)
+    model.save_pretrained(str(tmp_path / "ia3"))
+    card = adapter_card(tmp_path / "ia3")
+    assert card.trainable_params == model.get_nb_trainable_parameters()[0]
+    assert card.lora is None and card.modules == []
+    assert codes(card) == ["unpinned_base", "unsupported_peft_type"]

@@ -119,6 +119,7 @@ def _config_problems(config: AdapterConfig, base: BaseInfo) -> list[Problem]:
                 "describes LoRA settings only for LORA",
             )
         )
+        return problems
     for key, value in config.unknown_values():
         shown = repr(value)
         shown = shown if len(shown) <= 60 else shown[:57] + "..."

@@ -116,9 +116,10 @@ class FullTensor(_Model):
     """Its safetensors dtype."""
     params: int
     """Its element count."""
-    role: Literal["modules_to_save", "bias", "trainable_tokens", "saved_embedding"]
-    """Why it is saved: a module trained in full, a trained bias, trainable tokens, or an
-    embedding peft saved beside the adapter (not trained: targeted or resized)."""
+    role: Literal["modules_to_save", "bias", "trainable_tokens", "saved_embedding", "adapter"]
+    """Why it is saved: a module trained in full, a trained bias, trainable tokens, an
+    embedding peft saved beside the adapter (not trained: targeted or resized), or a
+    tensor of a peft method other than LoRA (trained)."""
     trainable: bool
     """Whether peft trains it (counted in ``trainable_params``)."""
 

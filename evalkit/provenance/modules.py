@@ -151,6 +151,13 @@ def read_modules(
     header: SafetensorsHeader, view: memoryview, config: AdapterConfig
 ) -> ModuleReport:
     """Group the tensors into modules and full tensors; check ranks and emptiness."""
+    if not config.is_lora:  # what another peft method saves is what it trains
+        tensors = [
+            FullTensor(name=short_name(key), shape=list(info.shape), dtype=info.dtype,
+                       params=info.numel, role="adapter", trainable=True)
+            for key, info in header.tensors.items()
+        ]  # fmt: skip
+        return ModuleReport([], tensors, sum(t.params for t in tensors), [])
     grouped: dict[str, _Parts] = {}
     full: list[FullTensor] = []
     problems: list[Problem] = []
