@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 # A few flips of every class (so a regressed rare class is never crowded out
 # by a large one), and a cap on the whole, so the report stays readable.
 NEGATIVE_FLIPS_PER_CLASS = 3
-POSITIVE_FLIPS_PER_CLASS = 2
-MAX_NEGATIVE_FLIPS = 100
-MAX_POSITIVE_FLIPS = 40
+POSITIVE_FLIPS_PER_CLASS = 1
+MAX_NEGATIVE_FLIPS = 60
+MAX_POSITIVE_FLIPS = 20
 
 
 def _keyed(cells: list[tuple[str, str | None, int]]) -> dict[tuple[str, str | None], int]:

@@ -44,7 +44,7 @@ from evalkit.report.html.page import (
 )
 from evalkit.report.numbers import p_value, rate, rate_ci, with_ci
 
-MAX_OUTPUT_CHARS = 600
+MAX_OUTPUT_CHARS = 400
 
 
 def failed_rules(report: CandidateReport) -> dict[str, str]:
@@ -67,6 +67,7 @@ def _row(scope: ScopeComparison) -> Row:
 
 
 def scope_estimate(scope: ScopeComparison, failed: Mapping[str, str]) -> Estimate:
+    """A scope's change as a chart mark: value, interval, failed rules, numbers beside it."""
     note = f"{with_ci(scope.delta, scope.delta_ci)}  n={scope.n}"
     return Estimate(scope.delta, scope.delta_ci, failed.get(scope.scope), note)
 
@@ -76,6 +77,7 @@ def _ids(ids: Sequence[str]) -> Html:
 
 
 def headline(report: CandidateReport) -> Html:
+    """The verdict box: PASS or FAIL, how many checks fail, each failure with its flipped ids."""
     tone: Tone = "pass" if report.verdict == "pass" else "fail"
     checks = len(report.checks)
     summary = f"{report.candidate.name} vs {report.baseline.name}: " + (
@@ -94,24 +96,40 @@ def headline(report: CandidateReport) -> Html:
         if failure.negative_flip_ids:
             item += [" Negative flips: ", _ids(failure.negative_flip_ids), "."]
         items.append(join(item))
+    pairing = report.pairing
+    for side, count, ids in (
+        ("baseline", pairing.only_in_baseline, pairing.only_in_baseline_ids),
+        ("candidate", pairing.only_in_candidate, pairing.only_in_candidate_ids),
+    ):
+        if count:
+            items.append(
+                join(
+                    [
+                        f"{count:,} ids only in the {side}, left out of every statistic (e.g. ",
+                        _ids(ids),
+                        ").",
+                    ]
+                )
+            )
     return verdict_box(tone, summary, items)
 
 
 def headline_figures(report: CandidateReport) -> Html:
+    """The overall figures under the verdict: accuracy, its change, validity, flips."""
     overall = report.overall
     return figures(
         [
             (
-                "content accuracy, baseline → candidate",
+                "content accuracy",
                 f"{rate(overall.baseline_accuracy)} → {rate(overall.candidate_accuracy)}",
             ),
-            ("change (95% paired-bootstrap CI)", with_ci(overall.delta, overall.delta_ci)),
+            ("accuracy change (95% CI)", with_ci(overall.delta, overall.delta_ci)),
             (
-                "format validity, baseline → candidate",
+                "format validity",
                 f"{rate(overall.baseline_format_validity)} → "
                 f"{rate(overall.candidate_format_validity)}",
             ),
-            ("negative / positive flips", f"{overall.negative_flips} / {overall.positive_flips}"),
+            ("flips − / +", f"{overall.negative_flips} / {overall.positive_flips}"),
             ("paired examples", f"{report.pairing.paired:,}"),
         ]
     )
@@ -307,6 +325,7 @@ def candidate_sections(
 
 
 def footer(report: CandidateReport) -> Html:
+    """How the numbers were made: contract, gold, interval methods, seed, evalkit version."""
     contract, options = report.contract, report.options
     return join(
         [
@@ -333,6 +352,7 @@ def render_candidate_html(report: CandidateReport, outputs: FlipOutputs | None =
 
 
 def subtitle(report: CandidateReport) -> str:
+    """The line under the title: the contract and how many examples paired."""
     contract = report.contract
     return (
         f"Contract {contract.name} v{contract.version}, {report.pairing.paired:,} paired examples."

@@ -17,6 +17,7 @@ from evalkit.report.html.svg import Canvas, Scale, nice_ticks, num, shorten, tex
 
 ROW = 22.0
 MAX_LABEL_CHARS = 40
+MAX_TOOLTIP_CELLS = 400
 GAIN, DROP, BASE = PALETTE["blue"], PALETTE["vermillion"], PALETTE["grey"]
 
 
@@ -77,7 +78,7 @@ class _Layout:
         widest = max(
             (len(shorten(r.label, MAX_LABEL_CHARS)) + 5 * r.rare for r in self.rows), default=4
         )
-        self.label_width = min(widest * 6.8 + 14, 300)
+        self.label_width = float(round(min(widest * 6.8 + 14, 300)))
 
     def y(self, index: int) -> float:
         return self.top + index * ROW + ROW / 2
@@ -276,7 +277,7 @@ def matrix_chart(
     font = {28.0: "11", 22.0: "10", 18.0: "9"}[size]
     longest = max((len(shorten(c, 24)) for c in columns), default=4)
     layout = _Layout(rows)
-    layout.top = min(longest * 6.8 * 0.72 + 22, 190)
+    layout.top = float(round(min(longest * 6.8 * 0.72 + 22, 190)))
     left = layout.label_width
     width = left + len(columns) * size + layout.top
     height = layout.top + len(rows) * size + 8
@@ -301,14 +302,27 @@ def matrix_chart(
     canvas.rect(
         left, layout.top, len(columns) * size, len(rows) * size, fill="none", stroke="#d1d9e0"
     )
+    # One path per shade and one group of labels: a 50-class matrix has
+    # thousands of cells, and per-cell elements with attributes would be
+    # most of the page. Tooltips only where there are few cells.
+    shapes: dict[str, list[str]] = {}
+    labels: dict[bool, list[str]] = {False: [], True: []}
+    with_tooltips = len(cells) <= MAX_TOOLTIP_CELLS
     for cell in cells:
         x, y = left + cell.column * size, layout.top + cell.row * size
         fill = _SHADES[cell.tone][min(max(cell.level, 1), 5) - 1]
-        ink = ' fill="#fff"' if cell.level >= 4 else ""
-        canvas.add(
-            f'<rect x="{num(x)}" y="{num(y)}" width="{num(size)}" height="{num(size)}" '
-            f'fill="{fill}"><title>{escape(cell.tooltip)}</title></rect>'
-            f'<text x="{num(x + size / 2)}" y="{num(y + size / 2 + 3.5)}" '
-            f'text-anchor="middle" font-size="{font}"{ink}>{escape(cell.text)}</text>'
+        shapes.setdefault(fill, []).append(
+            f"M{num(x)} {num(y)}h{num(size)}v{num(size)}h-{num(size)}z"
         )
+        tip = f"<title>{escape(cell.tooltip)}</title>" if with_tooltips else ""
+        labels[cell.level >= 4].append(
+            f'<text x="{num(x + size / 2)}" y="{num(y + size / 2 + 4)}">{tip}'
+            f"{escape(cell.text)}</text>"
+        )
+    for fill in sorted(shapes):
+        canvas.add(f'<path fill="{fill}" d="{"".join(shapes[fill])}"/>')
+    for dark, texts in labels.items():
+        if texts:
+            style = ' class="on-dark"' if dark else ""
+            canvas.add(f'<g text-anchor="middle" font-size="{font}"{style}>{"".join(texts)}</g>')
     return canvas.html()

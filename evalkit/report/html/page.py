@@ -81,8 +81,8 @@ font-weight:600;white-space:nowrap;border:1px solid}
 .badge.rare{color:#7a2f5c;background:var(--rare-bg);border-color:#CC79A7}
 .badge.note,.badge.warn{color:var(--muted);background:var(--soft);border-color:var(--line)}
 .figures{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
-.figure{border:1px solid var(--line);border-radius:6px;padding:8px 12px;min-width:150px}
-.figure .value{font-size:20px;font-weight:600}
+.figure{border:1px solid var(--line);border-radius:6px;padding:6px 12px;min-width:110px}
+.figure .value{font-size:19px;font-weight:600;white-space:nowrap}
 .figure .label{font-size:12px;color:var(--muted)}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}
 th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
@@ -101,6 +101,7 @@ svg .grid{stroke:var(--line);stroke-width:1}
 svg .zero{stroke:#8c959f;stroke-width:1.2}
 svg .band-fail{fill:var(--fail-bg)}
 svg .tag{fill:#9b3f77;font-size:10px;font-weight:600}
+svg .on-dark text{fill:#fff}
 details{margin:4px 0}
 summary{cursor:pointer;color:var(--blue)}
 footer{margin-top:28px;padding-bottom:28px;font-size:12px;color:var(--muted)}
