@@ -62,5 +62,9 @@ class InvalidSchema(InvalidContract):
     """A contract's JSON Schema breaks its meta-schema or refers outside the contract."""
 
 
+class InvalidConversation(InvalidTable):
+    """A conversation column holds a value that is not a well-formed conversation."""
+
+
 class DuplicateIds(InvalidTable):
     """An id occurs more than once where every id must be unique."""
