@@ -12,6 +12,10 @@ Measured in one run:
   two candidates (246 examples, the tests' simulated runs) with ``--out``
   (all four reports, report.html with the outputs read back from both
   predictions files), against the same command printing only.
+* **outputs read back, 1M predictions**: what ``compare --out`` adds for the
+  page at scale: the outputs of 200 examples read from a 1M-line predictions
+  JSONL (sha256 check included) by ``read_outputs``, against polars reading
+  the file (the read floor).
 * **score overhead**: at 1M examples, what ``evalkit score`` now computes for
   the page and ``summary.json`` (the confusion matrix, the error examples'
   reasons) and the score page's rendering, against the per-class figures it
@@ -30,6 +34,7 @@ import polars as pl
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 
 
 def best_of(repeat: int, function, *args):  # type: ignore[no-untyped-def]
@@ -136,12 +141,37 @@ def bench_compare_process() -> None:
         def run(*extra: str) -> None:
             subprocess.run([*command, *extra], check=True, capture_output=True)
 
-        printing, _ = best_of(3, run)
+        printing, _ = best_of(5, run)
         counter = iter(range(100))
-        writing, _ = best_of(3, lambda: run("--out", f"{folder}/out{next(counter)}"))
+        writing, _ = best_of(5, lambda: run("--out", f"{folder}/out{next(counter)}"))
     print(
         f"| compare, whole process, 2 candidates | with --out (4 reports) {writing:.2f} s | "
         f"printing only {printing:.2f} s | {writing / printing:.2f}x |"
+    )
+
+
+def bench_outputs_read_back(rows: int) -> None:
+    import hashlib
+    import tempfile
+
+    from bench_score import CONTRACT, generate
+
+    from evalkit import score
+    from evalkit.comparison.outputs import read_outputs
+
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        gold, predictions = generate(rows, folder)
+        score(CONTRACT, gold, predictions, name="big").write(folder / "big")
+        digest = hashlib.sha256((folder / "big" / "summary.json").read_bytes()).hexdigest()
+        ids = pl.read_parquet(gold, columns=["ticket_id"])["ticket_id"].gather_every(rows // 200)
+        seconds, found = best_of(3, read_outputs, folder / "big", digest, ids.to_list())
+        assert found.note is None, found.note
+        floor, _ = best_of(3, pl.read_ndjson, predictions)
+        size = predictions.stat().st_size / 1e6
+    print(
+        f"| outputs of 200 examples read back, {rows:,} predictions ({size:.0f} MB JSONL) | "
+        f"{seconds:.2f} s | polars read_ndjson {floor:.2f} s | {seconds / floor:.1f}x |"
     )
 
 
@@ -154,6 +184,7 @@ def main() -> None:
     print("|---|---|---|---:|")
     bench_render()
     bench_compare_process()
+    bench_outputs_read_back(1_000_000)
     bench_score_overhead(1_000_000)
     print(f"# load average at the end {os.getloadavg()[0]:.2f}")
 

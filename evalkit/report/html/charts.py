@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from evalkit.report.html.page import PALETTE, Html, escape
 from evalkit.report.html.svg import Canvas, Scale, nice_ticks, num, shorten, text_width, tick_label
@@ -63,7 +64,7 @@ class MatrixCell:
     row: int
     column: int
     text: str
-    tone: str  # "count", "good" or "bad"
+    tone: Literal["count", "good", "bad"]
     level: int
     tooltip: str
 
@@ -115,7 +116,7 @@ def _axis(
         )
 
 
-def _domain(panels: Sequence[IntervalPanel]) -> list[float]:
+def _domain(panels: Sequence[IntervalPanel], limits: tuple[float, float]) -> list[float]:
     values = [0.0]
     for panel in panels:
         for estimate in panel.estimates:
@@ -125,18 +126,23 @@ def _domain(panels: Sequence[IntervalPanel]) -> list[float]:
                 values.extend(estimate.interval)
     low, high = min(values), max(values)
     pad = max(high - low, 0.1) * 0.04
-    # A change of accuracy lies in [-1, 1]: the axis never goes past that.
-    low = max(low - pad, -1.0) if low < 0 else low
-    high = min(high + pad, 1.0) if high > 0 else high
+    low = max(low - pad, limits[0]) if low < 0 else low
+    high = min(high + pad, limits[1]) if high > 0 else high
     return nice_ticks(low, high)
 
 
-def interval_chart(rows: Sequence[Row], panels: Sequence[IntervalPanel], label: str) -> Html:
+def interval_chart(
+    rows: Sequence[Row],
+    panels: Sequence[IntervalPanel],
+    label: str,
+    limits: tuple[float, float] = (-1.0, 1.0),
+) -> Html:
     """Point estimates with their intervals on a signed axis (zero marked), one row per class.
 
     With one panel, each row's ``note`` is written to the right (the numbers
     and the failed rule); several panels share the axis, side by side (one
-    per candidate).
+    per candidate). The axis covers the data and zero, never past ``limits``
+    (a change of accuracy lies in [-1, 1]).
     """
     layout = _Layout(rows)
     single = len(panels) == 1
@@ -146,7 +152,7 @@ def interval_chart(rows: Sequence[Row], panels: Sequence[IntervalPanel], label: 
     gap = 18.0
     width = layout.label_width + len(panels) * (panel_width + gap) + note_width
     canvas = Canvas(width, layout.height, label)
-    ticks = _domain(panels)
+    ticks = _domain(panels, limits)
     failed_rows = [any(p.estimates[i].failed for p in panels) for i in range(len(rows))]
     for index, failed in enumerate(failed_rows):
         if failed:
