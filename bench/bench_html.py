@@ -47,20 +47,15 @@ def best_of(repeat: int, function, *args):  # type: ignore[no-untyped-def]
 
 
 def bench_render() -> None:
-    from test_html_reports import fifty_class_results
+    from test_html_reports import fifty_class_results, long_outputs
 
     from evalkit import compare
-    from evalkit.comparison.outputs import FlipOutputs, SideOutputs, wanted_ids
     from evalkit.report.html.compare import render_comparison_html
     from evalkit.report.markdown import render_comparison_markdown
 
     baseline, *candidates = fifty_class_results(3)
     report = compare(baseline, *candidates, resamples=1000)
-    text = '{"category": "' + "y" * 3000 + '"}'
-    outputs = {}
-    for candidate in report.candidates:
-        side = SideOutputs(outputs=dict.fromkeys(wanted_ids(candidate), text), note=None)
-        outputs[candidate.candidate.name] = FlipOutputs(baseline=side, candidate=side)
+    outputs = long_outputs(report)
     html_seconds, page = best_of(5, render_comparison_html, report, outputs)
     md_seconds, markdown = best_of(5, render_comparison_markdown, report)
     print(
