@@ -56,6 +56,7 @@ evalkit ledger "$OUT/split/test.parquet"
 
 echo
 echo "== 4. compare both candidates with the baseline, example by example, and rank them"
+echo "   (report.html: the same comparison as charts, one self-contained page to open offline)"
 evalkit compare "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \
   --out "$OUT/compare"
 
@@ -63,7 +64,8 @@ echo
 echo "== 5. gate candidate-a: better on average, but legal_threat is broken -> blocked (exit 1)"
 status=0
 evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-a" \
-  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" || status=$?
+  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" \
+  --html "$OUT/gate/candidate-a.html" || status=$?
 if [ "$status" -ne 1 ]; then
   echo "demo: expected evalkit gate to block candidate-a with exit 1, got exit $status" >&2
   exit 1
@@ -76,4 +78,5 @@ evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
   --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
 echo "   -> exit 0: candidate-b passes"
 echo
-echo "Reports: $OUT/compare/report.md, $OUT/compare/junit.xml, $OUT/gate/"
+echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
+echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html"

@@ -37,7 +37,8 @@ PRED_FORMATS = ["auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "h
     "out",
     required=True,
     type=click.Path(path_type=Path),
-    help="Result folder for summary.json and examples.parquet (must not exist unless --force).",
+    help="Result folder for summary.json, examples.parquet and report.html "
+    "(must not exist unless --force).",
 )
 @click.option("--name", help="Name of this result (default: the predictions file's stem).")
 @click.option(
@@ -133,8 +134,9 @@ def score_command(
     schema-valid) or one error category (missing, empty, no_json,
     invalid_json, schema:<keyword>, unknown_label); and content-correct or
     not. Writes OUT/summary.json (overall, per field, per class with
-    precision/recall/F1, per slice, errors, fingerprints) and
-    OUT/examples.parquet (one row per gold item).
+    precision/recall/F1, per slice, errors, confusion matrix, fingerprints),
+    OUT/examples.parquet (one row per gold item) and OUT/report.html (the
+    same figures as charts: one self-contained page, no script).
 
     Provenance: --card/--adapter record the adapter's card (base, LoRA
     settings, weights hash) and --base-model/--base-revision the base of a
@@ -153,6 +155,7 @@ def score_command(
     """
     from evalkit.cli._score_provenance import provenance_options, record_look
     from evalkit.io import check_new_output
+    from evalkit.report.html.score import render_score_html
     from evalkit.report.score_summary import render_score_summary
     from evalkit.scoring.engine import OnDuplicate, score
 
@@ -176,7 +179,8 @@ def score_command(
         base=provenance.base,
         ledger=provenance.ledger,
     )
-    result.write(out, force=force)
+    report = render_score_html(result.summary).encode("utf-8")
+    result.write(out, force=force, extra_files={"report.html": report})
     ledger_line = record_look(provenance.ledger, result.summary, purpose)
     if quiet:
         click.echo(str(out))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit._version import __version__
+from evalkit.comparison.breakdown import confusion_change, flipped_examples, format_errors
 from evalkit.comparison.decision import decision_record
 from evalkit.comparison.models import (
     CandidateReport,
@@ -131,6 +132,9 @@ def _compare_one(
         new_errors=new_errors(paired),
         provenance=section,
         test_set=test_set,
+        format_errors=format_errors(paired),
+        confusion=confusion_change(paired),
+        flips=flipped_examples(paired, rare),
     )
 
 

@@ -320,12 +320,15 @@ def score(
                 duplicate_ids=resolved_duplicates,
                 on_duplicate=on_duplicate,
                 request_errors=request_errors,
+                id_col=id_col,
+                output_col=output_col,
             ),
             overall=aggregate.rates(examples),
             fields=aggregate.field_stats(examples, loaded),
             classes=aggregate.class_stats(examples, loaded),
             slices=aggregate.slice_stats(examples, loaded),
             errors=aggregate.error_stats(examples),
+            confusion=aggregate.confusion(examples, loaded),
             **_provenance(card, base, ledger),
         )
     return ScoreResult(summary=summary, examples=examples)

@@ -8,6 +8,7 @@ result knows how to write itself, and the writer needs only its two parts.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +27,12 @@ class ScoreResult:
     summary: ScoreSummary
     examples: pl.DataFrame
 
-    def write(self, out: str | os.PathLike[str], *, force: bool = False) -> Path:
-        """Write ``summary.json`` and ``examples.parquet`` into ``out`` (atomically)."""
-        return write_score(self, out, force=force)
+    def write(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        force: bool = False,
+        extra_files: Mapping[str, bytes] | None = None,
+    ) -> Path:
+        """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``."""
+        return write_score(self, out, force=force, extra_files=extra_files)
