@@ -34,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "ScoreSummary": "evalkit.scoring.summary",
     "write_score": "evalkit.scoring.write",
     "read_predictions": "evalkit.scoring.predictions",
+    "plan": "evalkit.plan.api",
+    "PlanResult": "evalkit.plan.models",
 }
 
 __all__ = ["__version__", *_EXPORTS]
