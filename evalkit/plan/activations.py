@@ -24,14 +24,14 @@ decoders planned here (docs/plan.md lists each term and why):
 With gradient checkpointing (transformers checkpoints each decoder layer),
 each layer keeps only its input, and one layer's activations are rebuilt
 during its backward. Without it, LoRA's first layer keeps only the adapter's
-inputs: nothing before the first adapter needs a gradient there.
+inputs and what follows the first adapter: nothing before it needs a gradient.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalkit.plan.config import ModelShape
+from evalkit.plan.config import LinearShape, ModelShape
 from evalkit.plan.options import Options
 from evalkit.plan.state import Dtypes
 
@@ -65,10 +65,24 @@ class BlockTerms:
             + self.lora_intermediates
         )
 
-    @property
-    def adapter_only(self) -> int:
-        """What LoRA's first block keeps: only the adapters' own inputs."""
-        return self.linear_inputs + self.lora_intermediates
+    first_norm: int  # the block's input norm, and qk-norms: nothing before them needs a gradient
+    later_norms: int  # the norms after attention
+    first_adapted: str | None  # which input the first adapted linear reads, in block order
+
+    def first_block(self) -> int:
+        """What LoRA's first block keeps without checkpointing: what follows its first adapter.
+
+        Its input (the embedding output) needs no gradient, so a tensor is kept
+        only once an adapter's output has flowed into it: after q/k/v all but
+        the input norm, after o_proj the MLP and later norms, after the MLP's
+        first linears only the adapters' own inputs.
+        """
+        adapters = self.linear_inputs + self.lora_intermediates
+        if self.first_adapted == "attn_in":
+            return self.total - self.first_norm
+        if self.first_adapted == "attn_out":
+            return adapters + self.later_norms + self.mlp
+        return adapters
 
 
 def _input_width(shape: ModelShape, reads: str) -> int:
@@ -80,30 +94,66 @@ def _input_width(shape: ModelShape, reads: str) -> int:
     }[reads]
 
 
+def _trained_linears(shape: ModelShape, options: Options) -> list[LinearShape]:
+    if not options.adapter:
+        return list(shape.linears)
+    return [layer for layer in shape.linears if layer.name in options.targets]
+
+
+def linear_input_bytes(shape: ModelShape, options: Options, sizes: Dtypes) -> int:
+    """Per token: the inputs the trained linears keep for their weights' gradients.
+
+    Which copies exist depends on who casts. With SDPA the output projection
+    reads the attention output itself (already counted with attention) unless
+    a cast makes a copy. Under autocast (amp) every linear casts its own input,
+    so nothing is shared. PEFT casts an adapter's input to the adapter's fp32
+    once per adapted module, unless the input is fp32 already.
+    """
+    trained = _trained_linears(shape, options)
+    act = sizes.activation
+    shared_attention_output = options.attention == "sdpa"
+    if options.precision == "amp":
+        return act * sum(
+            _input_width(shape, layer.reads)
+            for layer in trained
+            if options.adapter or not (shared_attention_output and layer.reads == "attn_out")
+        )
+    if options.adapter and sizes.activation < FP32:
+        return FP32 * sum(_input_width(shape, layer.reads) for layer in trained)
+    groups = {layer.reads for layer in trained}
+    if shared_attention_output:
+        groups.discard("attn_out")
+    return act * sum(_input_width(shape, reads) for reads in groups)
+
+
 def block_terms(shape: ModelShape, options: Options, sizes: Dtypes) -> BlockTerms:
     """What one block keeps per token (of a sequence of ``--seq-len`` tokens)."""
     act = sizes.activation
     norm_width = shape.norms_per_layer * shape.hidden_size
     if shape.qk_norm:
         norm_width += shape.q_dim + shape.kv_dim
-    attention = act * (2 * shape.q_dim + 2 * shape.kv_dim) + FP32 * shape.num_heads
-    if options.attention == "eager":
-        # The fp32 softmax, and (in 16-bit training) its cast kept for P @ V.
+    if options.attention == "sdpa":
+        # q, k, v, the output, and the fp32 log-sum-exp per head.
+        attention = act * (2 * shape.q_dim + 2 * shape.kv_dim) + FP32 * shape.num_heads
+    else:
+        # q, k, v, and the fp32 softmax with (in 16-bit training) its cast for P @ V.
         softmax_bytes = FP32 + (act if act < FP32 else 0)
+        attention = act * (shape.q_dim + 2 * shape.kv_dim)
         attention += softmax_bytes * shape.num_heads * options.seq_len
-    trained = (
-        shape.linears
-        if not options.adapter
-        else [layer for layer in shape.linears if layer.name in options.targets]
-    )
-    distinct_inputs = {layer.reads for layer in trained}
+    trained = _trained_linears(shape, options)
+    # PEFT keeps adapters in fp32: A's output is fp32 unless autocast recasts it.
+    mid_bytes = act if options.precision == "amp" else FP32
+    qk_width = shape.q_dim + shape.kv_dim if shape.qk_norm else 0
     return BlockTerms(
         norm_inputs=FP32 * norm_width,
         attention=attention,
         mlp=3 * act * shape.intermediate_size,
-        linear_inputs=act * sum(_input_width(shape, reads) for reads in distinct_inputs),
+        linear_inputs=linear_input_bytes(shape, options, sizes),
         norm_outputs=0 if options.adapter else act * norm_width,
-        lora_intermediates=act * options.r * len(trained) if options.adapter else 0,
+        lora_intermediates=mid_bytes * options.r * len(trained) if options.adapter else 0,
+        first_norm=FP32 * (shape.hidden_size + qk_width),
+        later_norms=FP32 * (shape.norms_per_layer - 1) * shape.hidden_size,
+        first_adapted=trained[0].reads if trained else None,
     )
 
 
@@ -128,7 +178,7 @@ def activations(shape: ModelShape, options: Options, sizes: Dtypes) -> Activatio
         stored = layers * sizes.residual * shape.hidden_size * tokens
         recomputed = block.total * tokens
     else:
-        first = block.adapter_only if options.adapter else block.total
+        first = block.first_block() if options.adapter else block.total
         stored = (first + (layers - 1) * block.total) * tokens
         recomputed = 0
     head = FP32 * shape.hidden_size

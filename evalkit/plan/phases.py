@@ -69,6 +69,29 @@ class Bounds:
     activations: Activations
 
 
+def autocast_copies(shape: ModelShape, options: Options) -> tuple[int, int]:
+    """16-bit copies of fp32 linear weights that autocast makes and autograd keeps.
+
+    A linear whose input needs a gradient keeps its weight for dL/dx; under
+    autocast that is the 16-bit copy. Returns (kept at the loss, kept while a
+    checkpointed block is rebuilt). Quantized linears make no such copy, and
+    without checkpointing LoRA's first block keeps none (its inputs need no
+    gradient), so it is left out.
+    """
+    if options.precision != "amp":
+        return 0, 0
+    head = 2 * shape.vocab_size * shape.hidden_size
+    block = (
+        0
+        if options.method == "qlora"
+        else 2 * sum(layer.d_in * layer.d_out for layer in shape.linears)
+    )
+    if options.grad_checkpointing:
+        return head, block
+    layers = shape.num_layers - (1 if options.adapter else 0)
+    return head + layers * block, 0
+
+
 def _train_steps(
     shape: ModelShape,
     options: Options,
@@ -79,11 +102,10 @@ def _train_steps(
 ) -> dict[str, Moment]:
     shards = options.gpus
     held = {**weights.terms(shards), "optimizer_states": state.optimizer_states // shards}
+    copies_at_loss, copies_in_block = (
+        amount // shards for amount in autocast_copies(shape, options)
+    )
     counts = parameter_counts(shape)
-    autocast_copies = 0
-    if options.precision == "amp" and not options.adapter:
-        # Autocast keeps a 16-bit copy of each trainable linear's weight for its backward.
-        autocast_copies = 2 * (counts.linear_weights + counts.embedding) // shards
     dequantized = 0
     if options.method == "qlora":
         dequantized = largest_linear(shape) * sizes.dequantized
@@ -95,7 +117,7 @@ def _train_steps(
                 "gradients": 0,
                 "activations": saved.stored + saved.head,
                 "logits": saved.logits,
-                "temporaries": autocast_copies,
+                "temporaries": copies_at_loss,
             }
         ),
         "block_backward": Moment(
@@ -104,7 +126,10 @@ def _train_steps(
                 "gradients": head_gradient,
                 "activations": saved.stored + saved.recomputed_block,
                 "logits": 0,
-                "temporaries": autocast_copies + dequantized + saved.hidden_gradient,
+                "temporaries": copies_at_loss
+                + copies_in_block
+                + dequantized
+                + saved.hidden_gradient,
             }
         ),
         "optimizer_step": Moment(
