@@ -57,7 +57,7 @@ def _headline(result: PlanResult) -> list[str]:
 
 def _step_table(result: PlanResult) -> list[str]:
     steps = result.train_steps
-    width = max(len(label) for label in _TERM_LABELS) + 4
+    width = max(len(label) for label in _TERM_LABELS.values()) + 4
     header = f"{'train step, GB per GPU':<{width}}" + "".join(
         f"{_STEP_LABELS[name]:>16}" for name in steps
     )
@@ -131,4 +131,4 @@ def render_plan(result: PlanResult, json_path: str | None = None) -> str:
     lines.append(_recommendation(result))
     if json_path:
         lines.append(f"plan written to {json_path}")
-    return "\n".join(lines)
+    return "\n".join(line.rstrip() for line in lines)
