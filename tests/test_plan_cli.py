@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]

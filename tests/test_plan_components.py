@@ -65,7 +65,7 @@ def test_double_quantization_stores_8_bit_absmax_and_an_fp32_scale_per_256(tiny)
     big = load_model_shape(EXAMPLES / "llama-2-7b")
     _, big_constants = quantized_bytes(big, "nf4-dq")
     bits = big_constants * 8 / parameter_counts(big).linear_weights
-    assert 8 / 64 + 32 / (64 * 256) == pytest.approx(0.127, abs=5e-4)
+    assert pytest.approx(0.127, abs=5e-4) == 8 / 64 + 32 / (64 * 256)
     assert bits == pytest.approx(8 / 64 + 32 / (64 * 256), rel=1e-3)  # the QLoRA paper's 0.127
 
 
@@ -110,7 +110,11 @@ def test_gradients_and_optimizer_states(
     tiny, method, optimizer, precision, states, paged, temporaries, gradients
 ) -> None:
     options = resolve_options(
-        tiny, method=method, r=4 if method == "lora" else None, optimizer=optimizer, precision=precision
+        tiny,
+        method=method,
+        r=4 if method == "lora" else None,
+        optimizer=optimizer,
+        precision=precision,
     )
     trainable = 1_792 if method == "lora" else 86_848
     state = training_state(trainable, options, dtypes(options))
@@ -157,7 +161,9 @@ def test_step_activations_logits_and_checkpointing(tiny) -> None:
     assert saved.stored == 2 * 2448 * tokens
     assert saved.head == (4 * 64 + 2 * 2 * 64) * tokens  # final norm fp32, normed, head input
     assert saved.logits == 3 * 4 * 100 * tokens  # the log-softmax backward: 3 fp32 copies
-    checkpointed = resolve_options(tiny, method="full", seq_len=32, batch=2, grad_checkpointing=True)
+    checkpointed = resolve_options(
+        tiny, method="full", seq_len=32, batch=2, grad_checkpointing=True
+    )
     saved = activations(tiny, checkpointed, dtypes(checkpointed))
     assert saved.stored == 2 * 2 * 64 * tokens  # each layer's bf16 input
     assert saved.recomputed_block == 2448 * tokens
@@ -227,7 +233,9 @@ def test_eval_holds_the_weights_and_the_kv_cache() -> None:
 
 
 def test_13b_qlora_merge_needs_48_gb_and_the_adapter_alone_24() -> None:
-    merge = plan(EXAMPLES / "llama-2-13b", method="qlora", export="merge", eval_batch=8, eval_tokens=1024)
+    merge = plan(
+        EXAMPLES / "llama-2-13b", method="qlora", export="merge", eval_batch=8, eval_tokens=1024
+    )
     assert merge.recommendation.gpu_gb is not None and merge.recommendation.gpu_gb >= 48
     assert merge.recommendation.phase == "export"
     assert merge.recommendation.advice == (
@@ -283,9 +291,10 @@ def test_sharding_divides_the_state_but_not_the_activations() -> None:
     assert two.steps["optimizer_step"].total * 2 == pytest.approx(
         one.steps["optimizer_step"].total, abs=8
     )
-    assert two.steps["loss_backward"].terms["activations"] == one.steps["loss_backward"].terms[
-        "activations"
-    ]
+    assert (
+        two.steps["loss_backward"].terms["activations"]
+        == one.steps["loss_backward"].terms["activations"]
+    )
 
 
 def test_a_plan_too_large_for_any_card_counts_the_gpus_sharding_needs() -> None:

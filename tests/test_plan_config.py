@@ -87,9 +87,7 @@ def test_sliding_windows_per_family() -> None:
     assert (gemma2.sliding_window, gemma2.sliding_layers, gemma2.norms_per_layer) == (4096, 13, 4)
     gemma3 = load_model_shape(FAMILIES / "gemma-3-1b.json")
     assert gemma3.sliding_layers == 26 - 26 // 6
-    explicit = shape_of(
-        sliding_window=8, layer_types=["sliding_attention", "full_attention"]
-    )
+    explicit = shape_of(sliding_window=8, layer_types=["sliding_attention", "full_attention"])
     assert explicit.sliding_layers == 1
 
 
@@ -98,12 +96,13 @@ def test_an_unknown_model_type_with_the_standard_keys_is_planned_as_llama() -> N
     assert not shape.known_family
     assert [layer.name for layer in shape.linears][:3] == ["q_proj", "k_proj", "v_proj"]
     assert shape.kv_dim == 32
-    assert parse_config({k: v for k, v in BASE.items() if k != "model_type"}, Path("c")).model_type == (
-        "unknown"
-    )
+    untyped = {k: v for k, v in BASE.items() if k != "model_type"}
+    assert parse_config(untyped, Path("c")).model_type == "unknown"
 
 
-@pytest.mark.parametrize("key", ["hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size"])
+@pytest.mark.parametrize(
+    "key", ["hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size"]
+)
 def test_a_missing_key_is_named(key: str) -> None:
     data = {k: v for k, v in BASE.items() if k != key}
     with pytest.raises(InvalidModelConfig, match=f"missing key '{key}'"):
@@ -135,7 +134,7 @@ def test_bad_values_are_named(changes: dict[str, object], fragment: str) -> None
 def test_unreadable_configs(tmp_path: Path) -> None:
     with pytest.raises(UnreadableFile, match="no such file"):
         load_model_shape(tmp_path / "absent.json")
-    with pytest.raises(UnreadableFile, match="no config.json in this folder"):
+    with pytest.raises(UnreadableFile, match=r"no config\.json in this folder"):
         load_model_shape(tmp_path)
     broken = tmp_path / "config.json"
     broken.write_text('{"hidden_size": 4096,\n "vocab_size": }')

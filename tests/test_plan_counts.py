@@ -70,8 +70,14 @@ def test_lora_parameters_match_peft(path: Path, targets: str | None) -> None:
 def test_all_linear_leaves_the_output_head_out_as_peft_does() -> None:
     path = ROOT / "examples" / "plan" / "llama-3.2-3b" / "config.json"
     data = _shallow(path)
-    wrapped = peft.get_peft_model(_meta_model(data), peft.LoraConfig(r=4, target_modules="all-linear"))
-    adapted = {name.rsplit(".", 1)[-1] for name, module in wrapped.named_modules() if hasattr(module, "lora_A")}
+    wrapped = peft.get_peft_model(
+        _meta_model(data), peft.LoraConfig(r=4, target_modules="all-linear")
+    )
+    adapted = {
+        name.rsplit(".", 1)[-1]
+        for name, module in wrapped.named_modules()
+        if hasattr(module, "lora_A")
+    }
     shape = parse_config(data, path)
     assert adapted == set(resolve_options(shape, targets="all-linear").targets)
     assert "lm_head" not in adapted
