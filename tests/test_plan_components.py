@@ -318,3 +318,11 @@ def test_a_plan_too_large_for_any_card_counts_the_gpus_sharding_needs() -> None:
 def test_the_same_inputs_give_the_same_plan() -> None:
     first = plan(EXAMPLES / "llama-2-7b", method="qlora").model_dump_json()
     assert plan(EXAMPLES / "llama-2-7b", method="qlora").model_dump_json() == first
+
+
+def test_evalkit_plan_is_the_package_and_the_function() -> None:
+    import evalkit
+    import evalkit.plan.api  # importing a submodule binds evalkit.plan to the package
+
+    assert evalkit.plan(EXAMPLES / "llama-2-7b").trainable_params == 4_194_304
+    assert evalkit.plan.phase_bounds is phase_bounds

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Unpack
 
 from evalkit._version import __version__
 from evalkit.io import sha256_file
@@ -23,18 +24,7 @@ from evalkit.plan.models import (
     PlanResult,
     Step,
 )
-from evalkit.plan.options import (
-    DEFAULT_EVAL_BATCH,
-    DEFAULT_SEQ_LEN,
-    Attention,
-    Export,
-    Method,
-    Optimizer,
-    Options,
-    Precision,
-    Quant,
-    resolve_options,
-)
+from evalkit.plan.options import Options, OptionValues, resolve_options
 from evalkit.plan.phases import PHASES, TRAIN_STEPS, Bounds, Moment, compute_bounds
 from evalkit.plan.recommend import (
     ALLOCATOR_SLACK,
@@ -149,51 +139,19 @@ def plan_shape(shape: ModelShape, options: Options) -> PlanResult:
     )
 
 
-def plan(
-    config: Path | str,
-    *,
-    method: Method = "lora",
-    r: int | None = None,
-    targets: str | None = None,
-    quant: Quant | None = None,
-    kbit_prep: bool | None = None,
-    seq_len: int = DEFAULT_SEQ_LEN,
-    batch: int = 1,
-    grad_checkpointing: bool | None = None,
-    optimizer: Optimizer = "adamw",
-    precision: Precision = "bf16",
-    attention: Attention = "sdpa",
-    gpus: int = 1,
-    eval_batch: int = DEFAULT_EVAL_BATCH,
-    eval_tokens: int | None = None,
-    export: Export | None = None,
-) -> PlanResult:
+def plan(config: Path | str, **options: Unpack[OptionValues]) -> PlanResult:
     """Plan the GPU memory of loading, training, evaluating and exporting a model.
 
-    ``config`` is a model's config.json or its folder. Each phase's amount is
-    a lower bound of its peak allocated memory: a GPU with less cannot run
-    it. ``targets`` is ``"all-linear"`` or comma-separated linear names;
-    ``None`` defaults follow PEFT (r=8, its per-family targets), QLoRA's
-    recipe (nf4-dq, k-bit preparation, gradient checkpointing) and the
-    training length for ``eval_tokens``.
+    ``config`` is a model's config.json or its folder; ``options`` are those
+    of :func:`evalkit.plan.options.resolve_options` (the command's, with
+    underscores): ``method``, ``r``, ``targets`` (``"all-linear"`` or
+    comma-separated names), ``quant``, ``kbit_prep``, ``seq_len``, ``batch``,
+    ``grad_checkpointing``, ``optimizer``, ``precision``, ``attention``,
+    ``gpus``, ``eval_batch``, ``eval_tokens``, ``export``. Each phase's amount
+    is a lower bound of its peak allocated memory: a GPU with less cannot run
+    it. Unset options default as PEFT does (r=8, its per-family targets), as
+    QLoRA's recipe does (nf4-dq, k-bit preparation, gradient checkpointing),
+    and ``eval_tokens`` to ``seq_len``.
     """
     shape = load_model_shape(Path(config))
-    options = resolve_options(
-        shape,
-        method=method,
-        r=r,
-        targets=targets,
-        quant=quant,
-        kbit_prep=kbit_prep,
-        seq_len=seq_len,
-        batch=batch,
-        grad_checkpointing=grad_checkpointing,
-        optimizer=optimizer,
-        precision=precision,
-        attention=attention,
-        gpus=gpus,
-        eval_batch=eval_batch,
-        eval_tokens=eval_tokens,
-        export=export,
-    )
-    return plan_shape(shape, options)
+    return plan_shape(shape, resolve_options(shape, **options))

@@ -10,7 +10,7 @@ checkpointing on).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal, TypedDict, get_args
 
 from evalkit.errors import UsageError
 from evalkit.plan.config import ModelShape
@@ -32,6 +32,26 @@ LLAMA_DEFAULT_TARGETS = ("q_proj", "v_proj")
 DEFAULT_RANK = 8
 DEFAULT_SEQ_LEN = 2048
 DEFAULT_EVAL_BATCH = 8
+
+
+class OptionValues(TypedDict, total=False):
+    """The keyword options of :func:`resolve_options` (and of ``evalkit.plan``)."""
+
+    method: Method
+    r: int | None
+    targets: str | None
+    quant: Quant | None
+    kbit_prep: bool | None
+    seq_len: int
+    batch: int
+    grad_checkpointing: bool | None
+    optimizer: Optimizer
+    precision: Precision
+    attention: Attention
+    gpus: int
+    eval_batch: int
+    eval_tokens: int | None
+    export: Export | None
 
 
 @dataclass(frozen=True)
