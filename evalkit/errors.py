@@ -80,3 +80,7 @@ class CorruptWeights(MalformedFile):
 
 class DifferentBases(IncompatibleResults):
     """Two results were produced on different base models (id, revision or quantization)."""
+
+
+class InvalidModelConfig(EvalkitError):
+    """A model's config.json lacks a key, or has a value the memory planner cannot use."""

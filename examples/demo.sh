@@ -78,5 +78,15 @@ evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
   --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
 echo "   -> exit 0: candidate-b passes"
 echo
+echo "== 7. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
+echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export merge --json "$OUT/plan/llama-2-13b-qlora.json"
+echo
+echo "   the same cycle exporting the adapter alone:"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
+
+echo
 echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
 echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html"

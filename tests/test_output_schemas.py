@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from evalkit.leakage.models import AuditReport
+from evalkit.plan.models import PlanResult
 from evalkit.provenance.ledger_state import LedgerReport
 from evalkit.provenance.models import AdapterCard
 from evalkit.scoring.summary import ScoreSummary
@@ -30,6 +31,7 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (SplitManifest, "split-manifest"),
         (ScoreSummary, "score-summary"),
         (AuditReport, "audit-report"),
+        (PlanResult, "plan-result"),
         (AdapterCard, "adapter-card"),
         (LedgerReport, "ledger-report"),
     ],

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
     "card": ("evalkit.cli.card_cmd", "card_command"),
     "ledger": ("evalkit.cli.ledger_cmd", "ledger_command"),
+    "plan": ("evalkit.cli.plan_cmd", "plan_command"),
 }
 
 INTERNAL_ERROR_EXIT = 3
@@ -68,6 +69,7 @@ def cli(debug: bool) -> None:
                       evalkit compare - paired regression report vs a baseline
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail
                       evalkit contract - check a contract, print its schema
+    Before renting:   evalkit plan    - GPU memory of load, train, eval, export
     Provenance:       evalkit card    - what a PEFT adapter is, without loading it
                       evalkit ledger  - how often each test set was looked at
 
