@@ -30,10 +30,16 @@ _EXPORTS: dict[str, str] = {
     "Contract": "evalkit.contract.model",
     "contract_fingerprint": "evalkit.contract.fingerprint",
     "score": "evalkit.scoring.engine",
-    "ScoreResult": "evalkit.scoring.engine",
+    "ScoreResult": "evalkit.scoring.result",
     "ScoreSummary": "evalkit.scoring.summary",
     "write_score": "evalkit.scoring.write",
     "read_predictions": "evalkit.scoring.predictions",
+    "adapter_card": "evalkit.provenance.card",
+    "load_card": "evalkit.provenance.card",
+    "AdapterCard": "evalkit.provenance.models",
+    "read_ledger": "evalkit.provenance.ledger_state",
+    "LedgerReport": "evalkit.provenance.ledger_state",
+    "append_look": "evalkit.provenance.ledger",
     "PlanResult": "evalkit.plan.models",
 }
 

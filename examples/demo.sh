@@ -50,6 +50,11 @@ for name in baseline candidate-a candidate-b; do
 done
 
 echo
+echo "== 3b. the test-set ledger: each score above was one look at the test split"
+echo "   (score appends to $OUT/split/evalkit-ledger.jsonl; three looks: 'reused')"
+evalkit ledger "$OUT/split/test.parquet"
+
+echo
 echo "== 4. compare both candidates with the baseline, example by example, and rank them"
 echo "   (report.html: the same comparison as charts, one self-contained page to open offline)"
 evalkit compare "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \

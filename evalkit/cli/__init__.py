@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("evalkit.cli.audit_cmd", "audit_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
+    "card": ("evalkit.cli.card_cmd", "card_command"),
+    "ledger": ("evalkit.cli.ledger_cmd", "ledger_command"),
     "plan": ("evalkit.cli.plan_cmd", "plan_command"),
 }
 
@@ -68,6 +70,8 @@ def cli(debug: bool) -> None:
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail
                       evalkit contract - check a contract, print its schema
     Before renting:   evalkit plan    - GPU memory of load, train, eval, export
+    Provenance:       evalkit card    - what a PEFT adapter is, without loading it
+                      evalkit ledger  - how often each test set was looked at
 
     Exit codes: 0 done/pass, 1 a check found a problem, 2 bad input or usage,
     3 internal error (a bug: please report it with --debug output).

@@ -8,6 +8,7 @@ import click
 
 from evalkit.cli._comparison_options import (
     RESULT_FOLDER,
+    provenance_options,
     statistics_options,
     verdict_lines,
     warn_unpaired,
@@ -31,6 +32,7 @@ from evalkit.cli._comparison_options import (
     help="Overall accuracy gain a passing candidate needs to be adopted.",
 )
 @statistics_options
+@provenance_options
 def compare_command(
     baseline: str,
     candidates: tuple[str, ...],
@@ -39,6 +41,9 @@ def compare_command(
     min_gain: float,
     seed: int,
     resamples: int,
+    factors: tuple[str, ...],
+    allow_base_change: bool,
+    ledger_path: Path | None,
 ) -> None:
     """Compare CANDIDATES with BASELINE example by example, rank them and decide.
 
@@ -49,7 +54,11 @@ def compare_command(
     Wilson intervals, overall, per class and per slice, and the contract's
     gate verdict. With several candidates they are ranked (passing first,
     then by accuracy gain) and the report names the one to adopt, or says
-    that none passes or none gains more than --min-gain.
+    that none passes or none gains more than --min-gain. The decision record
+    names the test split and its groups, the known regressions, the test
+    set's ledger state and what a reload needs (base id and commit, adapter
+    weights hash). --factor, --allow-base-change and --ledger work as for
+    `evalkit gate`.
 
     \b
     Writes DIR/report.json, DIR/report.md, DIR/report.html (charts, one
@@ -72,7 +81,16 @@ def compare_command(
     sources = [Path(folder) for folder in (baseline, *candidates)]
     if out is not None:
         check_new_output(out, force, inputs=sources, marker="report.json")
-    report = compare(baseline, *candidates, seed=seed, resamples=resamples, min_gain=min_gain)
+    report = compare(
+        baseline,
+        *candidates,
+        seed=seed,
+        resamples=resamples,
+        min_gain=min_gain,
+        factors=factors,
+        allow_base_change=allow_base_change,
+        ledger=ledger_path,
+    )
     for candidate in report.candidates:
         warn_unpaired(candidate)
     if out is not None:

@@ -9,6 +9,7 @@ import click
 
 from evalkit.cli._comparison_options import (
     RESULT_FOLDER,
+    provenance_options,
     statistics_options,
     verdict_lines,
     warn_unpaired,
@@ -32,6 +33,7 @@ OUTPUT_FILE = click.Path(dir_okay=False, path_type=Path)
 @click.option("--json", "json_path", type=OUTPUT_FILE, help="Write the report as JSON.")
 @click.option("--force", is_flag=True, help="Overwrite report files that exist already.")
 @statistics_options
+@provenance_options
 def gate_command(
     baseline: str,
     candidate: str,
@@ -42,6 +44,9 @@ def gate_command(
     force: bool,
     seed: int,
     resamples: int,
+    factors: tuple[str, ...],
+    allow_base_change: bool,
+    ledger_path: Path | None,
 ) -> None:
     """Judge CANDIDATE against BASELINE with the contract's gate rules.
 
@@ -51,6 +56,14 @@ def gate_command(
     class and per slice. A rare class is judged by its own threshold alone;
     with `vs_baseline.significance` set, an overall or non-rare class drop
     fails only if its (Holm-adjusted) exact McNemar p is also below it.
+
+    Provenance: results that record different bases (id, revision,
+    quantization) are refused (exit 2) unless --allow-base-change. Every
+    setting of the adapter cards that differs is listed; with --factor KEY
+    (e.g. --factor r) any other difference fails as confounded_ablation
+    (for r, fixed lora_alpha and fixed lora_alpha/r are both accepted and
+    named). The test set's ledger state is printed; with
+    `require_fresh_test: true` in the gate block, a burned test fails.
 
     \b
     Exit codes: 0 the candidate passes, 1 it fails a rule, 2 bad input.
@@ -73,7 +86,15 @@ def gate_command(
                for name in ("summary.json", "examples.parquet")]  # fmt: skip
     for path in outputs:
         check_new_output(path, force, inputs=results)
-    report = gate(baseline, candidate, seed=seed, resamples=resamples)
+    report = gate(
+        baseline,
+        candidate,
+        seed=seed,
+        resamples=resamples,
+        factors=factors,
+        allow_base_change=allow_base_change,
+        ledger=ledger_path,
+    )
     warn_unpaired(report)
     markdown_text = render_candidate_markdown(report)
     if junit is not None:

@@ -12,6 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evalkit.comparison.record_models import (
+    GoldSplit,
+    LedgerStatus,
+    ProvenanceComparison,
+    ReloadNeeds,
+)
 from evalkit.comparison.rules import GateRules
 
 REPORT_FORMAT_VERSION = 1
@@ -236,6 +242,25 @@ class ComparisonOptions(_Model):
     """Confidence level of every interval."""
 
 
+class Decision(_Model):
+    """Which candidate, if any, to adopt."""
+
+    outcome: Literal["adopt", "no_candidate_passes", "no_sufficient_gain"]
+    """``adopt`` names a candidate; the others keep the baseline."""
+    candidate: str | None
+    """The candidate to adopt, when ``outcome`` is ``adopt``."""
+    reason: str
+    """One sentence for people."""
+    known_regressions: dict[str, list[str]] = {}
+    """Per candidate, its failed checks as ``rule@scope``."""
+    test_split: GoldSplit | None = None
+    """The test set the decision rests on: its file and the groups it covers."""
+    test_set: LedgerStatus | None = None
+    """How often that test set was looked at."""
+    reload: ReloadNeeds | None = None
+    """What reloading the adopted candidate (or the kept baseline) needs."""
+
+
 class CandidateReport(_Model):
     """One candidate against the baseline: statistics, checks and verdict."""
 
@@ -277,6 +302,12 @@ class CandidateReport(_Model):
     """Both sides' confusion matrices (null when the results have no gold class)."""
     flips: list[FlippedExample] = []
     """Some flipped examples to read: negative ones first, a few per class (ids in order)."""
+    provenance: ProvenanceComparison | None = None
+    """Bases and adapter settings of both sides (null when neither recorded any)."""
+    test_set: LedgerStatus | None = None
+    """The ledger's state of the test set."""
+    decision: Decision | None = None
+    """``evalkit gate``'s decision record (``compare`` has one for all candidates)."""
 
 
 class RankedCandidate(_Model):
@@ -300,17 +331,6 @@ class RankedCandidate(_Model):
     """Overall positive flips."""
     regressions: list[str]
     """Failed checks as ``rule@scope``: the known regressions."""
-
-
-class Decision(_Model):
-    """Which candidate, if any, to adopt."""
-
-    outcome: Literal["adopt", "no_candidate_passes", "no_sufficient_gain"]
-    """``adopt`` names a candidate; the others keep the baseline."""
-    candidate: str | None
-    """The candidate to adopt, when ``outcome`` is ``adopt``."""
-    reason: str
-    """One sentence for people."""
 
 
 class ComparisonReport(_Model):

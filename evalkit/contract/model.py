@@ -160,6 +160,10 @@ class GateRules(_Strict):
     """Largest allowed number of gold items without a prediction."""
     vs_baseline: VsBaselineRules = VsBaselineRules()
     """Rules that compare the candidate with the baseline."""
+    require_fresh_test: bool = False
+    """Fail the gate when the test set's ledger says it is burned (5 or more looks, the
+    rules changed after a look, or an edited ledger), or when its looks cannot be
+    counted (no ledger, or one without these results' looks)."""
 
 
 class Contract(_Strict):

@@ -21,6 +21,7 @@ from evalkit.report.numbers import rate as _rate
 from evalkit.report.numbers import rate_ci as _rate_ci
 from evalkit.report.numbers import signed as _signed
 from evalkit.report.numbers import with_ci as _with_ci
+from evalkit.report.provenance_markdown import decision_record, provenance_section, test_set_line
 
 MAX_TABLE_CLASSES = 200
 
@@ -71,6 +72,9 @@ def _headline(report: CandidateReport, level: str) -> list[str]:
         _summary_line(report.overall),
         "",
     ]
+    state = test_set_line(report.test_set)
+    if state:
+        lines += [state, ""]
     if not report.failures:
         lines += [f"No rule fails ({len(report.checks)} checks).", ""]
         return lines
@@ -196,8 +200,10 @@ def _footer(report: CandidateReport) -> list[str]:
 def render_candidate_markdown(report: CandidateReport, heading_level: int = 1) -> str:
     """The Markdown report of one candidate against the baseline (``evalkit gate``)."""
     top, sub = "#" * heading_level, "#" * (heading_level + 1)
-    lines = _headline(report, top) + _pairing(report)
+    lines = _headline(report, top) + _pairing(report) + provenance_section(report, sub)
     lines += _overall(report.overall, sub) + _scopes(report, sub) + _new_errors(report, sub)
+    if report.decision is not None and heading_level == 1:
+        lines += decision_record(report.decision, sub)
     return "\n".join(lines + _footer(report))
 
 
@@ -228,5 +234,6 @@ def render_comparison_markdown(report: ComparisonReport) -> str:
         for entry in report.ranking
     ]
     lines += [*_table(header, rows), ""]
+    lines += decision_record(report.decision, "##", with_reason=False)
     sections = [render_candidate_markdown(candidate, 2) for candidate in report.candidates]
     return "\n".join(lines) + "\n" + "\n".join(sections)

@@ -9,7 +9,6 @@ item comes out, sorted by id, whatever the input order or worker count.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -27,7 +26,15 @@ from evalkit.io import read_table, sha256_file, table_format
 from evalkit.scoring import aggregate
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.predictions import predictions_sha256, read_predictions
-from evalkit.scoring.summary import ContractInfo, Evaluator, GoldInfo, PredictionsInfo, ScoreSummary
+from evalkit.scoring.result import ScoreResult
+from evalkit.scoring.summary import (
+    BaseModelInfo,
+    ContractInfo,
+    Evaluator,
+    GoldInfo,
+    PredictionsInfo,
+    ScoreSummary,
+)
 from evalkit.scoring.workers import ParsePool, resolve_workers
 
 if TYPE_CHECKING:
@@ -35,26 +42,6 @@ if TYPE_CHECKING:
 
 OnDuplicate = Literal["error", "first", "last"]
 GOLD_PREFIX = "gold:"
-
-
-@dataclass(frozen=True)
-class ScoreResult:
-    """What :func:`score` returns: the summary and the per-example table."""
-
-    summary: ScoreSummary
-    examples: pl.DataFrame
-
-    def write(
-        self,
-        out: str | os.PathLike[str],
-        *,
-        force: bool = False,
-        extra_files: Mapping[str, bytes] | None = None,
-    ) -> Path:
-        """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``."""
-        from evalkit.scoring.write import write_score
-
-        return write_score(self, out, force=force, extra_files=extra_files)
 
 
 def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
@@ -235,6 +222,16 @@ def _early_pool(contract: Contract, pred_path: Path, workers: int | None) -> Any
     return ParsePool(ParserSpec.from_contract(contract), n_workers)
 
 
+def _provenance(card: Any, base: BaseModelInfo | None, ledger: Any) -> dict[str, Any]:
+    """The summary's ``base``, ``card`` and ``ledger`` (the card's base unless one is given)."""
+    data = card.model_dump(mode="json") if hasattr(card, "model_dump") else card
+    if base is None and data:
+        from evalkit.provenance.records import card_base
+
+        base = BaseModelInfo(**card_base(data))
+    return {"base": base, "card": data, "ledger": str(ledger) if ledger is not None else None}
+
+
 def score(
     contract: Contract | str | os.PathLike[str],
     gold: str | os.PathLike[str],
@@ -246,6 +243,9 @@ def score(
     output_col: str | None = None,
     on_duplicate: OnDuplicate = "error",
     workers: int | None = None,
+    card: Any = None,
+    base: BaseModelInfo | None = None,
+    ledger: str | os.PathLike[str] | None = None,
 ) -> ScoreResult:
     """Score a predictions file against gold under a contract.
 
@@ -255,7 +255,10 @@ def score(
     text. Duplicate prediction ids are an error unless ``on_duplicate`` is
     ``first`` or ``last``; predictions for ids not in gold are counted and
     ignored. ``workers`` sets the parsing processes (default: all cores for
-    large inputs). Bad input raises an :class:`~evalkit.errors.EvalkitError`.
+    large inputs). ``card`` (an :class:`~evalkit.AdapterCard` or its JSON
+    data) and ``base`` record where the predictions came from, ``ledger`` the
+    ledger the caller records this look in (see :func:`evalkit.append_look`).
+    Bad input raises an :class:`~evalkit.errors.EvalkitError`.
     """
     if on_duplicate not in ("error", "first", "last"):
         raise UsageError(f"on_duplicate must be error, first or last, not {on_duplicate!r}")
@@ -326,5 +329,6 @@ def score(
             slices=aggregate.slice_stats(examples, loaded),
             errors=aggregate.error_stats(examples),
             confusion=aggregate.confusion(examples, loaded),
+            **_provenance(card, base, ledger),
         )
     return ScoreResult(summary=summary, examples=examples)

@@ -179,6 +179,21 @@ class ConfusionMatrix(_Model):
     """The non-empty cells, by gold class, then predicted class (null last)."""
 
 
+class BaseModelInfo(_Model):
+    """The base model the predictions came from (compare/gate refuse to mix bases)."""
+
+    id: str | None
+    """A hub id or a local path (``--base-model``, or the card's ``base.id``)."""
+    revision: str | None
+    """The base's commit (``--base-revision``, or the card's ``base.revision``)."""
+    pinned: bool
+    """Whether ``revision`` is a 40-hex commit."""
+    quantization: str | None
+    """How the base was quantized, when known (the card's ``base.quantization``)."""
+    source: str
+    """``card`` (from the adapter card) or ``options`` (``--base-model``, a prompt-only run)."""
+
+
 class ScoreSummary(_Model):
     """The whole ``summary.json``."""
 
@@ -206,3 +221,10 @@ class ScoreSummary(_Model):
     """Per error category that occurred (sorted)."""
     confusion: ConfusionMatrix | None = None
     """Gold class against predicted class (null without a ``class`` column)."""
+    base: BaseModelInfo | None = None
+    """The base model of the predictions (``--card``/``--adapter`` or ``--base-model``)."""
+    card: dict[str, Any] | None = None
+    """The adapter card (``evalkit card``; schema ``docs/schemas/adapter-card.schema.json``)
+    of the adapter that produced the predictions (``--card`` or ``--adapter``)."""
+    ledger: str | None = None
+    """The test-set ledger this look was recorded in (null with ``--no-ledger``)."""

@@ -5,12 +5,25 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from evalkit.io import atomic_directory
 
 if TYPE_CHECKING:
-    from evalkit.scoring.engine import ScoreResult
+    import polars as pl
+
+    from evalkit.scoring.summary import ScoreSummary
+
+
+class ScoreResult(Protocol):
+    """What is written: a summary and the per-example table (a :class:`~evalkit.ScoreResult`)."""
+
+    @property
+    def summary(self) -> ScoreSummary: ...
+
+    @property
+    def examples(self) -> pl.DataFrame: ...
+
 
 ROW_GROUP_ROWS = 131_072
 

@@ -135,6 +135,8 @@ class Scale:
 
     def __call__(self, value: float) -> float:
         """The pixel position of ``value`` (clamped to the axis)."""
+        if self.high <= self.low:  # one value only (every delta 0): it sits mid-axis
+            return (self.start + self.end) / 2
         value = min(max(value, self.low), self.high)
         return self.start + (value - self.low) / (self.high - self.low) * (self.end - self.start)
 
