@@ -137,14 +137,18 @@ class ChatColumn:
         """Each conversation without its reference answer (the inference input).
 
         The messages before the last assistant turn; a conversation with no
-        assistant turn is a prompt already and is kept whole.
+        assistant turn is a prompt already and is kept whole. For two columns
+        (prompt and completion) the prompt is the first column's messages.
         """
         import polars as pl
 
         if self.conversations is None:
             raise UsageError(f"column {self.columns[0]!r} holds text, not conversations")
-        has, last = self._last_assistant()
         frame = pl.DataFrame({"c": self.conversations})
+        if self.prompt_turns is not None:
+            frame = frame.with_columns(self.prompt_turns.alias("n"))
+            return frame.select(pl.col("c").list.head(pl.col("n")).alias("messages")).to_series()
+        has, last = self._last_assistant()
         prompt = pl.when(has).then(pl.col("c").list.slice(0, last)).otherwise(pl.col("c"))
         return frame.select(prompt.alias("messages")).to_series()
 
