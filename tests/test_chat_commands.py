@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-
 from conftest import assert_one_line_error
 
 # A long system prompt every example shares: 150 distinct words.
@@ -70,7 +69,10 @@ def prompt_completion_rows(n: int) -> list[dict[str, Any]]:
             {
                 "id": f"i{i:03d}",
                 "g": f"g{i // 2}",
-                "prompt": [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                "prompt": [
+                    {"role": "system", "content": system},
+                    {"role": "user", "content": user},
+                ],
                 "completion": [{"role": "assistant", "content": answer}],
             }
         )
@@ -247,7 +249,11 @@ BAD_INPUTS = {
 
 
 def bad_file(path: Path, value: Any) -> Path:
-    rows = [GOOD_ROW, GOOD_ROW | {"id": "ok2", "g": "g1"}, {"id": "bad", "g": "g2", "messages": value}]
+    rows = [
+        GOOD_ROW,
+        GOOD_ROW | {"id": "ok2", "g": "g1"},
+        {"id": "bad", "g": "g2", "messages": value},
+    ]
     return write_jsonl(path, rows)
 
 

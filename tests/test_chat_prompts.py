@@ -74,7 +74,10 @@ def test_jsonl_lines_keep_the_id_and_normalise_sharegpt(run_cli, tmp_path: Path)
                      "--format", "jsonl")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert read_lines(out) == [
-        {"id": 3, "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}]}
+        {
+            "id": 3,
+            "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}],
+        }
     ]
 
 

@@ -62,14 +62,17 @@ def test_prompts_batch_output_and_gold_answer_give_the_flat_figures(
     folder = tickets["folder"]
     simulator = _simulator()
     batch = folder / "requests.jsonl"
-    result = run_cli("prompts", folder / "chat.jsonl", "--id", "ticket_id", "--text", "messages",
-                     "--out", batch, "--model", "ticket-triage-ft", "--max-tokens", "200")  # fmt: skip
+    result = run_cli("prompts", folder / "chat.jsonl", "--id", "ticket_id", "--text",
+                     "messages", "--out", batch, "--model", "ticket-triage-ft",
+                     "--max-tokens", "200")  # fmt: skip
     assert result.exit_code == 0, result.stderr
     requests = [json.loads(line) for line in batch.read_text().splitlines()]
     assert len(requests) == 600
     for model in ("baseline", "candidate-a", "candidate-b"):
         rows = [json.loads(line) for line in (folder / f"{model}.jsonl").read_text().splitlines()]
-        output = write_jsonl(folder / f"{model}.batch.jsonl", simulator.batch_output(requests, rows))
+        output = write_jsonl(
+            folder / f"{model}.batch.jsonl", simulator.batch_output(requests, rows)
+        )
         flat_out, chat_out = folder / f"flat-{model}", folder / f"chat-{model}"
         flat = run_cli("score", "--contract", TRIAGE, "--gold", folder / "gold.parquet", "--pred",
                        folder / f"{model}.jsonl", "--out", flat_out, "--quiet")  # fmt: skip
@@ -188,8 +191,9 @@ def test_label_reference_answers(run_cli, tmp_path: Path) -> None:
     contract.write_text(text)
     gold = write_jsonl(tmp_path / "gold.jsonl", [chat_row("T1", "billing"),
                                                  chat_row("T2", "legal_threat")])  # fmt: skip
-    pred = write_jsonl(tmp_path / "pred.jsonl", [{"ticket_id": "T1", "output": "Billing."},
-                                                 {"ticket_id": "T2", "output": "account"}])  # fmt: skip
+    predictions = [{"ticket_id": "T1", "output": "Billing."},
+                   {"ticket_id": "T2", "output": "account"}]  # fmt: skip
+    pred = write_jsonl(tmp_path / "pred.jsonl", predictions)
     result = run_cli("score", "--contract", contract, "--gold", gold, "--pred", pred, "--out",
                      tmp_path / "out", "--quiet")  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -202,7 +206,8 @@ def test_label_reference_answers(run_cli, tmp_path: Path) -> None:
                      tmp_path / "out2")  # fmt: skip
     assert_one_line_error(result, "id 'T1'", "not one of the labels")
     # and with parse: label the fields read the key 'label'
-    contract.write_text(text.replace("gold: label", "gold: category").replace(
-        "class: label", "class: category"))
+    contract.write_text(
+        text.replace("gold: label", "gold: category").replace("class: label", "class: category")
+    )
     result = run_cli("contract", "check", contract)
     assert_one_line_error(result, "fields.category.gold", "write gold: label")
