@@ -90,16 +90,20 @@ def test_prompts_batch_output_and_gold_answer_give_the_flat_figures(
         assert pl.read_parquet(chat_out / "examples.parquet").equals(examples)
 
 
-def test_sharegpt_reference_answers_give_the_same_gold(tickets: dict[str, Path]) -> None:
+def test_sharegpt_and_parquet_reference_answers_give_the_same_gold(
+    tickets: dict[str, Path],
+) -> None:
     folder = tickets["folder"]
     contract = load_contract(TRIAGE_CHAT)
     gold_answer = contract.gold_answer.model_copy(update={"column": "conversations"})  # type: ignore[union-attr]
     sharegpt = contract.model_copy(update={"gold_answer": gold_answer})
+    pl.read_ndjson(folder / "chat.jsonl").write_parquet(folder / "chat.parquet")
     prediction = folder / "candidate-a.jsonl"
     left = score(contract, folder / "chat.jsonl", prediction).summary
-    right = score(sharegpt, folder / "sharegpt.jsonl", prediction).summary
-    for figure in FIGURES:
-        assert getattr(left, figure) == getattr(right, figure)
+    for gold_contract, gold in ((sharegpt, "sharegpt.jsonl"), (contract, "chat.parquet")):
+        right = score(gold_contract, folder / gold, prediction).summary
+        for figure in FIGURES:
+            assert getattr(left, figure) == getattr(right, figure), (gold, figure)
 
 
 def test_contracts_without_gold_answer_keep_their_fingerprint() -> None:

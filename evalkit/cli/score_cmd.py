@@ -95,6 +95,10 @@ def score_command(
     precision/recall/F1, per slice, errors, fingerprints) and
     OUT/examples.parquet (one row per gold item).
 
+    With the contract key gold_answer, gold is the reference answer in each
+    conversation's last assistant turn (a test split in training format),
+    parsed strictly under the contract.
+
     \b
     Example:
       evalkit score --contract contracts/ticket-triage.yaml \\
