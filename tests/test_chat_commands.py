@@ -293,3 +293,32 @@ def test_parquet_conversations_name_the_row(run_cli, tmp_path: Path) -> None:
                      "messages", "--sizes", "1,1", "--names", "a,b")  # fmt: skip
     assert_one_line_error(result, "chat.parquet, row 2", "message 0", "unknown role 'bot'")
     assert not out.exists()
+
+
+def test_audit_reads_jsonl_the_same_way_on_either_path(tmp_path: Path) -> None:
+    """pyarrow reads a JSONL split (exact types) unless it refuses; the report is the same."""
+    from evalkit import audit
+    from evalkit.chat.sources import read_jsonl_exact
+    from evalkit.io import read_table
+
+    def rows(offset: int, day: bool) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": offset + i,  # numbers, read as text
+                "g": f"2024-01-0{1 + i % 3}" if day else 1.5 * (i % 3),  # dates, floats
+                "flag": i % 2 == 0,
+                "messages": [{"role": "user", "content": ticket(i % 4)}],
+            }
+            for i in range(8)
+        ]
+
+    train = write_jsonl(tmp_path / "train.jsonl", rows(0, day=False))
+    test = write_jsonl(tmp_path / "test.jsonl", rows(100, day=True))
+    assert read_jsonl_exact(train) is not None  # pyarrow path
+    assert read_jsonl_exact(test) is None  # ISO dates: pyarrow would make timestamps of them
+    options = {"id_column": "id", "text_column": "messages", "group": ["g", "flag"]}
+    from_files = audit([train, test], **options)
+    from_frames = audit({"train": read_table(train), "test": read_table(test)}, **options)
+    assert from_files.counts.exact_duplicates == 16
+    assert from_files.model_dump(exclude={"splits"}) == from_frames.model_dump(exclude={"splits"})
+    assert from_files.group_leaks == from_frames.group_leaks

@@ -19,6 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from evalkit.chat import DEFAULT_COMPARED_ROLES, ChatColumn, Role, read_chat
+from evalkit.chat.sources import is_jsonl, read_jsonl_exact
 from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
 from evalkit.io import read_table, require_columns, sha256_file, table_format
 
@@ -121,6 +122,7 @@ def _scalar_type(dtype: pl.DataType) -> bool:
 
 def _split_rows(
     frame: pl.DataFrame,
+    exact: bool,
     index: int,
     source: SplitSource,
     label: str,
@@ -145,7 +147,7 @@ def _split_rows(
     scalar = [c for c in text_columns if _scalar_type(frame.schema[c])]
     if scalar:
         frame = frame.with_columns(pl.col(scalar).cast(pl.String))
-    chat = read_chat(frame, text_columns, source=label, path=source.path)
+    chat = read_chat(frame, text_columns, source=label, path=source.path, exact=exact)
     text = chat.compared_text(roles)
     columns = [
         pl.lit(index, dtype=pl.Int64).alias("split"),
@@ -176,13 +178,15 @@ def read_rows(
     if isinstance(inputs, Mapping):
         sources = [SplitSource(name=str(name), path=None) for name in inputs]
         _check_names([s.name for s in sources], [f"frame {s.name!r}" for s in sources])
-        frames = [(f"split {name!r}", frame) for name, frame in inputs.items()]
+        frames = [(f"split {name!r}", frame, False) for name, frame in inputs.items()]
     else:
         sources = split_sources([Path(path) for path in inputs])
-        frames = [(str(s.path), read_table(s.path)) for s in sources if s.path is not None]
+        frames = [(str(s.path), *_read_split(s.path)) for s in sources if s.path is not None]
     parts = [
-        _split_rows(frame, index, source, label, id_column, text_columns, roles, group, stratify)
-        for index, (source, (label, frame)) in enumerate(zip(sources, frames, strict=True))
+        _split_rows(
+            frame, exact, index, source, label, id_column, text_columns, roles, group, stratify
+        )
+        for index, (source, (label, frame, exact)) in enumerate(zip(sources, frames, strict=True))
     ]
     table = pl.concat([part for part, _ in parts], how="vertical_relaxed").with_row_index("row")
     return Rows(
@@ -192,6 +196,21 @@ def read_rows(
         group_columns=[f"group_{k}" for k in range(len(group))],
         texts=[chat for _, chat in parts],
     )
+
+
+def _read_split(path: Path) -> tuple[pl.DataFrame, bool]:
+    """A split file's table, and whether its types are exactly JSON's.
+
+    JSONL is read by pyarrow when it can (exact types, and nested
+    conversations read several times faster than polars reads them); every
+    other case by :func:`evalkit.io.read_table`, which also says what is
+    wrong with a file that cannot be read.
+    """
+    if is_jsonl(path) and path.is_file():
+        frame = read_jsonl_exact(path)
+        if frame is not None:
+            return frame, True
+    return read_table(path), False
 
 
 def file_fingerprint(source: SplitSource) -> str | None:
