@@ -51,6 +51,7 @@ done
 
 echo
 echo "== 4. compare both candidates with the baseline, example by example, and rank them"
+echo "   (report.html: the same comparison as charts, one self-contained page to open offline)"
 evalkit compare "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \
   --out "$OUT/compare"
 
@@ -58,7 +59,8 @@ echo
 echo "== 5. gate candidate-a: better on average, but legal_threat is broken -> blocked (exit 1)"
 status=0
 evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-a" \
-  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" || status=$?
+  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" \
+  --html "$OUT/gate/candidate-a.html" || status=$?
 if [ "$status" -ne 1 ]; then
   echo "demo: expected evalkit gate to block candidate-a with exit 1, got exit $status" >&2
   exit 1
@@ -109,4 +111,5 @@ evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/chat-spl
   --out "$OUT/score-chat/candidate-b" --name candidate-b
 
 echo
-echo "Reports: $OUT/compare/report.md, $OUT/compare/junit.xml, $OUT/gate/"
+echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
+echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html"

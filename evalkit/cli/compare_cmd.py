@@ -20,7 +20,7 @@ from evalkit.cli._comparison_options import (
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for report.json, report.md and junit.xml (without it, only print).",
+    help="Folder for report.json, report.md, report.html and junit.xml (without it, only print).",
 )
 @click.option("--force", is_flag=True, help="Replace the --out folder if it exists.")
 @click.option(
@@ -52,7 +52,8 @@ def compare_command(
     that none passes or none gains more than --min-gain.
 
     \b
-    Writes DIR/report.json, DIR/report.md and DIR/junit.xml with --out.
+    Writes DIR/report.json, DIR/report.md, DIR/report.html (charts, one
+    self-contained page) and DIR/junit.xml with --out.
     Exit codes: 0 done (whatever the verdicts; use `evalkit gate` in CI),
     2 bad input.
 
@@ -61,7 +62,9 @@ def compare_command(
       evalkit compare runs/baseline runs/cand-a runs/cand-b --out reports/
     """
     from evalkit.comparison.api import compare
+    from evalkit.comparison.outputs import flip_outputs
     from evalkit.io import atomic_directory, atomic_write_text, check_new_output
+    from evalkit.report.html.compare import render_comparison_html
     from evalkit.report.json_report import render_json
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_comparison_markdown
@@ -76,9 +79,11 @@ def compare_command(
         with atomic_directory(out, force, inputs=sources, marker="report.json") as staging:
             atomic_write_text(staging / "report.json", render_json(report))
             atomic_write_text(staging / "report.md", render_comparison_markdown(report))
+            html = render_comparison_html(report, flip_outputs(report.candidates))
+            atomic_write_text(staging / "report.html", html)
             atomic_write_text(staging / "junit.xml", render_junit(report.candidates))
     for entry, candidate in zip(report.ranking, report.candidates, strict=True):
         click.echo(f"{entry.rank}. " + "\n".join(verdict_lines(candidate)))
     click.echo(f"Decision: {report.decision.reason}")
     if out is not None:
-        click.echo(f"wrote {out}/report.json, report.md, junit.xml")
+        click.echo(f"wrote {out}/report.json, report.md, report.html, junit.xml")

@@ -24,6 +24,11 @@ OUTPUT_FILE = click.Path(dir_okay=False, path_type=Path)
     "--junit", type=OUTPUT_FILE, help="Write JUnit XML: one test case per rule and scope."
 )
 @click.option("--markdown", type=OUTPUT_FILE, help="Write the Markdown report.")
+@click.option(
+    "--html",
+    type=OUTPUT_FILE,
+    help="Write the HTML report: charts and the flipped examples, one self-contained page.",
+)
 @click.option("--json", "json_path", type=OUTPUT_FILE, help="Write the report as JSON.")
 @click.option("--force", is_flag=True, help="Overwrite report files that exist already.")
 @statistics_options
@@ -32,6 +37,7 @@ def gate_command(
     candidate: str,
     junit: Path | None,
     markdown: Path | None,
+    html: Path | None,
     json_path: Path | None,
     force: bool,
     seed: int,
@@ -53,7 +59,7 @@ def gate_command(
 
     \b
     Example:
-      evalkit gate runs/baseline runs/candidate --junit gate.xml
+      evalkit gate runs/baseline runs/candidate --junit gate.xml --html gate.html
     """
     from evalkit.comparison.api import gate
     from evalkit.io import atomic_write_text, check_new_output
@@ -62,7 +68,7 @@ def gate_command(
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_candidate_markdown
 
-    outputs = [path for path in (junit, markdown, json_path) if path is not None]
+    outputs = [path for path in (junit, markdown, html, json_path) if path is not None]
     results = [Path(folder) / name for folder in (baseline, candidate)
                for name in ("summary.json", "examples.parquet")]  # fmt: skip
     for path in outputs:
@@ -76,6 +82,12 @@ def gate_command(
         atomic_write_text(markdown, markdown_text)
     if json_path is not None:
         atomic_write_text(json_path, render_json(report))
+    if html is not None:
+        from evalkit.comparison.outputs import flip_outputs
+        from evalkit.report.html.candidate import render_candidate_html
+
+        found = flip_outputs([report])[report.candidate.name]
+        atomic_write_text(html, render_candidate_html(report, found))
     for line in verdict_lines(report):
         click.echo(line)
     for path in outputs:

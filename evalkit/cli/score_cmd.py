@@ -37,7 +37,8 @@ PRED_FORMATS = ["auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "h
     "out",
     required=True,
     type=click.Path(path_type=Path),
-    help="Result folder for summary.json and examples.parquet (must not exist unless --force).",
+    help="Result folder for summary.json, examples.parquet and report.html "
+    "(must not exist unless --force).",
 )
 @click.option("--name", help="Name of this result (default: the predictions file's stem).")
 @click.option(
@@ -92,8 +93,9 @@ def score_command(
     schema-valid) or one error category (missing, empty, no_json,
     invalid_json, schema:<keyword>, unknown_label); and content-correct or
     not. Writes OUT/summary.json (overall, per field, per class with
-    precision/recall/F1, per slice, errors, fingerprints) and
-    OUT/examples.parquet (one row per gold item).
+    precision/recall/F1, per slice, errors, confusion matrix, fingerprints),
+    OUT/examples.parquet (one row per gold item) and OUT/report.html (the
+    same figures as charts: one self-contained page, no script).
 
     With the contract key gold_answer, gold is the reference answer in each
     conversation's last assistant turn (a test split in training format),
@@ -109,6 +111,7 @@ def score_command(
     corrupt predictions line, duplicate ids, existing --out without --force).
     """
     from evalkit.io import check_new_output
+    from evalkit.report.html.score import render_score_html
     from evalkit.report.score_summary import render_score_summary
     from evalkit.scoring.engine import OnDuplicate, score
 
@@ -126,5 +129,6 @@ def score_command(
         on_duplicate=cast(OnDuplicate, on_duplicate),
         workers=workers,
     )
-    result.write(out, force=force)
+    report = render_score_html(result.summary).encode("utf-8")
+    result.write(out, force=force, extra_files={"report.html": report})
     click.echo(str(out) if quiet else render_score_summary(result.summary, str(out)))

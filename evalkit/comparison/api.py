@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from evalkit._version import __version__
+from evalkit.comparison.breakdown import confusion_change, flipped_examples, format_errors
 from evalkit.comparison.models import (
     CandidateReport,
     ComparisonOptions,
@@ -110,6 +111,9 @@ def _compare_one(
         classes={scope.scope.removeprefix("class:"): scope for scope in classes},
         slices={scope.scope.removeprefix("slice:"): scope for scope in slices},
         new_errors=new_errors(paired),
+        format_errors=format_errors(paired),
+        confusion=confusion_change(paired),
+        flips=flipped_examples(paired, rare),
     )
 
 

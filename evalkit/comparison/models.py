@@ -163,6 +163,68 @@ class NewError(_Model):
     """The scorer's one-line reason for the candidate's error, if any."""
 
 
+class FormatErrorCount(_Model):
+    """One format-error category: how often each side makes it, and one example."""
+
+    category: str
+    """The error category (``missing``, ``no_json``, ``schema:<keyword>``, …)."""
+    baseline: int
+    """Paired examples with this error in the baseline."""
+    candidate: int
+    """Paired examples with this error in the candidate."""
+    example_id: str
+    """The candidate's smallest id with this error (the baseline's when the candidate has none)."""
+    example_side: Literal["baseline", "candidate"]
+    """Whose output ``example_id`` shows the error in."""
+    detail: str | None
+    """The scorer's one-line reason for that example's error."""
+
+
+class ConfusionChange(_Model):
+    """One cell of the confusion matrix in both results."""
+
+    gold: str
+    """The gold class."""
+    predicted: str | None
+    """The predicted class; null when the output predicted none (missing or invalid)."""
+    baseline: int
+    """Paired examples of ``gold`` the baseline predicted as ``predicted``."""
+    candidate: int
+    """Paired examples of ``gold`` the candidate predicted as ``predicted``."""
+    change: int
+    """candidate - baseline."""
+
+
+class ConfusionComparison(_Model):
+    """Gold class against predicted class for both sides, over the paired examples, sparsely."""
+
+    labels: list[str]
+    """Every class that is a gold class or a predicted class on either side, sorted."""
+    cells: list[ConfusionChange]
+    """The cells non-empty on either side, by gold class, then predicted class (null last)."""
+
+
+class FlippedExample(_Model):
+    """An example whose content correctness changed between baseline and candidate."""
+
+    id: str
+    """The example's id."""
+    direction: Literal["negative", "positive"]
+    """``negative``: the baseline was right, the candidate is wrong; ``positive``: the reverse."""
+    gold_class: str | None
+    """Gold class of the example."""
+    rare: bool
+    """Whether that class is rare."""
+    baseline_category: str | None
+    """The baseline's error category, ``mismatch:<fields>``, or null when it was right."""
+    candidate_category: str | None
+    """The candidate's error category, ``mismatch:<fields>``, or null when it is right."""
+    baseline_predicted_class: str | None
+    """The class the baseline predicted (null when its output was invalid)."""
+    candidate_predicted_class: str | None
+    """The class the candidate predicted (null when its output was invalid)."""
+
+
 class ComparisonOptions(_Model):
     """Options that change the numbers: recorded so a report can be reproduced."""
 
@@ -209,6 +271,12 @@ class CandidateReport(_Model):
     """Per contract slice, by name."""
     new_errors: list[NewError]
     """Errors the candidate makes where the baseline did not, by category."""
+    format_errors: list[FormatErrorCount] = []
+    """Format-error categories of either side, most frequent in the candidate first."""
+    confusion: ConfusionComparison | None = None
+    """Both sides' confusion matrices (null when the results have no gold class)."""
+    flips: list[FlippedExample] = []
+    """Some flipped examples to read: negative ones first, a few per class (ids in order)."""
 
 
 class RankedCandidate(_Model):

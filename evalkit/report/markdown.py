@@ -16,6 +16,11 @@ from evalkit.comparison.models import (
     RuleCheck,
     ScopeComparison,
 )
+from evalkit.report.numbers import p_value as _p
+from evalkit.report.numbers import rate as _rate
+from evalkit.report.numbers import rate_ci as _rate_ci
+from evalkit.report.numbers import signed as _signed
+from evalkit.report.numbers import with_ci as _with_ci
 
 MAX_TABLE_CLASSES = 200
 
@@ -29,32 +34,6 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
     return lines
-
-
-def _rate(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
-def _signed(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.3f}"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return "<0.0001" if value < 1e-4 else f"{value:.3g}"
-
-
-def _with_ci(value: float | None, interval: tuple[float, float] | None) -> str:
-    if interval is None:
-        return _signed(value)
-    return f"{_signed(value)} ({_signed(interval[0])}, {_signed(interval[1])})"
-
-
-def _rate_ci(value: float | None, interval: tuple[float, float] | None) -> str:
-    if interval is None:
-        return _rate(value)
-    return f"{_rate(value)} [{_rate(interval[0])}, {_rate(interval[1])}]"
 
 
 def _ids(ids: Sequence[str]) -> str:

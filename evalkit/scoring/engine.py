@@ -9,6 +9,7 @@ item comes out, sorted by id, whatever the input order or worker count.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -43,11 +44,17 @@ class ScoreResult:
     summary: ScoreSummary
     examples: pl.DataFrame
 
-    def write(self, out: str | os.PathLike[str], *, force: bool = False) -> Path:
-        """Write ``summary.json`` and ``examples.parquet`` into ``out`` (atomically)."""
+    def write(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        force: bool = False,
+        extra_files: Mapping[str, bytes] | None = None,
+    ) -> Path:
+        """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``."""
         from evalkit.scoring.write import write_score
 
-        return write_score(self, out, force=force)
+        return write_score(self, out, force=force, extra_files=extra_files)
 
 
 def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
@@ -327,11 +334,14 @@ def score(
                 duplicate_ids=resolved_duplicates,
                 on_duplicate=on_duplicate,
                 request_errors=request_errors,
+                id_col=id_col,
+                output_col=output_col,
             ),
             overall=aggregate.rates(examples),
             fields=aggregate.field_stats(examples, loaded),
             classes=aggregate.class_stats(examples, loaded),
             slices=aggregate.slice_stats(examples, loaded),
             errors=aggregate.error_stats(examples),
+            confusion=aggregate.confusion(examples, loaded),
         )
     return ScoreResult(summary=summary, examples=examples)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,15 +23,24 @@ def summary_json(result: ScoreResult) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def write_score(result: ScoreResult, out: str | os.PathLike[str], *, force: bool = False) -> Path:
+def write_score(
+    result: ScoreResult,
+    out: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    extra_files: Mapping[str, bytes] | None = None,
+) -> Path:
     """Write the result folder; an existing folder is replaced only with ``force``.
 
-    Both files appear together or not at all (written into a staging folder
+    Every file appears together or not at all (written into a staging folder
     that is renamed into place), and the same result gives the same bytes.
+    ``extra_files`` (name -> bytes, e.g. ``report.html``) go in the same folder.
     """
     folder = Path(out)
     with atomic_directory(folder, force) as staging:
         (staging / "summary.json").write_bytes(summary_json(result))
+        for name, data in (extra_files or {}).items():
+            (staging / name).write_bytes(data)
         # A fixed row-group size makes the bytes independent of how the
         # frame happens to be chunked (worker count, batch sizes).
         result.examples.write_parquet(
