@@ -38,12 +38,18 @@ _EXPORTS: dict[str, str] = {
     "ScoreSummary": "evalkit.scoring.summary",
     "write_score": "evalkit.scoring.write",
     "read_predictions": "evalkit.scoring.predictions",
+    "PlanResult": "evalkit.plan.models",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+# Subpackages that are also their command's function (the package is callable).
+_CALLABLE_PACKAGES = ("plan",)
+
+__all__ = ["__version__", *_EXPORTS, *_CALLABLE_PACKAGES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _CALLABLE_PACKAGES:
+        return importlib.import_module(f"evalkit.{name}")
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value

@@ -68,3 +68,7 @@ class InvalidConversation(InvalidTable):
 
 class DuplicateIds(InvalidTable):
     """An id occurs more than once where every id must be unique."""
+
+
+class InvalidModelConfig(EvalkitError):
+    """A model's config.json lacks a key, or has a value the memory planner cannot use."""

@@ -73,14 +73,24 @@ evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
   --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
 echo "   -> exit 0: candidate-b passes"
 echo
-echo "== 7. the same tickets as training conversations (system prompt, ticket, JSON answer)"
+echo "== 7. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
+echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export merge --json "$OUT/plan/llama-2-13b-qlora.json"
+echo
+echo "   the same cycle exporting the adapter alone:"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
+
+echo
+echo "== 8. the same tickets as training conversations (system prompt, ticket, JSON answer)"
 echo "   (examples/tickets/tickets_chat.jsonl; python examples/tickets/generate.py --format messages)"
 evalkit split examples/tickets/tickets_chat.jsonl --out "$OUT/chat-split" \
   --group conversation_id --stratify category --id ticket_id --text messages \
   --sizes 840,180,180 --seed 7 --near-dup 0.8 --format jsonl
 
 echo
-echo "== 7b. audit it: the shared system prompt is not compared (default --roles), no leak"
+echo "== 8b. audit it: the shared system prompt is not compared (default --roles), no leak"
 evalkit audit "$OUT/chat-split" --id ticket_id --text messages --group conversation_id
 echo "   -> exit 0. Comparing the shared system prompt too (--roles system,user) is wrong:"
 status=0
@@ -97,12 +107,12 @@ print(f"   -> exit 1: {counts['near_duplicates']:,} near-duplicate pairs that on
 PY
 
 echo
-echo "== 7c. the test split's prompts (reference answers left out) as OpenAI Batch requests"
+echo "== 8c. the test split's prompts (reference answers left out) as OpenAI Batch requests"
 evalkit prompts "$OUT/chat-split/test.jsonl" --id ticket_id --text messages \
   --out "$OUT/prompts/test.batch.jsonl" --model ticket-triage-ft --max-tokens 200
 
 echo
-echo "== 7d. SIMULATED Batch output files for those requests, scored with gold read from"
+echo "== 8d. SIMULATED Batch output files for those requests, scored with gold read from"
 echo "   the reference answers (contracts/ticket-triage-chat.yaml: gold_answer)"
 python examples/tickets/simulate_predictions.py "$OUT/chat-split/test.jsonl" \
   --batch-input "$OUT/prompts/test.batch.jsonl" --out "$OUT/chat-predictions" --seed 11

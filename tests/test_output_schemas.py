@@ -15,6 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from evalkit.leakage.models import AuditReport
+from evalkit.plan.models import PlanResult
 from evalkit.scoring.summary import ScoreSummary
 from evalkit.splitting.manifest import SplitManifest
 
@@ -27,6 +28,7 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (SplitManifest, "split-manifest"),
         (ScoreSummary, "score-summary"),
         (AuditReport, "audit-report"),
+        (PlanResult, "plan-result"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:

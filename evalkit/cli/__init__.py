@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prompts": ("evalkit.cli.prompts_cmd", "prompts_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
+    "plan": ("evalkit.cli.plan_cmd", "plan_command"),
 }
 
 INTERNAL_ERROR_EXIT = 3
@@ -68,6 +69,7 @@ def cli(debug: bool) -> None:
                       evalkit compare - paired regression report vs a baseline
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail
                       evalkit contract - check a contract, print its schema
+    Before renting:   evalkit plan    - GPU memory of load, train, eval, export
 
     Exit codes: 0 done/pass, 1 a check found a problem, 2 bad input or usage,
     3 internal error (a bug: please report it with --debug output).
