@@ -88,5 +88,43 @@ evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
   --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
 
 echo
+echo "== 8. the same tickets as training conversations (system prompt, ticket, JSON answer)"
+echo "   (examples/tickets/tickets_chat.jsonl; python examples/tickets/generate.py --format messages)"
+evalkit split examples/tickets/tickets_chat.jsonl --out "$OUT/chat-split" \
+  --group conversation_id --stratify category --id ticket_id --text messages \
+  --sizes 840,180,180 --seed 7 --near-dup 0.8 --format jsonl
+
+echo
+echo "== 8b. audit it: the shared system prompt is not compared (default --roles), no leak"
+evalkit audit "$OUT/chat-split" --id ticket_id --text messages --group conversation_id
+echo "   -> exit 0. Comparing the shared system prompt too (--roles system,user) is wrong:"
+status=0
+evalkit audit "$OUT/chat-split" --id ticket_id --text messages --roles system,user \
+  --json "$OUT/chat-audit-with-system.json" --quiet || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected the audit with the system prompt compared to exit 1, got $status" >&2
+  exit 1
+fi
+python - "$OUT/chat-audit-with-system.json" <<'PY'
+import json, sys
+counts = json.load(open(sys.argv[1]))["counts"]
+print(f"   -> exit 1: {counts['near_duplicates']:,} near-duplicate pairs that only share the prompt")
+PY
+
+echo
+echo "== 8c. the test split's prompts (reference answers left out) as OpenAI Batch requests"
+evalkit prompts "$OUT/chat-split/test.jsonl" --id ticket_id --text messages \
+  --out "$OUT/prompts/test.batch.jsonl" --model ticket-triage-ft --max-tokens 200
+
+echo
+echo "== 8d. SIMULATED Batch output files for those requests, scored with gold read from"
+echo "   the reference answers (contracts/ticket-triage-chat.yaml: gold_answer)"
+python examples/tickets/simulate_predictions.py "$OUT/chat-split/test.jsonl" \
+  --batch-input "$OUT/prompts/test.batch.jsonl" --out "$OUT/chat-predictions" --seed 11
+evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/chat-split/test.jsonl" \
+  --pred "$OUT/chat-predictions/candidate-b.batch-output.jsonl" --pred-format openai-batch \
+  --out "$OUT/score-chat/candidate-b" --name candidate-b
+
+echo
 echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
 echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html"

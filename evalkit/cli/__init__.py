@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("evalkit.cli.compare_cmd", "compare_command"),
     "gate": ("evalkit.cli.gate_cmd", "gate_command"),
     "audit": ("evalkit.cli.audit_cmd", "audit_command"),
+    "prompts": ("evalkit.cli.prompts_cmd", "prompts_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
     "card": ("evalkit.cli.card_cmd", "card_command"),
@@ -65,6 +66,7 @@ def cli(debug: bool) -> None:
     \b
     Before training:  evalkit split   - group-aware, exact, stratified splits
                       evalkit audit   - leakage between existing splits
+    Evaluation input: evalkit prompts - a split's conversations as Batch requests
     After training:   evalkit score   - format validity and accuracy per class
                       evalkit compare - paired regression report vs a baseline
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail

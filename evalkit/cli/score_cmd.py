@@ -144,6 +144,10 @@ def score_command(
     bases. Every score appends a line to the test-set ledger
     (evalkit-ledger.jsonl beside the gold file; see `evalkit ledger`).
 
+    With the contract key gold_answer, gold is the reference answer in each
+    conversation's last assistant turn (a test split in training format),
+    parsed strictly under the contract.
+
     \b
     Example:
       evalkit score --contract contracts/ticket-triage.yaml \\
