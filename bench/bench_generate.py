@@ -3,8 +3,8 @@
 Run: ``.venv/bin/python bench/bench_generate.py`` (``--n 48``,
 ``--max-new-tokens 32``, ``--batch-size 8``, ``--repeat 3``).
 
-Data: ``--n`` tickets of ``examples/tickets/tickets.jsonl`` as conversations
-(system prompt, ticket, reference answer; ``examples/model/conversations.py``),
+Data: the first ``--n`` conversations of ``examples/tickets/tickets_chat.jsonl``
+(system prompt, ticket, reference answer),
 answered by the example model (``examples/model/``: a 2-layer random Llama,
 hidden size 64, with its LoRA adapter) on the CPU in float32.
 
@@ -39,10 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "examples" / "model"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-from conversations import conversations  # noqa: E402
 
 BASE = ROOT / "examples" / "model" / "base"
 ADAPTER = ROOT / "examples" / "model" / "adapter"
@@ -88,7 +85,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         data = work / "chat.jsonl"
-        conversations(ROOT / "examples" / "tickets" / "tickets.jsonl", data, args.n)
+        chat = ROOT / "examples" / "tickets" / "tickets_chat.jsonl"
+        with chat.open(encoding="utf-8") as source:
+            data.write_text("".join(next(source) for _ in range(args.n)), encoding="utf-8")
         options = {"id_column": "ticket_id", "text_columns": ["messages"]}
 
         def batched() -> None:

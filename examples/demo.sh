@@ -50,7 +50,13 @@ for name in baseline candidate-a candidate-b; do
 done
 
 echo
+echo "== 3b. the test-set ledger: each score above was one look at the test split"
+echo "   (score appends to $OUT/split/evalkit-ledger.jsonl; three looks: 'reused')"
+evalkit ledger "$OUT/split/test.parquet"
+
+echo
 echo "== 4. compare both candidates with the baseline, example by example, and rank them"
+echo "   (report.html: the same comparison as charts, one self-contained page to open offline)"
 evalkit compare "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \
   --out "$OUT/compare"
 
@@ -58,7 +64,8 @@ echo
 echo "== 5. gate candidate-a: better on average, but legal_threat is broken -> blocked (exit 1)"
 status=0
 evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-a" \
-  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" || status=$?
+  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" \
+  --html "$OUT/gate/candidate-a.html" || status=$?
 if [ "$status" -ne 1 ]; then
   echo "demo: expected evalkit gate to block candidate-a with exit 1, got exit $status" >&2
   exit 1
@@ -72,27 +79,77 @@ evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
 echo "   -> exit 0: candidate-b passes"
 
 echo
-echo "== 7. generate with a model: a base + LoRA adapter from local folders (examples/model/)"
+echo "== 7. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
+echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export merge --json "$OUT/plan/llama-2-13b-qlora.json"
+echo
+echo "   the same cycle exporting the adapter alone:"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
+
+echo
+echo "== 8. the same tickets as training conversations (system prompt, ticket, JSON answer)"
+echo "   (examples/tickets/tickets_chat.jsonl; python examples/tickets/generate.py --format messages)"
+evalkit split examples/tickets/tickets_chat.jsonl --out "$OUT/chat-split" \
+  --group conversation_id --stratify category --id ticket_id --text messages \
+  --sizes 840,180,180 --seed 7 --near-dup 0.8 --format jsonl
+
+echo
+echo "== 8b. audit it: the shared system prompt is not compared (default --roles), no leak"
+evalkit audit "$OUT/chat-split" --id ticket_id --text messages --group conversation_id
+echo "   -> exit 0. Comparing the shared system prompt too (--roles system,user) is wrong:"
+status=0
+evalkit audit "$OUT/chat-split" --id ticket_id --text messages --roles system,user \
+  --json "$OUT/chat-audit-with-system.json" --quiet || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected the audit with the system prompt compared to exit 1, got $status" >&2
+  exit 1
+fi
+python - "$OUT/chat-audit-with-system.json" <<'PY'
+import json, sys
+counts = json.load(open(sys.argv[1]))["counts"]
+print(f"   -> exit 1: {counts['near_duplicates']:,} near-duplicate pairs that only share the prompt")
+PY
+
+echo
+echo "== 8c. the test split's prompts (reference answers left out) as OpenAI Batch requests"
+evalkit prompts "$OUT/chat-split/test.jsonl" --id ticket_id --text messages \
+  --out "$OUT/prompts/test.batch.jsonl" --model ticket-triage-ft --max-tokens 200
+
+echo
+echo "== 8d. SIMULATED Batch output files for those requests, scored with gold read from"
+echo "   the reference answers (contracts/ticket-triage-chat.yaml: gold_answer)"
+python examples/tickets/simulate_predictions.py "$OUT/chat-split/test.jsonl" \
+  --batch-input "$OUT/prompts/test.batch.jsonl" --out "$OUT/chat-predictions" --seed 11
+evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/chat-split/test.jsonl" \
+  --pred "$OUT/chat-predictions/candidate-b.batch-output.jsonl" --pred-format openai-batch \
+  --out "$OUT/score-chat/candidate-b" --name candidate-b
+
+echo
+echo "== 9. generate with a model: a base + LoRA adapter from local folders (examples/model/),"
+echo "   on the first 12 test conversations of the chat split (reference answers left out)"
 echo "   (the example model is TINY AND RANDOM: its outputs are GARBAGE, and scoring them says"
 echo "    so. The point is the mechanics - loading, rendering, batching, pinning, reloading -"
 echo "    which are the same for a 7B model and its adapter.)"
-python examples/model/conversations.py "$OUT/split/test.parquet" --out "$OUT/model/test-chat.jsonl" --n 12
+mkdir -p "$OUT/model"
+head -n 12 "$OUT/chat-split/test.jsonl" > "$OUT/model/test-chat.jsonl"
 evalkit generate --base examples/model/base --adapter examples/model/adapter \
   --data "$OUT/model/test-chat.jsonl" --id ticket_id --text messages \
   --out "$OUT/model/run" --max-new-tokens 32 --batch-size 4
 head -2 "$OUT/model/run/predictions.jsonl"
 echo
-evalkit score --contract contracts/ticket-triage.yaml --gold "$OUT/model/test-chat.jsonl" \
+evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/model/test-chat.jsonl" \
   --pred "$OUT/model/run/predictions.jsonl" --out "$OUT/model/score" --name tiny-random-adapter \
-  | head -8
+  --no-ledger | head -8
 echo "   -> every output is no_json: the contract sees garbage as garbage"
 
 echo
-echo "== 8. reload-check: a fresh process reloads what run.json pins and regenerates controls"
+echo "== 10. reload-check: a fresh process reloads what run.json pins and regenerates controls"
 evalkit reload-check "$OUT/model/run" --n 8
 
 echo
-echo "== 8b. merge the adapter into the base: saved in float32 it passes; saved in bf16 it fails"
+echo "== 10b. merge the adapter into the base: saved in float32 it passes; saved in bf16 it fails"
 python examples/model/merge.py --base examples/model/base --adapter examples/model/adapter \
   --out "$OUT/model/merged-fp32"
 evalkit reload-check "$OUT/model/run" --n 12 --merged "$OUT/model/merged-fp32" --quiet
@@ -109,4 +166,5 @@ fi
 echo "   -> exit 1: the bf16-saved merge is not the artifact that was scored"
 
 echo
-echo "Reports: $OUT/compare/report.md, $OUT/compare/junit.xml, $OUT/gate/, $OUT/model/"
+echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
+echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html; $OUT/model/"

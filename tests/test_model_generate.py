@@ -123,7 +123,13 @@ def test_run_json_pins_every_input(tiny: TinyModels) -> None:
     assert run["adapter"]["files"]["adapter_config.json"] == sha(
         tiny.adapter / "adapter_config.json"
     )
-    assert run["adapter"]["card"] is None
+    card = run["adapter"]["card"]
+    assert card["peft_type"] == "LORA" and card["lora"]["r"] == 8
+    from safetensors import safe_open
+
+    with safe_open(str(tiny.adapter / "adapter_model.safetensors"), "pt") as handle:
+        numel = sum(handle.get_tensor(key).numel() for key in handle.keys())  # noqa: SIM118
+    assert card["trainable_params"] == numel
     template = (tiny.base / "chat_template.jinja").read_text()
     assert run["tokenizer"]["chat_template_sha256"] == hashlib.sha256(template.encode()).hexdigest()
     assert run["tokenizer"]["files"]["tokenizer.json"] == sha(tiny.base / "tokenizer.json")

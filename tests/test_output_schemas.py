@@ -1,8 +1,9 @@
 """The JSON Schemas of evalkit's persisted outputs, generated from the models and committed.
 
-Readers of manifest.json, summary.json and the audit report (people, and tools
-in other languages) get a schema in docs/schemas/; this test fails when a model
-changes and its committed schema was not regenerated (EVALKIT_UPDATE_GOLDEN=1).
+Readers of manifest.json, summary.json, the audit report, card.json and ledger
+reports (people, and tools in other languages) get a schema in docs/schemas/;
+this test fails when a model changes and its committed schema was not
+regenerated (EVALKIT_UPDATE_GOLDEN=1).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pydantic import BaseModel
 
 from evalkit.leakage.models import AuditReport
 from evalkit.model.records import ReloadReport, RunRecord
+from evalkit.plan.models import PlanResult
+from evalkit.provenance.ledger_state import LedgerReport
+from evalkit.provenance.models import AdapterCard
 from evalkit.scoring.summary import ScoreSummary
 from evalkit.splitting.manifest import SplitManifest
 
@@ -30,6 +34,9 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (AuditReport, "audit-report"),
         (RunRecord, "generate-run"),
         (ReloadReport, "reload-report"),
+        (PlanResult, "plan-result"),
+        (AdapterCard, "adapter-card"),
+        (LedgerReport, "ledger-report"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:

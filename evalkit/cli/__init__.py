@@ -25,8 +25,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("evalkit.cli.compare_cmd", "compare_command"),
     "gate": ("evalkit.cli.gate_cmd", "gate_command"),
     "audit": ("evalkit.cli.audit_cmd", "audit_command"),
+    "prompts": ("evalkit.cli.prompts_cmd", "prompts_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
+    "card": ("evalkit.cli.card_cmd", "card_command"),
+    "ledger": ("evalkit.cli.ledger_cmd", "ledger_command"),
+    "plan": ("evalkit.cli.plan_cmd", "plan_command"),
     "generate": ("evalkit.cli.generate_cmd", "generate_command"),
     "reload-check": ("evalkit.cli.reload_check_cmd", "reload_check_command"),
 }
@@ -69,10 +73,14 @@ def cli(debug: bool) -> None:
     \b
     Before training:  evalkit split   - group-aware, exact, stratified splits
                       evalkit audit   - leakage between existing splits
+    Evaluation input: evalkit prompts - a split's conversations as Batch requests
     After training:   evalkit score   - format validity and accuracy per class
                       evalkit compare - paired regression report vs a baseline
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail
                       evalkit contract - check a contract, print its schema
+    Before renting:   evalkit plan    - GPU memory of load, train, eval, export
+    Provenance:       evalkit card    - what a PEFT adapter is, without loading it
+                      evalkit ledger  - how often each test set was looked at
     Models ([hf]):    evalkit generate - greedy predictions, every input pinned
                       evalkit reload-check - the pinned artifact gives the same tokens
 

@@ -213,7 +213,7 @@ def generate(
     # Pins after loading: the files hashed are the files transformers just read.
     pinned_base: BasePins = base_pins(base_path)
     pinned_adapter: AdapterPins | None = (
-        adapter_record(adapter_path) if adapter_path is not None else None
+        adapter_record(adapter_path, base_path) if adapter_path is not None else None
     )
     settings = default_settings(loaded, max_new_tokens)
     batches = plan_batches([len(ids) for ids in prompts.prompt_ids], batch_size)

@@ -46,8 +46,10 @@ def base_pins(folder: Path) -> BasePins:
     )
 
 
-def adapter_record(folder: Path) -> AdapterPins:
-    """The adapter folder's config and weights, hashed; the card's place left empty."""
+def adapter_record(folder: Path, base: Path) -> AdapterPins:
+    """The adapter folder's config and weights, hashed, and its card checked against ``base``."""
+    from evalkit.provenance.card import adapter_card
+
     pins = adapter_pins(folder)
     weights = next(pins.files[name] for name in ADAPTER_WEIGHTS if name in pins.files)
     config = read_json(folder / "adapter_config.json")
@@ -57,7 +59,7 @@ def adapter_record(folder: Path) -> AdapterPins:
         files=pins.files,
         weights_sha256=weights,
         base_model_name_or_path=declared if isinstance(declared, str) else None,
-        card=None,
+        card=adapter_card(folder, base=base),
     )
 
 

@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evalkit.provenance.models import AdapterCard
+
 RUN_VERSION = 1
 REPORT_VERSION = 1
 RUN_FILE = "run.json"
@@ -50,9 +52,9 @@ class AdapterPins(FolderPins):
     """sha256 of the adapter weights file."""
     base_model_name_or_path: str | None
     """What ``adapter_config.json`` says the adapter was trained on (provenance only)."""
-    card: dict[str, Any] | None = None
-    """The adapter card (``evalkit card``, evalkit/provenance) once that is available; until
-    then null, and ``files`` pins the adapter."""
+    card: AdapterCard
+    """The adapter card (``evalkit card ADAPTER --base BASE``): what the adapter is, its
+    canonical weights hash and the problems found against the base."""
 
 
 class TokenizerPins(FolderPins):

@@ -26,6 +26,15 @@ def render_generate_summary(run: RunRecord, batches: int, out: str) -> str:
         f"stopped    {outputs.stopped_at_eos} at eos, {outputs.stopped_at_length} at "
         "max-new-tokens",
     ]
+    if run.adapter is not None:
+        card = run.adapter.card
+        lora = f"r={card.lora.r}, " if card.lora is not None else ""
+        codes = ", ".join(sorted({problem.code for problem in card.problems}))
+        problems = f"; card problems: {codes} (run.json has them)" if codes else ""
+        lines.append(
+            f"card       {card.peft_type} {lora}{len(card.modules)} modules, "
+            f"{card.trainable_params:,} trainable parameters{problems}"
+        )
     if generation.not_applied:
         ignored = ", ".join(
             f"{key}={value}" for key, value in sorted(generation.not_applied.items())
