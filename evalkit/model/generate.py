@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit._version import __version__
 from evalkit.errors import UsageError
 from evalkit.io import sha256_file
 from evalkit.model.decode import DecodeSettings, Generation, decode_batches, plan_batches
@@ -228,7 +229,8 @@ def generate(
         schema={id_column: tokens_id_dtype(prompts), OUTPUT_COLUMN: pl.String},
     )
     run = RunRecord(
-        run_version=RUN_VERSION,
+        format_version=RUN_VERSION,
+        evalkit_version=__version__,
         kind="base+adapter" if adapter_path is not None else "base",
         base=pinned_base,
         adapter=pinned_adapter,

@@ -137,8 +137,10 @@ class OutputsInfo(_Model):
 class RunRecord(_Model):
     """``run.json``: what ``evalkit generate`` ran, pinned."""
 
-    run_version: int
-    """Version of this file's format."""
+    format_version: int
+    """Version of this file's format (bumped on any incompatible change)."""
+    evalkit_version: str
+    """The evalkit that wrote it."""
     kind: Literal["base", "base+adapter"]
     """What generated: the base (or a merged folder) alone, or the base with the adapter."""
     base: BasePins
@@ -201,8 +203,10 @@ class Divergence(_Model):
 class ReloadReport(_Model):
     """What ``evalkit reload-check`` found."""
 
-    report_version: int
-    """Version of this report's format."""
+    format_version: int
+    """Version of this report's format (bumped on any incompatible change)."""
+    evalkit_version: str
+    """The evalkit that wrote it."""
     run: str
     """The run folder checked."""
     artifact: Literal["base", "base+adapter", "merged"]

@@ -19,6 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from evalkit._version import __version__
 from evalkit.errors import ArtifactChanged, DeviceUnavailable, EvalkitError
 from evalkit.model.records import REPORT_VERSION, TOKENS_FILE, Divergence, ReloadReport, RunRecord
 
@@ -126,7 +127,8 @@ def check(request: dict[str, Any]) -> ReloadReport:
             differences.append(found)
     merged = request.get("merged")
     return ReloadReport(
-        report_version=REPORT_VERSION,
+        format_version=REPORT_VERSION,
+        evalkit_version=__version__,
         run=str(run_dir),
         artifact="merged" if merged is not None else run.kind,
         merged=request.get("merged_pins"),
