@@ -34,6 +34,9 @@ _EXPORTS: dict[str, str] = {
     "ScoreSummary": "evalkit.scoring.summary",
     "write_score": "evalkit.scoring.write",
     "read_predictions": "evalkit.scoring.predictions",
+    "check_tokens": "evalkit.tokens.api",
+    "TokensResult": "evalkit.tokens.api",
+    "TokensReport": "evalkit.tokens.models",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("evalkit.cli.audit_cmd", "audit_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
+    "tokens": ("evalkit.cli.tokens_cmd", "tokens_command"),
 }
 
 INTERNAL_ERROR_EXIT = 3
@@ -62,6 +63,7 @@ def cli(debug: bool) -> None:
     \b
     Before training:  evalkit split   - group-aware, exact, stratified splits
                       evalkit audit   - leakage between existing splits
+                      evalkit tokens  - the data as the model sees it
     After training:   evalkit score   - format validity and accuracy per class
                       evalkit compare - paired regression report vs a baseline
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail
