@@ -1,0 +1,96 @@
+"""The inference prompt's ids, derived from the training ids, equal encoding the prompt whole.
+
+``evalkit tokens`` encodes only the text after a prompt's last special token
+(see ``evalkit/tokens/parity.py``); ``generate`` encodes the whole prompt
+through ``encode_renders(prompt_renders(...))``. The two must give the same
+ids, or render parity would be judged on ids the model never gets: tested
+here on the three families, with answers that start with whitespace (where
+BPE merges across the prompt's end) and templates that trim.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from tokens_fixtures import FAMILIES, build_tokenizer, conversations
+
+pytest.importorskip("transformers")
+
+from evalkit.tokens.encode import encode_batch  # noqa: E402
+from evalkit.tokens.load import load_tokenizer  # noqa: E402
+from evalkit.tokens.parity import compare, prompt_matches, split_token_ids  # noqa: E402
+from evalkit.tokens.render import encode_renders, prompt_renders, render_all  # noqa: E402
+
+ODD_STARTS = ["\n", "\n\n", " ", "  ", "\t", "", "refund", " refund", "\n refund"]
+
+
+def odd_chats(seed: int) -> list[list[dict[str, str]]]:
+    """Conversations whose answers start with whitespace or words, some multi-turn."""
+    rng = random.Random(seed)
+    chats = conversations(40, seed=seed, multi_turn=0.4)
+    for chat in chats:
+        chat[-1]["content"] = rng.choice(ODD_STARTS) + chat[-1]["content"]
+    return chats
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_derived_prompt_ids_equal_whole_prompt_encoding(tmp_path: Path, family: str, seed: int):
+    tokenizer = load_tokenizer(build_tokenizer(tmp_path / family, family))
+    chats = odd_chats(seed)
+    trains = render_all(tokenizer, chats)
+    prompts = prompt_renders(tokenizer, [chat[:-1] for chat in chats])
+    whole = encode_renders(tokenizer, prompts)
+    encodings = encode_batch(tokenizer, trains, add_special_tokens=False)
+    ids = [e.ids for e in encodings]
+    derived = prompt_matches(
+        tokenizer, prompts, trains, encodings, ids, splits=split_token_ids(tokenizer)
+    )
+    slow = prompt_matches(
+        tokenizer,
+        prompts,
+        trains,
+        encodings,
+        ids,
+        splits=split_token_ids(tokenizer),
+        shortcut=False,
+    )
+    assert derived == slow
+    for row, match in enumerate(derived):
+        assert match is not None
+        assert match == compare(whole[row], ids[row]), row
+        assert match.length == len(whole[row])
+
+
+def test_split_tokens_exclude_stripping_tokens(tmp_path: Path):
+    from tokenizers import AddedToken
+
+    tokenizer = load_tokenizer(build_tokenizer(tmp_path / "t", "chatml"))
+    tokenizer.add_tokens([AddedToken("<tool>", lstrip=True), AddedToken("<plain>")])
+    splits = split_token_ids(tokenizer)
+    assert tokenizer.convert_tokens_to_ids("<tool>") not in splits
+    assert tokenizer.convert_tokens_to_ids("<|im_end|>") in splits
+
+
+def test_derived_ids_find_the_same_divergence(tmp_path: Path):
+    template = (
+        "{%- for message in messages %}"
+        "{%- if message['role'] == 'assistant' %}{{- '<|im_start|>assistant: ' }}"
+        "{%- else %}{{- '<|im_start|>' + message['role'] + '\\n' }}{%- endif %}"
+        "{{- message['content'] + '<|im_end|>\\n' }}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant: ' }}{%- endif %}"
+    )
+    tokenizer = load_tokenizer(build_tokenizer(tmp_path / "t", "chatml", template=template))
+    chats = odd_chats(2)
+    trains = render_all(tokenizer, chats)
+    prompts = prompt_renders(tokenizer, [chat[:-1] for chat in chats])
+    whole = encode_renders(tokenizer, prompts)
+    encodings = encode_batch(tokenizer, trains, add_special_tokens=False)
+    ids = [e.ids for e in encodings]
+    derived = prompt_matches(
+        tokenizer, prompts, trains, encodings, ids, splits=split_token_ids(tokenizer)
+    )
+    assert derived == [compare(w, i) for w, i in zip(whole, ids, strict=True)]
+    assert sum(m is not None and m.divergence is not None for m in derived) >= 3
