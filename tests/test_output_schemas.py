@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from evalkit.leakage.models import AuditReport
 from evalkit.scoring.summary import ScoreSummary
 from evalkit.splitting.manifest import SplitManifest
+from evalkit.tokens.models import TokensReport
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 
@@ -27,6 +28,7 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (SplitManifest, "split-manifest"),
         (ScoreSummary, "score-summary"),
         (AuditReport, "audit-report"),
+        (TokensReport, "tokens-report"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:
