@@ -25,8 +25,8 @@ from tokens_fixtures import (
 
 pytest.importorskip("transformers")
 
-from evalkit.tokens.api import check_tokens  # noqa: E402
-from evalkit.tokens.load import load_tokenizer  # noqa: E402
+from evalkit.tokens.api import check_tokens
+from evalkit.tokens.load import load_tokenizer
 
 N = 48
 
@@ -397,3 +397,41 @@ def test_text_columns_are_tokenized_as_the_tokenizer_does(folders, tmp_path):
     assert single.report.options.loss == "all"
     assert single.report.check("render_parity").status == "skip"
     assert single.report.splits["train"].tokens.total.max == max(len(p) for p in prompts)  # type: ignore[union-attr]
+
+
+def test_chunks_change_nothing(folders, split_file, monkeypatch):
+    from evalkit.tokens import figures
+
+    def run() -> tuple[str, list[Any]]:
+        result = check_tokens(
+            [split_file],
+            tokenizer=folders["turn"],
+            text="messages",
+            id_column="id",
+            max_seq_length=80,
+            sample=N,
+        )
+        return result.report.model_dump_json(), result.samples
+
+    whole = run()
+    monkeypatch.setattr(figures, "CHUNK_ROWS", 7)  # 48 rows: six full chunks and a short one
+    assert run() == whole
+
+
+def test_a_template_error_in_a_later_chunk_names_its_line(folders, tmp_path, monkeypatch):
+    from evalkit.errors import EvalkitError
+    from evalkit.tokens import figures
+
+    chats = conversations(20, seed=2)
+    chats[13] = [{"role": "assistant", "content": "{}"}, {"role": "tool", "content": "x"}]
+    template = (
+        "{%- for message in messages %}{%- if message['role'] == 'tool' %}"
+        "{{- raise_exception('no tool role') }}{%- endif %}"
+        "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+        "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    )
+    folder = build_tokenizer(tmp_path / "t", "chatml", template=template)
+    split = write_conversations(tmp_path / "train.jsonl", chats)
+    monkeypatch.setattr(figures, "CHUNK_ROWS", 4)
+    with pytest.raises(EvalkitError, match=r"train\.jsonl:14: the chat template refused"):
+        check_tokens([split], tokenizer=folder, text="messages")

@@ -81,8 +81,8 @@ def test_html_marks_the_first_divergence(run_cli, tmp_path):
     template = (
         "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + "
         "message['content'] + '<|im_end|>\\n' }}{%- endfor %}"
-        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}"
-        "{%- endif %}"
+        "{%- if add_generation_prompt %}"
+        "{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}{%- endif %}"
     )
     folder = build_tokenizer(tmp_path / "t", "chatml", template=template)
     split = write_conversations(tmp_path / "train.jsonl", conversations(5, seed=1))

@@ -11,11 +11,11 @@ from tokens_fixtures import build_tokenizer, conversations, write_jsonl
 
 pytest.importorskip("transformers")
 
-from evalkit.chat import read_chat  # noqa: E402
-from evalkit.splitting.api import split  # noqa: E402
-from evalkit.tokens.api import check_tokens  # noqa: E402
-from evalkit.tokens.lengths import token_lengths  # noqa: E402
-from evalkit.tokens.load import load_tokenizer  # noqa: E402
+from evalkit.chat import read_chat
+from evalkit.splitting.api import split
+from evalkit.tokens.api import check_tokens
+from evalkit.tokens.lengths import token_lengths
+from evalkit.tokens.load import load_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -65,5 +65,5 @@ def test_conversations_without_a_template_are_refused(tmp_path: Path) -> None:
 
     bare = load_tokenizer(build_tokenizer(tmp_path / "bare", "chatml", template=None))
     chat = read_chat(pl.DataFrame({"m": conversations(2)}), "m", source="data.jsonl")
-    with pytest.raises(UsageError, match="data.jsonl: the tokenizer has no chat template"):
+    with pytest.raises(UsageError, match=r"data\.jsonl: the tokenizer has no chat template"):
         token_lengths(chat, bare, source="data.jsonl")

@@ -18,10 +18,10 @@ from tokens_fixtures import FAMILIES, build_tokenizer, conversations
 
 pytest.importorskip("transformers")
 
-from evalkit.tokens.encode import encode_batch  # noqa: E402
-from evalkit.tokens.load import load_tokenizer  # noqa: E402
-from evalkit.tokens.parity import compare, prompt_matches, split_token_ids  # noqa: E402
-from evalkit.tokens.render import encode_renders, prompt_renders, render_all  # noqa: E402
+from evalkit.tokens.encode import encode_batch
+from evalkit.tokens.load import load_tokenizer
+from evalkit.tokens.parity import compare, prompt_matches, split_token_ids
+from evalkit.tokens.render import encode_renders, prompt_renders, render_all
 
 ODD_STARTS = ["\n", "\n\n", " ", "  ", "\t", "", "refund", " refund", "\n refund"]
 
@@ -94,3 +94,18 @@ def test_derived_ids_find_the_same_divergence(tmp_path: Path):
     )
     assert derived == [compare(w, i) for w, i in zip(whole, ids, strict=True)]
     assert sum(m is not None and m.divergence is not None for m in derived) >= 3
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_batch_renders_equal_apply_chat_template(tmp_path: Path, family: str):
+    tokenizer = load_tokenizer(build_tokenizer(tmp_path / family, family))
+    chats = odd_chats(3)
+    for prompt in (False, True):
+        expected = [
+            tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=prompt)
+            for chat in chats
+        ]
+        assert render_all(tokenizer, chats, add_generation_prompt=prompt) == expected
+    # Messages that are not plain strings take transformers' general path: same text.
+    rich = [[{**message, "name": None} for message in chat] for chat in chats]
+    assert render_all(tokenizer, rich) == render_all(tokenizer, chats)

@@ -134,11 +134,44 @@ FAMILIES = {
     ),
 }
 
-WORDS = (
-    "order refund parcel arrived late broken charge twice account password locked invoice "
-    "shipping address wrong item return label tracking update please help thanks urgent "
-    "lawyer fraud card stolen screen crashes app login email changed delivery courier"
-).split()
+WORDS = [
+    "order",
+    "refund",
+    "parcel",
+    "arrived",
+    "late",
+    "broken",
+    "charge",
+    "twice",
+    "account",
+    "password",
+    "locked",
+    "invoice",
+    "shipping",
+    "address",
+    "wrong",
+    "item",
+    "return",
+    "label",
+    "tracking",
+    "update",
+    "please",
+    "help",
+    "thanks",
+    "urgent",
+    "lawyer",
+    "fraud",
+    "card",
+    "stolen",
+    "screen",
+    "crashes",
+    "app",
+    "login",
+    "email",
+    "changed",
+    "delivery",
+    "courier",
+]
 CATEGORIES = ("shipping", "billing", "account", "technical", "returns")
 
 _TRAINED: dict[str, str] = {}
@@ -174,9 +207,9 @@ def build_tokenizer(
     folder: Path,
     name: str,
     *,
-    template: str | None | bool = True,
+    template: str | bool | None = True,
     eos: str | None = None,
-    pad: str | None | bool = True,
+    pad: str | bool | None = True,
     generation_config: bool = True,
     marked: bool = False,
 ) -> Path:

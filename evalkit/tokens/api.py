@@ -43,7 +43,12 @@ from evalkit.tokens.models import (
     TokensReport,
 )
 from evalkit.tokens.parity import split_token_ids
-from evalkit.tokens.plan import added_token_strings, first_special, prepare, special_in_text
+from evalkit.tokens.plan import (
+    SplitPlanner,
+    added_token_strings,
+    first_special,
+    special_in_text,
+)
 from evalkit.tokens.render import has_generation_markers
 from evalkit.tokens.samples import Sample, build_samples, sample_rows
 from evalkit.tokens.stats import supervised_ratio, token_counts, truncation
@@ -188,15 +193,13 @@ def check_tokens(
     measured: list[Measured] = []
     samples: list[Sample] = []
     for index, split in enumerate(splits):
-        prepared = prepare(split, loaded, chosen_loss, chosen_encode, markers=markers)
-        rows = sample_rows(len(split.ids), sample, seed, index)
-        figures = measure(loaded, prepared.plan, settings, rows)
+        planner = SplitPlanner(split, loaded, chosen_loss, chosen_encode, markers)
+        rows = sample_rows(planner.n, sample, seed, index)
+        figures = measure(loaded, planner.n, planner, settings, rows)
         measured.append(
-            Measured(
-                split.name, split.ids, figures, prepared.special_in_text, prepared.special_found
-            )
+            Measured(split.name, split.ids, figures, planner.special_in_text, planner.special_found)
         )
-        samples.extend(build_samples(loaded, split.name, split.ids, prepared.plan, figures))
+        samples.extend(build_samples(loaded, split.name, split.ids, figures))
     checks = run_checks(context, measured)
     report = TokensReport(
         tokenizer=info,

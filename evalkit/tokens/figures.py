@@ -1,15 +1,21 @@
 """Per-example token figures: lengths, loss mask, stop tokens, truncation, render parity.
 
-One pass over a split's training sequences, encoded a chunk at a time (the
-encodings of 100k conversations would not fit in memory at once), keeps
-only what the checks and statistics need, one value per example, in numpy
-arrays: the checks and quantiles are then vectorised, and a count in the
-report is a sum over one of these arrays.
+One pass over a split's rows, a chunk at a time (the encodings of 100k
+conversations would not fit in memory at once), keeps only what the checks
+and statistics need, one value per example, in numpy arrays: the checks and
+quantiles are then vectorised, and a count in the report is a sum over one
+of these arrays.
+
+The pass is a pipeline: while the tokenizer encodes one chunk in a
+background thread (in Rust, without the GIL, on every core), this thread
+renders the next chunk with the chat template and measures the previous
+one, so the Python work hides behind the encoding instead of adding to it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,7 +32,10 @@ CHUNK_ROWS = 2048
 
 @dataclass(frozen=True)
 class Plan:
-    """How one split's rows become training sequences and what the loss is on."""
+    """How a chunk of a split's rows becomes training sequences and what the loss is on.
+
+    Every list holds one entry per row of the chunk, in order.
+    """
 
     texts: list[str]
     """What is encoded for training: the template's render, or the text."""
@@ -61,12 +70,15 @@ class Settings:
 
 @dataclass(frozen=True)
 class TrainTokens:
-    """One sampled example's training sequence, for the HTML page."""
+    """One sampled example's training sequence (and its prompt's text), for the HTML page."""
 
+    text: str
     ids: list[int]
     offsets: list[tuple[int, int]]
     supervised: list[bool]
     kept: list[bool]
+    prompt: str | None
+    prompt_add_special_tokens: bool
 
 
 @dataclass
@@ -186,44 +198,72 @@ def _runs(plan: Plan, row: int, encoding: Any, n: int, boundary: int | None) -> 
     return [(boundary, n - 1)] if boundary is not None and boundary < n else []
 
 
+Planner = Callable[[int, int], Plan]
+"""Rows ``start:stop`` of a split -> their plan (rendering happens here)."""
+
+
 def measure(
-    tokenizer: Any, plan: Plan, settings: Settings, sample_rows: Sequence[int] = ()
+    tokenizer: Any, n: int, planner: Planner, settings: Settings, sample_rows: Sequence[int] = ()
 ) -> RowFigures:
-    """Encode every row of ``plan`` and measure it; ``sample_rows`` keep their tokens."""
-    n = len(plan.texts)
+    """Plan, encode and measure the ``n`` rows; ``sample_rows`` keep their tokens."""
     figures = empty_figures(n)
     sampled = set(sample_rows)
-    for start in range(0, n, CHUNK_ROWS):
-        stop = min(start + CHUNK_ROWS, n)
-        texts = plan.texts[start:stop]
-        encodings = encode_batch(tokenizer, texts, add_special_tokens=plan.add_special_tokens)
-        ids = [encoding.ids for encoding in encodings]
-        chunk = _Chunk(start, stop, texts, encodings, ids)
-        matches = _matches(tokenizer, plan, settings, plan.prompts, chunk)
-        boundaries = _boundaries(tokenizer, plan, settings, matches, chunk)
-        for offset, encoding in enumerate(encodings):
-            row = start + offset
-            runs = _runs(plan, row, encoding, len(ids[offset]), boundaries[offset])
-            _row(figures, row, ids[offset], encoding, texts[offset], runs, settings)
-            match = matches[offset]
-            if match is not None:
-                figures.parity[row] = 1 if match.divergence is None else 0
-                if match.divergence is not None:
-                    figures.divergences[row] = match
-            if row in sampled:
-                figures.samples[row] = _train_tokens(ids[offset], encoding, runs, settings)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalkit-encode") as pool:
+        pending: tuple[int, Plan, Future[list[Any]]] | None = None
+        for start in range(0, n, CHUNK_ROWS):
+            plan = planner(start, min(start + CHUNK_ROWS, n))
+            encoding = pool.submit(
+                encode_batch, tokenizer, plan.texts, add_special_tokens=plan.add_special_tokens
+            )
+            if pending is not None:
+                _measure_chunk(tokenizer, figures, *pending, settings, sampled)
+            pending = (start, plan, encoding)
+        if pending is not None:
+            _measure_chunk(tokenizer, figures, *pending, settings, sampled)
     return figures
+
+
+def _measure_chunk(
+    tokenizer: Any,
+    figures: RowFigures,
+    start: int,
+    plan: Plan,
+    encoded: Future[list[Any]],
+    settings: Settings,
+    sampled: set[int],
+) -> None:
+    encodings = encoded.result()
+    ids = [encoding.ids for encoding in encodings]
+    chunk = _Chunk(plan.texts, encodings, ids)
+    matches = _matches(tokenizer, plan, settings, plan.prompts, chunk)
+    boundaries = _boundaries(tokenizer, plan, settings, matches, chunk)
+    for offset, encoding in enumerate(encodings):
+        row = start + offset
+        runs = _runs(plan, offset, encoding, len(ids[offset]), boundaries[offset])
+        _row(figures, row, ids[offset], encoding, plan.texts[offset], runs, settings)
+        match = matches[offset]
+        if match is not None:
+            figures.parity[row] = 1 if match.divergence is None else 0
+            if match.divergence is not None:
+                figures.divergences[row] = match
+        if row in sampled:
+            prompt = plan.prompts[offset] if plan.prompts is not None else None
+            figures.samples[row] = _train_tokens(
+                plan, offset, ids[offset], encoding, runs, settings, prompt
+            )
 
 
 @dataclass(frozen=True)
 class _Chunk:
-    """The rows ``start:stop`` of a plan, encoded."""
+    """A plan's rows, encoded."""
 
-    start: int
-    stop: int
     texts: list[str]
     encodings: list[Any]
     ids: list[list[int]]
+
+    @property
+    def size(self) -> int:
+        return len(self.texts)
 
 
 def _matches(
@@ -234,10 +274,10 @@ def _matches(
     chunk: _Chunk,
 ) -> list[PromptMatch | None]:
     if prompts is None:
-        return [None] * (chunk.stop - chunk.start)
+        return [None] * chunk.size
     return prompt_matches(
         tokenizer,
-        prompts[chunk.start : chunk.stop],
+        prompts,
         chunk.texts,
         chunk.encodings,
         chunk.ids,
@@ -256,21 +296,26 @@ def _boundaries(
 ) -> list[int | None]:
     """``after_prompt``: how many leading tokens of each row are its prompt's."""
     if plan.supervision != "after_prompt":
-        return [None] * (chunk.stop - chunk.start)
+        return [None] * chunk.size
     lengths = [match.length if match is not None else None for match in matches]
-    if plan.boundary_prompts is not None:
-        own = plan.boundary_prompts[chunk.start : chunk.stop]
-        if any(prompt is not None for prompt in own):
-            extra = _matches(tokenizer, plan, settings, plan.boundary_prompts, chunk)
-            lengths = [
-                other.length if other is not None else length
-                for other, length in zip(extra, lengths, strict=True)
-            ]
+    own = plan.boundary_prompts
+    if own is not None and any(prompt is not None for prompt in own):
+        extra = _matches(tokenizer, plan, settings, own, chunk)
+        lengths = [
+            other.length if other is not None else length
+            for other, length in zip(extra, lengths, strict=True)
+        ]
     return lengths
 
 
 def _train_tokens(
-    ids: list[int], encoding: Any, runs: list[TokenRun], settings: Settings
+    plan: Plan,
+    offset: int,
+    ids: list[int],
+    encoding: Any,
+    runs: list[TokenRun],
+    settings: Settings,
+    prompt: str | None,
 ) -> TrainTokens:
     n = len(ids)
     supervised = [False] * n
@@ -279,4 +324,12 @@ def _train_tokens(
             supervised[index] = True
     low, high = _kept_range(n, settings)
     kept = [low <= index < high for index in range(n)]
-    return TrainTokens(list(ids), list(encoding.offsets), supervised, kept)
+    return TrainTokens(
+        text=plan.texts[offset],
+        ids=list(ids),
+        offsets=list(encoding.offsets),
+        supervised=supervised,
+        kept=kept,
+        prompt=prompt,
+        prompt_add_special_tokens=plan.prompt_add_special_tokens,
+    )

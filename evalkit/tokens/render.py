@@ -54,6 +54,56 @@ def render(tokenizer: Any, messages: Messages, *, add_generation_prompt: bool = 
     return text
 
 
+def _is_plain(messages: Messages) -> bool:
+    """Messages of plain strings only: what transformers' input conversion leaves as it is."""
+    return type(messages) is list and all(
+        type(message) is dict
+        and all(type(key) is str and type(value) is str for key, value in message.items())
+        for message in messages
+    )
+
+
+def _direct_renders(
+    tokenizer: Any, conversations: Sequence[Messages], add_generation_prompt: bool
+) -> list[str] | None:
+    """The renders from transformers' compiled template itself, or None where that is unsafe.
+
+    ``render_jinja_template`` first rebuilds every message out of plain JSON
+    values (so that rich objects never reach the sandbox) and aliases
+    reasoning fields; for messages that are plain strings already (what
+    evalkit.chat produces) both leave them unchanged, and skipping them halves
+    the cost of a render. The first conversation is rendered both ways, and
+    any difference sends the whole batch down the general path.
+    """
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+    except ImportError:  # a transformers without it: the general path
+        return None
+    if not conversations or not all(_is_plain(messages) for messages in conversations):
+        return None
+    compiled = _compile_jinja_template(chat_template(tokenizer))
+    variables = dict(tokenizer.special_tokens_map)
+
+    def one(messages: Messages) -> str:
+        return str(
+            compiled.render(
+                messages=messages,
+                tools=None,
+                documents=None,
+                add_generation_prompt=add_generation_prompt,
+                **variables,
+            )
+        )
+
+    first = one(conversations[0])
+    general, _ = _render_batch(
+        tokenizer, conversations[:1], add_generation_prompt=add_generation_prompt, spans=False
+    )
+    if general != [first]:
+        return None
+    return [first, *(one(messages) for messages in conversations[1:])]
+
+
 def _render_batch(
     tokenizer: Any,
     conversations: Sequence[Messages],
@@ -120,6 +170,10 @@ def _rendered(
     if not conversations:
         return [], []
     try:
+        if not spans:
+            direct = _direct_renders(tokenizer, conversations, add_generation_prompt)
+            if direct is not None:
+                return direct, []
         return _render_batch(
             tokenizer, conversations, add_generation_prompt=add_generation_prompt, spans=spans
         )

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from evalkit.tokens.encode import encode_batch
-from evalkit.tokens.figures import Plan, RowFigures
+from evalkit.tokens.figures import RowFigures
 from evalkit.tokens.parity import compare
 
 
@@ -66,23 +66,15 @@ def _pieces(tokenizer: Any, text: str, ids: Sequence[int], offsets: Sequence[Any
 
 
 def build_samples(
-    tokenizer: Any, split: str, ids: Sequence[str], plan: Plan, figures: RowFigures
+    tokenizer: Any, split: str, ids: Sequence[str], figures: RowFigures
 ) -> list[Sample]:
     """The sampled rows of one split (those whose tokens ``figures`` kept)."""
     rows = sorted(figures.samples)
     special = _special_ids(tokenizer)
-    prompts = plan.prompts or [None] * len(plan.texts)
-    wanted = [row for row in rows if prompts[row] is not None]
-    encoded = encode_batch(
-        tokenizer,
-        [prompts[row] or "" for row in wanted],
-        add_special_tokens=plan.prompt_add_special_tokens,
-    )
-    prompt_encodings = dict(zip(wanted, encoded, strict=True))
     samples = []
     for row in rows:
         kept = figures.samples[row]
-        pieces = _pieces(tokenizer, plan.texts[row], kept.ids, kept.offsets)
+        pieces = _pieces(tokenizer, kept.text, kept.ids, kept.offsets)
         train = [
             ShownToken(token_id, piece, token_id in special, supervised, in_limit)
             for token_id, piece, supervised, in_limit in zip(
@@ -90,10 +82,11 @@ def build_samples(
             )
         ]
         prompt, divergence = None, None
-        if row in prompt_encodings:
-            encoding = prompt_encodings[row]
-            prompt_text = prompts[row] or ""
-            prompt_pieces = _pieces(tokenizer, prompt_text, encoding.ids, encoding.offsets)
+        if kept.prompt is not None:
+            (encoding,) = encode_batch(
+                tokenizer, [kept.prompt], add_special_tokens=kept.prompt_add_special_tokens
+            )
+            prompt_pieces = _pieces(tokenizer, kept.prompt, encoding.ids, encoding.offsets)
             prompt = [
                 ShownToken(token_id, piece, token_id in special, False, True)
                 for token_id, piece in zip(encoding.ids, prompt_pieces, strict=True)
