@@ -14,6 +14,7 @@ one, so the Python work hides behind the encoding instead of adding to it.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,6 +29,9 @@ from evalkit.tokens.spans import Span
 Supervision = Literal["spans", "after_prompt", "all"]
 TruncationMode = Literal["keep_start", "keep_end"]
 CHUNK_ROWS = 2048
+# Chunks planned ahead of the one being measured: the encoder always has one
+# queued, so it never waits for this thread's Python.
+AHEAD = 2
 
 
 @dataclass(frozen=True)
@@ -208,18 +212,18 @@ def measure(
     """Plan, encode and measure the ``n`` rows; ``sample_rows`` keep their tokens."""
     figures = empty_figures(n)
     sampled = set(sample_rows)
+    pending: deque[tuple[int, Plan, Future[list[Any]]]] = deque()
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evalkit-encode") as pool:
-        pending: tuple[int, Plan, Future[list[Any]]] | None = None
         for start in range(0, n, CHUNK_ROWS):
             plan = planner(start, min(start + CHUNK_ROWS, n))
             encoding = pool.submit(
                 encode_batch, tokenizer, plan.texts, add_special_tokens=plan.add_special_tokens
             )
-            if pending is not None:
-                _measure_chunk(tokenizer, figures, *pending, settings, sampled)
-            pending = (start, plan, encoding)
-        if pending is not None:
-            _measure_chunk(tokenizer, figures, *pending, settings, sampled)
+            pending.append((start, plan, encoding))
+            if len(pending) > AHEAD:
+                _measure_chunk(tokenizer, figures, *pending.popleft(), settings, sampled)
+        while pending:
+            _measure_chunk(tokenizer, figures, *pending.popleft(), settings, sampled)
     return figures
 
 
