@@ -337,3 +337,41 @@ def test_a_planted_fault_is_found_at_the_same_row_on_both_paths(
     with pytest.raises(BadRow) as reference:
         normalize_values(rows)
     assert fast.value.row == reference.value.row == row
+
+
+sharegpt_names = st.sampled_from(
+    ["system", "human", "user", "gpt", "assistant", "tool", "function_call", "observation"]
+)
+sharegpt_conversation = st.lists(
+    st.builds(lambda name, value: {"from": name, "value": value}, sharegpt_names, texts),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(sharegpt_conversation)
+def test_sharegpt_normalising_is_idempotent_and_keeps_the_order(
+    value: list[dict[str, Any]],
+) -> None:
+    from evalkit.chat.roles import SHAREGPT_ROLES
+
+    once = normalize_value(value)
+    assert once.shape == "sharegpt"
+    assert once.messages == [(SHAREGPT_ROLES[m["from"]], m["value"]) for m in value]
+    again = normalize_value([{"role": role, "content": text} for role, text in once.messages])
+    assert again.messages == once.messages
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(conversation, min_size=1, max_size=5))
+def test_a_normalised_column_written_and_read_again_is_unchanged(
+    conversations: list[list[dict[str, Any]]],
+) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        first_path = write_jsonl(Path(folder) / "a.jsonl", [{"m": c} for c in conversations])
+        first = chat_from_file(first_path, "m").messages()
+        second_path = write_jsonl(Path(folder) / "b.jsonl", [{"m": c} for c in first])
+        assert chat_from_file(second_path, "m").messages() == first

@@ -137,14 +137,18 @@ class ChatColumn:
         """Each conversation without its reference answer (the inference input).
 
         The messages before the last assistant turn; a conversation with no
-        assistant turn is a prompt already and is kept whole.
+        assistant turn is a prompt already and is kept whole. For two columns
+        (prompt and completion) the prompt is the first column's messages.
         """
         import polars as pl
 
         if self.conversations is None:
             raise UsageError(f"column {self.columns[0]!r} holds text, not conversations")
-        has, last = self._last_assistant()
         frame = pl.DataFrame({"c": self.conversations})
+        if self.prompt_turns is not None:
+            frame = frame.with_columns(self.prompt_turns.alias("n"))
+            return frame.select(pl.col("c").list.head(pl.col("n")).alias("messages")).to_series()
+        has, last = self._last_assistant()
         prompt = pl.when(has).then(pl.col("c").list.slice(0, last)).otherwise(pl.col("c"))
         return frame.select(prompt.alias("messages")).to_series()
 
@@ -252,7 +256,7 @@ def _read_exact(
 
 
 def _read_column(
-    frame: pl.DataFrame, column: str, source: str, path: Path | None
+    frame: pl.DataFrame, column: str, source: str, path: Path | None, exact: bool
 ) -> tuple[Kind, pl.Series | NormalizedColumn]:
     """One column, as text or as conversations."""
     import polars as pl
@@ -260,7 +264,7 @@ def _read_column(
     series = frame[column]
     dtype = series.dtype
     locate = _Location(source, path)
-    jsonl = is_jsonl(path)
+    jsonl = is_jsonl(path) and not exact
     if dtype in (pl.String, pl.Null):
         if jsonl and dtype == pl.String and series.str.contains(_JSON_LIKE).any():
             assert path is not None
@@ -285,6 +289,7 @@ def read_chat(
     *,
     source: str,
     path: Path | str | None = None,
+    exact: bool = False,
 ) -> ChatColumn:
     """Read ``columns`` of ``frame`` as text or conversations, recognising the shape.
 
@@ -292,7 +297,9 @@ def read_chat(
     value}`` messages. Two columns: TRL's prompt-completion form (two text
     columns, or two conversation columns joined in order). ``path`` is the
     file the frame was read from: JSONL values are then checked exactly and
-    errors name the line. A malformed conversation raises
+    errors name the line; ``exact`` says that the frame's types are those
+    JSON gave (read by :func:`evalkit.chat.sources.read_jsonl_exact`), so
+    that check is skipped. A malformed conversation raises
     :class:`~evalkit.errors.InvalidConversation` naming the file, the line
     (or row), the message index and the problem.
     """
@@ -307,7 +314,7 @@ def read_chat(
         raise UsageError(f"--text: column {names[0]!r} is given twice")
     require_columns(frame, names, source)
     file = Path(path) if path is not None else None
-    read = [_read_column(frame, name, source, file) for name in names]
+    read = [_read_column(frame, name, source, file, exact) for name in names]
     kinds = {kind for kind, _ in read}
     if len(kinds) > 1:
         text_column = next(n for n, (k, _) in zip(names, read, strict=True) if k == "text")

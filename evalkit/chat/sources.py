@@ -101,3 +101,45 @@ def arrow_agrees(path: Path, column: str, dtype: pl.DataType) -> bool:
     except (pa.ArrowException, OSError, ValueError):
         return False
     return True
+
+
+def read_jsonl_exact(path: Path) -> pl.DataFrame | None:
+    """The JSONL file read with pyarrow's reader, whose types are exact; None if it refuses.
+
+    pyarrow fails where polars would convert (a field that is text in one
+    row and a list in another), and on what it cannot read at all (a byte
+    order mark, a line longer than a block, invalid JSON): the caller then
+    reads the file with :func:`evalkit.io.read_table`, which says what is
+    wrong. pyarrow also reads ISO-8601 strings as timestamps, which polars
+    keeps as text; such a file is refused too, so that no value reads
+    differently on one path than on the other.
+    """
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.json as pajson
+
+    try:
+        with path.open("rb") as handle:
+            if handle.read(3) == UTF8_BOM:
+                return None
+        options = pajson.ReadOptions(block_size=ARROW_BLOCK_BYTES)
+        table = pajson.read_json(path, read_options=options)
+    except (pa.ArrowException, OSError, ValueError):
+        return None
+    if any(_temporal(field.type) for field in table.schema):
+        return None
+    frame = pl.from_arrow(table)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def _temporal(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_temporal(arrow_type):
+        return True
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        return _temporal(arrow_type.value_type)
+    if pa.types.is_struct(arrow_type):
+        return any(_temporal(field.type) for field in arrow_type)
+    return False

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from evalkit.io import atomic_directory
 
 if TYPE_CHECKING:
-    from evalkit.scoring.engine import ScoreResult
+    import polars as pl
+
+    from evalkit.scoring.summary import ScoreSummary
+
+
+class ScoreResult(Protocol):
+    """What is written: a summary and the per-example table (a :class:`~evalkit.ScoreResult`)."""
+
+    @property
+    def summary(self) -> ScoreSummary: ...
+
+    @property
+    def examples(self) -> pl.DataFrame: ...
+
 
 ROW_GROUP_ROWS = 131_072
 
@@ -22,15 +36,24 @@ def summary_json(result: ScoreResult) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def write_score(result: ScoreResult, out: str | os.PathLike[str], *, force: bool = False) -> Path:
+def write_score(
+    result: ScoreResult,
+    out: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    extra_files: Mapping[str, bytes] | None = None,
+) -> Path:
     """Write the result folder; an existing folder is replaced only with ``force``.
 
-    Both files appear together or not at all (written into a staging folder
+    Every file appears together or not at all (written into a staging folder
     that is renamed into place), and the same result gives the same bytes.
+    ``extra_files`` (name -> bytes, e.g. ``report.html``) go in the same folder.
     """
     folder = Path(out)
     with atomic_directory(folder, force) as staging:
         (staging / "summary.json").write_bytes(summary_json(result))
+        for name, data in (extra_files or {}).items():
+            (staging / name).write_bytes(data)
         # A fixed row-group size makes the bytes independent of how the
         # frame happens to be chunked (worker count, batch sizes).
         result.examples.write_parquet(

@@ -2,7 +2,9 @@
 
 Option errors quote the bad value and say what would work; table errors are
 collected by pandera (all failures at once, lazily) and reported as one line
-about the first, with the count of the rest.
+about the first, with the count of the rest. The ``--text`` columns are only
+required to exist here: whether they hold text or conversations (and whether
+each conversation is well formed) is :func:`evalkit.chat.read_chat`'s to say.
 """
 
 from __future__ import annotations
@@ -89,32 +91,28 @@ def check_table(
     group: Sequence[str],
     id_column: str | None,
     stratify: str | None,
-    text: str | None,
+    text: Sequence[str] = (),
 ) -> None:
     """Validate the input table with pandera; raise one clear error for the first failure."""
     import pandera.polars as pa
 
     if not group:
         raise UsageError("--group: give at least one group column")
-    named = [*group, *(c for c in (id_column, stratify, text) if c is not None)]
+    named = [*group, *(c for c in (id_column, stratify) if c is not None), *text]
     require_columns(frame, named, source)
     if frame.height == 0:
         raise InvalidTable(f"{source}: the table has no rows; nothing to split")
     columns: dict[str, pa.Column] = {}
     if id_column is not None:
         columns[id_column] = pa.Column(unique=True, nullable=False)
-    if text is not None and text not in columns:
-        columns[text] = pa.Column(pl.String, nullable=True)
     schema = pa.DataFrameSchema(columns)
     try:
         schema.validate(frame, lazy=True)
     except pa.errors.SchemaErrors as errors:
-        raise _first_failure(errors.failure_cases, source, id_column, text) from None
+        raise _first_failure(errors.failure_cases, source, id_column) from None
 
 
-def _first_failure(
-    cases: pl.DataFrame, source: str, id_column: str | None, text: str | None
-) -> InvalidTable:
+def _first_failure(cases: pl.DataFrame, source: str, id_column: str | None) -> InvalidTable:
     first = cases.row(0, named=True)
     column, check = first["column"], str(first["check"])
     same = cases.filter((pl.col("column") == column) & (pl.col("check") == check))
@@ -130,10 +128,5 @@ def _first_failure(
         return InvalidTable(
             f"{source}: id {first['failure_case']!r} appears more than once in column {column!r}"
             f"{where}; ids must be unique ({same['failure_case'].n_unique()} repeated id(s))"
-        )
-    if column == text:
-        return InvalidTable(
-            f"{source}: column {column!r} must hold text for --text, but has type "
-            f"{first['failure_case']}; pass a text column"
         )
     return InvalidTable(f"{source}: column {column!r} fails check {check}{where}")
