@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import pytest
+from conftest import assert_one_line_error
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -375,3 +376,34 @@ def test_a_normalised_column_written_and_read_again_is_unchanged(
         first = chat_from_file(first_path, "m").messages()
         second_path = write_jsonl(Path(folder) / "b.jsonl", [{"m": c} for c in first])
         assert chat_from_file(second_path, "m").messages() == first
+
+
+def test_split_refuses_content_types_it_could_not_write_back(tmp_path: Path, run_cli) -> None:
+    # Audit and score read such a column exactly; split would write polars' converted values.
+    rows = [
+        {"id": "a", "g": "1", "messages": [{"role": "user", "content": "plain"}]},
+        {
+            "id": "b",
+            "g": "2",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
+        },
+    ]
+    path = write_jsonl(tmp_path / "mixed.jsonl", rows)
+    result = run_cli(
+        "split",
+        path,
+        "--out",
+        tmp_path / "out",
+        "--group",
+        "g",
+        "--id",
+        "id",
+        "--text",
+        "messages",
+        "--sizes",
+        "1,1",
+        "--names",
+        "train,test",
+    )
+    assert_one_line_error(result, "mixed.jsonl", "'messages'", "mixes value types")
+    assert not (tmp_path / "out").exists()

@@ -57,6 +57,9 @@ class ChatColumn:
     """Two conversation columns: how many messages of each row come from the first."""
     skipped_parts: int
     """Non-text content parts (images, audio) that were skipped."""
+    retyped: bool = False
+    """A column of the frame holds values polars converted (read exactly from the file
+    instead): the conversations here are right, but writing the frame out would not be."""
 
     @property
     def is_conversation(self) -> bool:
@@ -244,6 +247,7 @@ def _mixed_error(
 def _read_exact(
     frame: pl.DataFrame, column: str, path: Path
 ) -> tuple[Kind, pl.Series | NormalizedColumn]:
+    # The conversations returned are exact; the frame's column is not (see ChatColumn.retyped).
     """A JSONL column whose polars type may hide converted values, read value by value."""
     values, lines = exact_values(path, column)
     locate = _Location(str(path), path, lines)
@@ -252,7 +256,10 @@ def _read_exact(
         return "text", frame[column]
     if any(isinstance(value, str) for value in values):
         raise _mixed_error(column, path, values, lines)
-    return "conversation", _from_values(values, column, locate)
+    normalized = _from_values(values, column, locate)
+    return "conversation", NormalizedColumn(
+        normalized.conversations, normalized.skipped_parts, normalized.shape, retyped=True
+    )
 
 
 def _read_column(
@@ -345,4 +352,5 @@ def read_chat(
         conversations=conversations.alias(names[0]),
         prompt_turns=prompt_turns,
         skipped_parts=sum(part.skipped_parts for part in parts),
+        retyped=any(part.retyped for part in parts),
     )

@@ -57,6 +57,8 @@ class NormalizedColumn:
     """Content parts that are not text (images, audio), over the whole column."""
     shape: Shape
     """How the column wrote its messages."""
+    retyped: bool = False
+    """Read value by value because the frame's column had converted values."""
 
 
 def conversation_dtype() -> pl.DataType:

@@ -19,7 +19,7 @@ import polars as pl
 
 from evalkit._version import __version__
 from evalkit.chat import ChatColumn, Role, parse_roles, read_chat
-from evalkit.errors import InfeasibleSplit, UsageError
+from evalkit.errors import InfeasibleSplit, InvalidTable, UsageError
 from evalkit.io import TableFormat, atomic_directory, read_table, sha256_file, write_table
 from evalkit.splitting.assign import assign_groups
 from evalkit.splitting.freeze import frozen_rows
@@ -137,6 +137,13 @@ def split(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
     )
     chat = read_chat(frame, text_columns, source=source, path=path) if text_columns else None
+    if chat is not None and chat.retyped:
+        raise InvalidTable(
+            f"{source}: column {', '.join(map(repr, chat.columns))} mixes value types across "
+            "rows (e.g. content as text in some messages and as a list of parts in others); "
+            "the split files could not keep both, so they would change those values: write "
+            "the content one way in every row and split again"
+        )
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
     grouping = _grouping(frame, options, chat, compared_roles, source)
