@@ -72,7 +72,7 @@ def test_html_shows_sampled_tokens_and_is_self_contained(run_cli, chatml, splits
     html = page.read_text()
     assert page.read_bytes() == again.read_bytes()
     assert "<script" not in html and "http://" not in html and "https://" not in html
-    assert html.count("<h3>") == 4  # 2 examples x 2 splits
+    assert html.count("<h3 ") == 4  # 2 examples x 2 splits
     assert "&lt;|im_end|&gt;<sub>" in html  # the special token, with its id
     assert 'class="tok sup' in html and "inference prompt" in html
 

@@ -150,7 +150,7 @@ def tokens_command(
     if json_path is not None:
         atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")
     if html_path is not None:
-        from evalkit.report.tokens_html import render_tokens_html
+        from evalkit.report.html.tokens import render_tokens_html
 
         atomic_write_text(html_path, render_tokens_html(report, result.samples))
     if not quiet:

@@ -70,9 +70,7 @@ def text_lengths(texts: pl.Series, tokenizer: Any | None) -> IntArray:
     return np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
 
 
-def row_lengths(
-    chat: ChatColumn, tokenizer: Any | None, source: str = "input table"
-) -> pl.Series:
+def row_lengths(chat: ChatColumn, tokenizer: Any | None, source: str = "input table") -> pl.Series:
     """Length of every row's ``--text`` (null where there is no text).
 
     Characters of every turn for a conversation; for text columns, characters
