@@ -215,3 +215,12 @@ def test_the_example_tokenizer_folder_loads_as_auto_tokenizer_does(tmp_path):
         auto.pad_token,
         auto.bos_token,
     )
+
+
+def test_the_tokenizer_hash_is_the_adapter_cards(tmp_path):
+    from evalkit.provenance.folder_files import hash_files, tokenizer_info
+    from evalkit.tokens.load import tokenizer_sha256
+
+    folder = ROOT / "examples" / "tokenizer"
+    card = tokenizer_info(folder, hash_files(folder))
+    assert card is not None and tokenizer_sha256(folder) == card.sha256

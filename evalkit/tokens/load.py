@@ -25,17 +25,6 @@ TOKENIZER_FILES = (
     "tokenizer.model",
     "spiece.model",
 )
-# Every file of a folder that can change how text becomes tokens, or which
-# token generation stops on: what the report's fingerprint covers.
-FINGERPRINTED_FILES = (
-    *TOKENIZER_FILES,
-    "merges.txt",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "chat_template.jinja",
-    "chat_template.json",
-    "generation_config.json",
-)
 
 
 def offline_transformers() -> Any:
@@ -135,20 +124,22 @@ def chat_template_sha256(tokenizer: Any) -> str | None:
 
 
 def tokenizer_sha256(folder: Path | str) -> str:
-    """sha256 over the tokenizer folder's files that decide tokens and stopping.
+    """sha256 of the folder's tokenizer files: the value an adapter card records for them.
 
-    Each present file of :data:`FINGERPRINTED_FILES` contributes its name and
-    its own sha256, in a fixed order, so the same folder always gives the
-    same value and any change to a vocabulary, template or stop id shows.
+    The adapter card (:mod:`evalkit.provenance.folder_files`) hashes
+    ``name:sha256`` of each tokenizer file present, in a fixed order; the
+    same definition here lets a report and a card be matched. The stop ids
+    (``generation_config.json``) are reported beside it, as ``stop_tokens``.
     """
     from evalkit.io import sha256_file
+    from evalkit.provenance.folder_files import TOKENIZER_FILES as HASHED
 
-    digest = hashlib.sha256()
-    for name in sorted(FINGERPRINTED_FILES):
-        file = Path(folder) / name
-        if file.is_file():
-            digest.update(f"{name}\0{sha256_file(file)}\n".encode())
-    return digest.hexdigest()
+    lines = "".join(
+        f"{name}:{sha256_file(Path(folder) / name)}\n"
+        for name in HASHED
+        if (Path(folder) / name).is_file()
+    )
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
 def stop_token_ids(tokenizer: Any, folder: Path | str | None = None) -> list[int]:

@@ -50,7 +50,7 @@ class TokenizerInfo(_Model):
 
     path: str = Field(description="The local tokenizer (or model) folder.")
     sha256: str = Field(
-        description="sha256 over the folder's tokenizer, template and generation-config files."
+        description="sha256 over the folder's tokenizer files, as the adapter card computes it."
     )
     chat_template_sha256: str | None = Field(
         description="sha256 of the chat template's text; null when the tokenizer has none."
