@@ -101,7 +101,8 @@ def test_no_chat_template_fails_naming_it(run_cli, splits, tmp_path):
         "tokens", splits, "--tokenizer", bare, "--text", "messages", "--json", tmp_path / "r.json"
     )
     assert result.exit_code == 1
-    assert "has no chat template" in result.stdout
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1 and "has no chat template" in lines[0] and str(bare) in lines[0]
     report = json.loads((tmp_path / "r.json").read_text())
     template = next(c for c in report["checks"] if c["name"] == "template")
     assert (template["status"], template["count"]) == ("fail", 40)

@@ -84,7 +84,14 @@ def _verdict(report: TokensReport, json_path: str | None) -> str:
 def render_tokens_summary(
     report: TokensReport, json_path: str | None = None, html_path: str | None = None
 ) -> str:
-    """A short report for a terminal or CI log; the whole report goes to ``--json``."""
+    """A short report for a terminal or CI log; the whole report goes to ``--json``.
+
+    Without the chat template that conversations need nothing else could be
+    measured, and the report is one line saying so.
+    """
+    template = report.check("template")
+    if template.status == "fail":
+        return f"FAIL template: {template.detail} (exit 1)"
     lines = [*_header(report), "", *_split_table(report), ""]
     lines.append(f"{'check':<24} {'':<5} {'count':>7}  detail")
     for check in report.checks:
