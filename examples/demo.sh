@@ -126,5 +126,30 @@ evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/chat-spl
   --out "$OUT/score-chat/candidate-b" --name candidate-b
 
 echo
+echo "== 9. the chat split as the model will see it: rendered by the example tokenizer's chat"
+echo "   template (examples/tokenizer), loss on the assistant turns, checked at 512 tokens"
+evalkit tokens "$OUT/chat-split" --tokenizer examples/tokenizer --text messages --id ticket_id \
+  --max-seq-length 512 --json "$OUT/tokens/report.json" --html "$OUT/tokens/report.html"
+echo "   -> exit 0. A planted defect: the same tokenizer with <|endoftext|> as its eos, so"
+echo "   generation stops on a token no assistant turn ends with (they end with <|im_end|>):"
+python - examples/tokenizer "$OUT/tokenizer-wrong-eos" <<'PY'
+import json, shutil, sys
+shutil.copytree(sys.argv[1], sys.argv[2], ignore=shutil.ignore_patterns("*.py"))
+config_path = f"{sys.argv[2]}/tokenizer_config.json"
+config = json.load(open(config_path))
+config["eos_token"] = "<|endoftext|>"
+json.dump(config, open(config_path, "w"), indent=2)
+PY
+status=0
+evalkit tokens "$OUT/chat-split/train.jsonl" --tokenizer "$OUT/tokenizer-wrong-eos" \
+  --text messages --id ticket_id || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected evalkit tokens to fail the planted stop token with exit 1, got $status" >&2
+  exit 1
+fi
+echo "   -> exit 1: stop_token fails on every example (and pad_is_eos warns: pad is now the eos)"
+
+echo
 echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
-echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html"
+echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html;"
+echo "  $OUT/tokens/report.html shows sampled conversations token by token"
