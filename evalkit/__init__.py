@@ -48,6 +48,9 @@ _EXPORTS: dict[str, str] = {
     "LedgerReport": "evalkit.provenance.ledger_state",
     "append_look": "evalkit.provenance.ledger",
     "PlanResult": "evalkit.plan.models",
+    "check_tokens": "evalkit.tokens.api",
+    "TokensResult": "evalkit.tokens.api",
+    "TokensReport": "evalkit.tokens.models",
 }
 
 # Subpackages that are also their command's function (the package is callable).

@@ -127,7 +127,31 @@ evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/chat-spl
   --out "$OUT/score-chat/candidate-b" --name candidate-b
 
 echo
-echo "== 9. generate with a model: a base + LoRA adapter from local folders (examples/model/),"
+echo "== 9. the chat split as the model will see it: rendered by the example tokenizer's chat"
+echo "   template (examples/tokenizer), loss on the assistant turns, checked at 512 tokens"
+evalkit tokens "$OUT/chat-split" --tokenizer examples/tokenizer --text messages --id ticket_id \
+  --max-seq-length 512 --json "$OUT/tokens/report.json" --html "$OUT/tokens/report.html"
+echo "   -> exit 0. A planted defect: the same tokenizer with <|endoftext|> as its eos, so"
+echo "   generation stops on a token no assistant turn ends with (they end with <|im_end|>):"
+python - examples/tokenizer "$OUT/tokenizer-wrong-eos" <<'PY'
+import json, shutil, sys
+shutil.copytree(sys.argv[1], sys.argv[2], ignore=shutil.ignore_patterns("*.py"))
+config_path = f"{sys.argv[2]}/tokenizer_config.json"
+config = json.load(open(config_path))
+config["eos_token"] = "<|endoftext|>"
+json.dump(config, open(config_path, "w"), indent=2)
+PY
+status=0
+evalkit tokens "$OUT/chat-split/train.jsonl" --tokenizer "$OUT/tokenizer-wrong-eos" \
+  --text messages --id ticket_id || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected evalkit tokens to fail the planted stop token with exit 1, got $status" >&2
+  exit 1
+fi
+echo "   -> exit 1: stop_token fails on every example (and pad_is_eos warns: pad is now the eos)"
+
+echo
+echo "== 10. generate with a model: a base + LoRA adapter from local folders (examples/model/),"
 echo "   on the first 12 test conversations of the chat split (reference answers left out)"
 echo "   (the example model is TINY AND RANDOM: its outputs are GARBAGE, and scoring them says"
 echo "    so. The point is the mechanics - loading, rendering, batching, pinning, reloading -"
@@ -145,11 +169,11 @@ evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/model/te
 echo "   -> every output is no_json: the contract sees garbage as garbage"
 
 echo
-echo "== 10. reload-check: a fresh process reloads what run.json pins and regenerates controls"
+echo "== 11. reload-check: a fresh process reloads what run.json pins and regenerates controls"
 evalkit reload-check "$OUT/model/run" --n 8
 
 echo
-echo "== 10b. merge the adapter into the base: saved in float32 it passes; saved in bf16 it fails"
+echo "== 11b. merge the adapter into the base: saved in float32 it passes; saved in bf16 it fails"
 python examples/model/merge.py --base examples/model/base --adapter examples/model/adapter \
   --out "$OUT/model/merged-fp32"
 evalkit reload-check "$OUT/model/run" --n 12 --merged "$OUT/model/merged-fp32" --quiet
@@ -167,4 +191,6 @@ echo "   -> exit 1: the bf16-saved merge is not the artifact that was scored"
 
 echo
 echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
-echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html; $OUT/model/"
+echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html;"
+echo "  $OUT/tokens/report.html shows sampled conversations token by token;"
+echo "  $OUT/model/ has the generate run and the reload reports"

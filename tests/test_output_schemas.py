@@ -22,6 +22,7 @@ from evalkit.provenance.ledger_state import LedgerReport
 from evalkit.provenance.models import AdapterCard
 from evalkit.scoring.summary import ScoreSummary
 from evalkit.splitting.manifest import SplitManifest
+from evalkit.tokens.models import TokensReport
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 
@@ -37,6 +38,7 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (PlanResult, "plan-result"),
         (AdapterCard, "adapter-card"),
         (LedgerReport, "ledger-report"),
+        (TokensReport, "tokens-report"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:

@@ -144,6 +144,14 @@ def _content_columns(fields: dict[str, Any], key: str) -> tuple[pl.Expr, pl.Expr
     return text, problem, skipped.fill_null(0)
 
 
+def _arrow_offsets(offsets: Any) -> Any:
+    """List offsets as an Arrow array, built through polars: ``pyarrow.array`` of Python
+    or numpy values imports pandas (over a second of start-up) to look for its types."""
+    import polars as pl
+
+    return pl.Series("offsets", offsets, dtype=pl.Int64).to_arrow()
+
+
 def normalize_column(series: pl.Series) -> NormalizedColumn:
     """Normalise a ``List(Struct)`` column; :class:`BadRow` names the first malformed row."""
     import numpy as np
@@ -195,7 +203,7 @@ def normalize_column(series: pl.Series) -> NormalizedColumn:
     if isinstance(structs, pa.ChunkedArray):
         structs = structs.combine_chunks()
     offsets = np.concatenate([[0], np.cumsum(lengths.to_numpy())]).astype(np.int64)
-    lists = pa.LargeListArray.from_arrays(pa.array(offsets), structs)
+    lists = pa.LargeListArray.from_arrays(_arrow_offsets(offsets), structs)
     conversations = pl.Series(series.name, lists).cast(conversation_dtype())
     return NormalizedColumn(conversations, skipped_total, shape)
 
@@ -225,10 +233,11 @@ def normalize_values(values: Sequence[Any], name: str = "") -> NormalizedColumn:
             contents.append(content)
         offsets.append(len(roles))
         skipped += normalized.skipped_parts
-    structs = pa.StructArray.from_arrays(
-        [pa.array(roles, pa.large_string()), pa.array(contents, pa.large_string())],
-        [ROLE, CONTENT],
+    structs = (
+        pl.DataFrame({ROLE: roles, CONTENT: contents}, schema={ROLE: pl.String, CONTENT: pl.String})
+        .to_struct("message")
+        .to_arrow()
     )
-    lists = pa.LargeListArray.from_arrays(pa.array(np.asarray(offsets, np.int64)), structs)
+    lists = pa.LargeListArray.from_arrays(_arrow_offsets(np.asarray(offsets, np.int64)), structs)
     series = pl.Series(name, lists).cast(conversation_dtype())
     return NormalizedColumn(series, skipped, shape or "messages")

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "card": ("evalkit.cli.card_cmd", "card_command"),
     "ledger": ("evalkit.cli.ledger_cmd", "ledger_command"),
     "plan": ("evalkit.cli.plan_cmd", "plan_command"),
+    "tokens": ("evalkit.cli.tokens_cmd", "tokens_command"),
     "generate": ("evalkit.cli.generate_cmd", "generate_command"),
     "reload-check": ("evalkit.cli.reload_check_cmd", "reload_check_command"),
 }
@@ -73,6 +74,7 @@ def cli(debug: bool) -> None:
     \b
     Before training:  evalkit split   - group-aware, exact, stratified splits
                       evalkit audit   - leakage between existing splits
+                      evalkit tokens  - the data as the model sees it
     Evaluation input: evalkit prompts - a split's conversations as Batch requests
     After training:   evalkit score   - format validity and accuracy per class
                       evalkit compare - paired regression report vs a baseline

@@ -121,7 +121,8 @@ class _NumberList(click.ParamType):
     "--tokenizer",
     type=click.Path(path_type=Path),
     metavar="PATH",
-    help="Local tokenizer.json (or a model folder with one): report --text lengths in tokens.",
+    help="Local tokenizer or model folder (lengths in tokens as `evalkit tokens` counts "
+    "them), or a tokenizer.json file: report --text lengths in tokens.",
 )
 @click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")

@@ -46,8 +46,12 @@ class Rows:
     texts: list[ChatColumn]  # each split's text column(s), as read
 
 
-def split_sources(paths: Sequence[Path]) -> list[SplitSource]:
-    """The splits named by files and ``evalkit split`` folders, in the order given."""
+def split_sources(paths: Sequence[Path], *, minimum: int = 2) -> list[SplitSource]:
+    """The splits named by files and ``evalkit split`` folders, in the order given.
+
+    ``minimum`` is how many splits the command needs (an audit compares two
+    or more; ``evalkit tokens`` measures one as well).
+    """
     sources: list[SplitSource] = []
     for path in paths:
         if path.is_dir():
@@ -55,7 +59,7 @@ def split_sources(paths: Sequence[Path]) -> list[SplitSource]:
         else:
             table_format(path)  # an unknown extension fails here, naming the file
             sources.append(SplitSource(name=path.stem, path=path))
-    _check_names([source.name for source in sources], [str(s.path) for s in sources])
+    _check_names([source.name for source in sources], [str(s.path) for s in sources], minimum)
     return sources
 
 
@@ -89,10 +93,11 @@ def _folder_sources(folder: Path) -> list[SplitSource]:
     return sources
 
 
-def _check_names(names: Sequence[str], where: Sequence[str]) -> None:
-    if len(names) < 2:
+def _check_names(names: Sequence[str], where: Sequence[str], minimum: int = 2) -> None:
+    if len(names) < minimum:
+        what = "at least two splits to audit" if minimum == 2 else f"at least {minimum} split"
         raise UsageError(
-            f"need at least two splits to audit, got {len(names)} ({', '.join(where) or 'none'}); "
+            f"need {what}, got {len(names)} ({', '.join(where) or 'none'}); "
             "pass one file per split, or a folder written by evalkit split"
         )
     if len(names) > MAX_SPLITS:

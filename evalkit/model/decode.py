@@ -72,16 +72,20 @@ def plan_batches(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 
 
 def eos_ids(loaded: LoadedModel) -> list[int]:
-    """The ids decoding stops on: the model's generation config's, else the tokenizer's eos."""
-    configured = loaded.generation_config.get("eos_token_id")
-    if configured is None:
+    """The ids decoding stops on: the tokenizer's eos and ``generation_config.json``'s eos ids.
+
+    The same ids the ``stop_token`` check of ``evalkit tokens`` validates the
+    training data against (and what servers such as vLLM stop on). Without a
+    ``generation_config.json``, transformers takes the eos of ``config.json``.
+    """
+    from evalkit.tokens.load import stop_token_ids
+
+    stops = set(stop_token_ids(loaded.tokenizer, loaded.base))
+    if not loaded.generation_config:
         configured = loaded.config.get("eos_token_id")
-    if configured is None:
-        configured = loaded.tokenizer.eos_token_id
-    if configured is None:
-        return []
-    values = configured if isinstance(configured, list) else [configured]
-    return sorted({int(value) for value in values})
+        values = configured if isinstance(configured, list) else [configured]
+        stops.update(value for value in values if isinstance(value, int))
+    return sorted(stops)
 
 
 def default_settings(loaded: LoadedModel, max_new_tokens: int) -> DecodeSettings:

@@ -142,13 +142,12 @@ def settings_record(
 
 def tokenizer_record(loaded: LoadedModel, files: dict[str, str]) -> TokenizerPins:
     """The tokenizer block of ``run.json``."""
-    from evalkit.model.folders import combined_sha256
-    from evalkit.tokens.load import chat_template_sha256
+    from evalkit.tokens.load import chat_template_sha256, tokenizer_sha256
 
     return TokenizerPins(
         path=str(loaded.tokenizer_folder),
         files=files,
-        sha256=combined_sha256(files),
+        sha256=tokenizer_sha256(loaded.tokenizer_folder),
         chat_template_sha256=chat_template_sha256(loaded.tokenizer),
         vocab_size=len(loaded.tokenizer),
     )

@@ -61,7 +61,8 @@ class TokenizerPins(FolderPins):
     """The tokenizer the prompts were rendered and encoded with."""
 
     sha256: str
-    """One sha256 over the tokenizer files' names and hashes."""
+    """sha256 of the tokenizer files as ``evalkit tokens`` and the adapter card hash them
+    (so a run, a tokens report and a card can be matched)."""
     chat_template_sha256: str | None
     """sha256 of the chat template's text (what decides every render)."""
     vocab_size: int

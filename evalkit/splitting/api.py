@@ -144,7 +144,7 @@ def split(
             "the split files could not keep both, so they would change those values: write "
             "the content one way in every row and split again"
         )
-    lengths = row_lengths(chat, loaded_tokenizer) if chat is not None else None
+    lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
     grouping = _grouping(frame, options, chat, compared_roles, source)
     row_class, labels = class_index(frame, stratify)

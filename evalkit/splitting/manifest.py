@@ -60,7 +60,9 @@ class SplitOptions(_Model):
     )
     freeze: str | None = Field(default=None, description="Assignments file of an earlier split.")
     tokenizer: str | None = Field(
-        default=None, description="tokenizer.json whose token counts are the lengths."
+        default=None,
+        description="Tokenizer folder (counted as evalkit tokens counts) or tokenizer.json "
+        "file whose token counts are the lengths.",
     )
 
 

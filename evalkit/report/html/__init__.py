@@ -9,7 +9,8 @@
 - :mod:`~evalkit.report.html.matrix`: confusion matrices and their change.
 - :mod:`~evalkit.report.html.candidate`, :mod:`~evalkit.report.html.compare`,
   :mod:`~evalkit.report.html.score`: the pages of ``gate --html``,
-  ``compare --out`` and ``score --out``.
+  ``compare --out`` and ``score --out``; :mod:`~evalkit.report.html.tokens`
+  the page of ``tokens --html``.
 
 Nothing here imports a plotting library; import the module you need.
 """

@@ -234,11 +234,13 @@ def page(
     subtitle: object = None,
     lead: Html | None = None,
     footer: object = None,
+    css: str = "",
 ) -> str:
     """The whole HTML document: header, ``lead`` (e.g. the verdict), contents, sections.
 
     Only sections of level 2 are listed in the contents. Anchors are made
     from the titles (numbered when two are alike), so they are stable.
+    ``css`` is appended to the shared style (a page's own elements).
     """
     seen: dict[str, int] = {}
     rendered: list[Html] = []
@@ -258,7 +260,7 @@ def page(
             Html('<meta name="viewport" content="width=device-width, initial-scale=1">'),
             Html(f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'),
             element("title", title),
-            Html(f"<style>{CSS.strip()}</style>"),
+            Html(f"<style>{CSS.strip()}{css.strip()}</style>"),
         ],
         "\n",
     )
