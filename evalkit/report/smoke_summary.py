@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from evalkit.model.smoke_records import PhasePeak, SmokeReport
 
 _LOSS = {"assistant": "assistant turns", "completion": "the completion", "all": "every token"}
@@ -33,7 +35,7 @@ def _headline(report: SmokeReport) -> list[str]:
 
 
 def _steps(report: SmokeReport) -> list[str]:
-    lines = [f"{'step':>4}  {'rows':<24}{'targets':>8}  {'loss':>9}"]
+    lines = [f"{'step':>4}  {'rows (0-based)':<24}{'targets':>8}  {'loss':>9}"]
     for number, rows in enumerate(report.batches, start=1):
         ran = number <= len(report.losses)
         loss = report.losses[number - 1] if ran else None
@@ -77,7 +79,9 @@ def _phase_line(report: SmokeReport, name: str, phase: PhasePeak) -> str:
 def _phases(report: SmokeReport) -> list[str]:
     lines = [f"{'phase':<8}{'measured GB':>14}{'bound GB':>12}{'ratio':>8}  what ran"]
     lines += [_phase_line(report, name, phase) for name, phase in report.phases.items()]
-    lines.append(f"  measured: {report.memory.note}")
+    lines += textwrap.wrap(
+        report.memory.note, width=100, initial_indent="  measured: ", subsequent_indent=" " * 12
+    )
     if report.memory.comparable:
         lines.append("  ratio = bound / measured: at most 1 when the bound holds")
         over = [name for name, phase in report.phases.items() if (phase.ratio or 0) > 1]
@@ -96,11 +100,12 @@ def _reload(report: SmokeReport) -> list[str]:
     status = "PASS" if check.ok else "FAIL"
     difference = "none" if check.max_logit_diff is None else f"{check.max_logit_diff:.3g}"
     effect = "-" if check.training_effect is None else f"{check.training_effect:.3g}"
-    return [
+    sentence = (
         f"reload: {status}: the saved {check.artifact} ({check.saved_bytes:,} bytes), loaded in a "
         f"fresh process, against the trained model at {check.positions} positions: max |diff| "
         f"{difference} (tolerance {check.tolerance:.2g}; training moved them by {effect})"
-    ]
+    )
+    return textwrap.wrap(sentence, width=100, subsequent_indent=" " * 8)
 
 
 def render_smoke_summary(report: SmokeReport) -> str:
