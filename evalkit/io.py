@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import os
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ from evalkit.errors import (
     UnreadableFile,
     UsageError,
 )
+from evalkit.fast_jsonl import read_with_prefix_types
 
 if TYPE_CHECKING:
     import polars as pl
@@ -70,12 +70,18 @@ def _check_readable(path: Path) -> None:
         raise UnreadableFile(f"{path}: permission denied")
 
 
-def read_table(path: Path, fmt: TableFormat | None = None) -> pl.DataFrame:
+def read_table(
+    path: Path, fmt: TableFormat | None = None, *, columns: Sequence[str] | None = None
+) -> pl.DataFrame:
     """Read a JSONL, CSV or Parquet file into a polars frame.
 
-    Types are inferred from the whole file, not a prefix, so a column whose
-    type only shows late does not fail half-way. A parse failure names the
-    first bad line (JSONL) or the reason polars gives (CSV, Parquet).
+    Types are those of the whole file, not a prefix, so a column whose type
+    only shows late does not fail half-way (JSONL gets them from its first
+    lines when that gives the same table: :mod:`evalkit.fast_jsonl`). A parse
+    failure names the first bad line (JSONL) or the reason polars gives (CSV,
+    Parquet). With ``columns``, the frame holds only those when all of them
+    exist (faster), and every column otherwise, so that the caller can name
+    the missing one beside those there are.
     """
     import polars as pl
 
@@ -83,16 +89,20 @@ def read_table(path: Path, fmt: TableFormat | None = None) -> pl.DataFrame:
     fmt = fmt or table_format(path)
     try:
         if fmt == "parquet":
-            return pl.read_parquet(path)
+            return _read_parquet(path, columns)
         if fmt == "csv":
-            return pl.read_csv(path, infer_schema_length=None)
+            frame = pl.read_csv(path, infer_schema_length=None)
+            return _only(frame, columns)
         if path.stat().st_size == 0:
             return pl.DataFrame()
         with path.open("rb") as handle:
             has_bom = handle.read(3) == UTF8_BOM
-        if has_bom:  # editors on Windows add one; JSON parsers reject it
-            return pl.read_ndjson(io.BytesIO(path.read_bytes()[3:]), infer_schema_length=None)
-        return pl.read_ndjson(path, infer_schema_length=None)
+        # Editors on Windows add a BOM; JSON parsers reject it.
+        source: str | bytes = path.read_bytes()[3:] if has_bom else str(path)
+        fast = read_with_prefix_types(source, columns)
+        if fast is not None:
+            return fast
+        return _only(pl.read_ndjson(source, infer_schema_length=None), columns)
     except (pl.exceptions.PolarsError, OSError, ValueError) as error:
         if fmt == "jsonl":
             bad = first_bad_jsonl_line(path)
@@ -103,6 +113,27 @@ def read_table(path: Path, fmt: TableFormat | None = None) -> pl.DataFrame:
                 ) from error
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise MalformedFile(f"{path}: cannot read as {fmt}: {first}") from error
+
+
+def _only(frame: pl.DataFrame, columns: Sequence[str] | None) -> pl.DataFrame:
+    """``columns`` of ``frame`` when it has them all, else the whole frame."""
+    if columns is None or any(name not in frame.columns for name in columns):
+        return frame
+    return frame.select(list(dict.fromkeys(columns)))
+
+
+def _read_parquet(path: Path, columns: Sequence[str] | None) -> pl.DataFrame:
+    """A Parquet file, only ``columns`` when its schema has them all."""
+    import polars as pl
+
+    if columns is not None:
+        try:
+            present = pl.read_parquet_schema(path)
+        except (pl.exceptions.PolarsError, OSError):
+            present = {}  # the whole read below reports the problem
+        if all(name in present for name in columns):
+            return pl.read_parquet(path, columns=list(dict.fromkeys(columns)))
+    return pl.read_parquet(path)
 
 
 def first_bad_jsonl_line(path: Path) -> tuple[int, str] | None:

@@ -81,17 +81,8 @@ def check_gold_columns(path: Path, contract: Contract, contract_label: str) -> N
 
 
 def _read_gold_columns(path: Path, contract: Contract) -> pl.DataFrame:
-    """The gold table; from Parquet only the columns the contract names (when all exist)."""
-    import polars as pl
-
-    if table_format(path) == "parquet" and path.is_file():
-        try:
-            present = pl.read_parquet_schema(path)
-        except (pl.exceptions.PolarsError, OSError):
-            return read_table(path)  # reports the problem in its own words
-        if all(column in present for column in contract.gold_columns):
-            return pl.read_parquet(path, columns=contract.gold_columns)
-    return read_table(path)
+    """The gold table; only the columns the contract names (when all exist)."""
+    return read_table(path, columns=contract.gold_columns)
 
 
 def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFrame:
