@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import polars as pl
+    from polars._typing import PolarsDataType
 
     Source = str | bytes
 
@@ -68,7 +69,7 @@ def known_keys_pattern(names: Sequence[str]) -> str:
     return rf"^{_WS}(?:\{{{_WS}(?:{member}(?:,{_WS}{member})*)?\}}{_WS})?$"
 
 
-def _settled(dtype: pl.DataType) -> bool:
+def _settled(dtype: PolarsDataType) -> bool:
     """False for a type that later lines can change without an error: ``Null`` (no
     value seen yet) or a struct (new fields are dropped), at any depth."""
     import polars as pl

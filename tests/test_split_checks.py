@@ -52,7 +52,9 @@ def _pandera_passes(frame: pl.DataFrame, id_column: str | None, text: str | None
 @pytest.mark.parametrize(
     ("id_column", "text"), [("id", None), ("id", "t"), (None, "t"), ("id", "id"), (None, None)]
 )
-def test_polars_checks_agree_with_pandera(name: str, id_column: str | None, text: str | None) -> None:
+def test_polars_checks_agree_with_pandera(
+    name: str, id_column: str | None, text: str | None
+) -> None:
     frame = TABLES[name]
     assert passes_checks(frame, id_column=id_column, text=text) == _pandera_passes(
         frame, id_column, text
