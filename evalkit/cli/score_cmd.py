@@ -105,22 +105,27 @@ def score_command(
     corrupt predictions line, duplicate ids, existing --out without --force).
     """
     from evalkit.io import check_new_output
-    from evalkit.report.score_summary import render_score_summary
-    from evalkit.scoring.engine import OnDuplicate, score
+    from evalkit.scoring.processes import early_workers
 
     check_new_output(
         out, force, inputs=[contract_path, gold_path, pred_path], marker="summary.json"
     )
-    result = score(
-        contract_path,
-        gold_path,
-        pred_path,
-        name=name,
-        pred_format=pred_format,
-        id_col=id_col,
-        output_col=output_col,
-        on_duplicate=cast(OnDuplicate, on_duplicate),
-        workers=workers,
-    )
+    # The parsing subprocesses start before the imports below, so that their
+    # start-up runs beside this process's own.
+    with early_workers(pred_path, workers):
+        from evalkit.report.score_summary import render_score_summary
+        from evalkit.scoring.engine import OnDuplicate, score
+
+        result = score(
+            contract_path,
+            gold_path,
+            pred_path,
+            name=name,
+            pred_format=pred_format,
+            id_col=id_col,
+            output_col=output_col,
+            on_duplicate=cast(OnDuplicate, on_duplicate),
+            workers=workers,
+        )
     result.write(out, force=force)
     click.echo(str(out) if quiet else render_score_summary(result.summary, str(out)))

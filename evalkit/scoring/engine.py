@@ -26,8 +26,9 @@ from evalkit.io import read_table, sha256_file, table_format
 from evalkit.scoring import aggregate
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.predictions import predictions_sha256, read_predictions
+from evalkit.scoring.processes import estimated_rows, resolve_workers
 from evalkit.scoring.summary import ContractInfo, Evaluator, GoldInfo, PredictionsInfo, ScoreSummary
-from evalkit.scoring.workers import ParsePool, resolve_workers
+from evalkit.scoring.workers import ParsePool
 
 if TYPE_CHECKING:
     import polars as pl
@@ -201,19 +202,9 @@ def _align(gold: pl.DataFrame, predictions: pl.DataFrame) -> tuple[pl.DataFrame,
     return table, unknown_ids, example  # type: ignore[return-value]
 
 
-def _estimated_rows(path: Path) -> int:
-    """A rough row count from the file size (100 bytes a row), before reading anything."""
-    try:
-        if path.is_dir():
-            return sum(item.stat().st_size for item in path.rglob("*") if item.is_file()) // 100
-        return path.stat().st_size // 100
-    except OSError:
-        return 0
-
-
 def _early_pool(contract: Contract, pred_path: Path, workers: int | None) -> Any:
     """Start parser workers now, so their start-up overlaps with reading the files."""
-    n_workers = resolve_workers(workers, _estimated_rows(pred_path))
+    n_workers = resolve_workers(workers, estimated_rows(pred_path))
     if contract.output.parse != "json" or n_workers <= 1:
         return nullcontext(None)
     return ParsePool(ParserSpec.from_contract(contract), n_workers)

@@ -30,7 +30,8 @@ from evalkit.contract.parse import (
     parsed_schema,
 )
 from evalkit.errors import InvalidContract
-from evalkit.scoring.workers import ParsedChunk, ParsePool, join_chunks, resolve_workers
+from evalkit.scoring.processes import resolve_workers
+from evalkit.scoring.workers import ParsedChunk, ParsePool, join_chunks
 
 if TYPE_CHECKING:
     import polars as pl

@@ -19,46 +19,24 @@ process whose polars thread pool is running.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
 import pickle
 import queue
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from evalkit.contract.batch import parse_distinct
 from evalkit.contract.parse import OutputParser, ParserSpec
+from evalkit.scoring.processes import stop, take_started
 
 if TYPE_CHECKING:
     import polars as pl
 
 CHUNK_ROWS = 50_000
-# Below this many outputs a pool costs more (start-up, imports) than it saves.
-PARALLEL_MIN_ROWS = 150_000
 _LENGTH_BYTES = 8
-
-
-def available_cores() -> int:
-    """Cores this process may run on (respects CPU affinity, unlike ``os.cpu_count``)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def resolve_workers(workers: int | None, n_rows: int) -> int:
-    """How many processes parse: ``workers`` if given, else every core for large inputs."""
-    if workers is not None:
-        return max(1, workers)
-    if n_rows < PARALLEL_MIN_ROWS:
-        return 1
-    return max(1, min(available_cores(), 8))
 
 
 def _send(stream: IO[bytes], payload: bytes) -> None:
@@ -133,26 +111,12 @@ class ParsePool:
         self._local: OutputParser | None = None
         self._processes: list[subprocess.Popen[bytes]] = []
         if workers > 1:
-            self._processes = [self._start() for _ in range(workers - 1)]
-
-    def _start(self) -> subprocess.Popen[bytes]:
-        import evalkit
-
-        root = str(Path(evalkit.__file__).resolve().parents[1])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-        process = subprocess.Popen(
-            [sys.executable, "-m", "evalkit.scoring._worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            # Not in the terminal's process group: Ctrl-C goes to the parent,
-            # which closes the pipes, and that ends the worker.
-            start_new_session=True,
-        )
-        assert process.stdin is not None
-        _send(process.stdin, pickle.dumps(self.spec))
-        return process
+            # Subprocesses started early (evalkit score starts them before its
+            # own imports) are taken first; each gets the spec as its first message.
+            self._processes = take_started(workers - 1)
+            for process in self._processes:
+                assert process.stdin is not None
+                _send(process.stdin, pickle.dumps(self.spec))
 
     def __enter__(self) -> ParsePool:
         return self
@@ -161,24 +125,8 @@ class ParsePool:
         self.close()
 
     def close(self) -> None:
-        """Stop the workers: end their input and output (a worker blocked on either
-        exits at once), wait briefly, and kill any that linger."""
-        # Output first: a worker blocked on writing a result then fails and
-        # exits, which unblocks a feeding thread that may hold the input's lock.
-        for process in self._processes:
-            if process.stdout is not None and not process.stdout.closed:
-                with contextlib.suppress(OSError, ValueError):
-                    process.stdout.close()
-        for process in self._processes:
-            if process.stdin is not None and not process.stdin.closed:
-                with contextlib.suppress(OSError, ValueError):
-                    process.stdin.close()
-        for process in self._processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        """Stop the workers (see :func:`evalkit.scoring.processes.stop`)."""
+        stop(self._processes)
         self._processes = []
 
     def parse_chunks(self, pieces: list[pl.Series]) -> Iterator[ParsedChunk]:
@@ -335,6 +283,10 @@ def _produce(
 
 def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     """Worker loop: read the parser spec, then parse chunks until the input ends."""
+    # Imported before waiting for the spec: a worker started early does this
+    # while the parent is still busy with its own imports.
+    import jsonschema_rs  # noqa: F401
+    import orjson  # noqa: F401
     import polars as pl
 
     first = _receive(source)
