@@ -29,6 +29,7 @@ from evalkit.scoring.predictions import predictions_sha256, read_predictions
 from evalkit.scoring.processes import estimated_rows, resolve_workers
 from evalkit.scoring.summary import ContractInfo, Evaluator, GoldInfo, PredictionsInfo, ScoreSummary
 from evalkit.scoring.workers import ParsePool
+from evalkit.scoring.write import write_score
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,8 +47,6 @@ class ScoreResult:
 
     def write(self, out: str | os.PathLike[str], *, force: bool = False) -> Path:
         """Write ``summary.json`` and ``examples.parquet`` into ``out`` (atomically)."""
-        from evalkit.scoring.write import write_score
-
         return write_score(self, out, force=force)
 
 

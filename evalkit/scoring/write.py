@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from evalkit.io import atomic_directory
 
 if TYPE_CHECKING:
-    from evalkit.scoring.engine import ScoreResult
+    import polars as pl
+
+    from evalkit.scoring.summary import ScoreSummary
 
 ROW_GROUP_ROWS = 131_072
 
 
-def summary_json(result: ScoreResult) -> bytes:
+class ResultToWrite(Protocol):
+    """What is written: a summary and the per-example table
+    (:class:`evalkit.scoring.engine.ScoreResult`, which this module need not import)."""
+
+    @property
+    def summary(self) -> ScoreSummary: ...
+
+    @property
+    def examples(self) -> pl.DataFrame: ...
+
+
+def summary_json(result: ResultToWrite) -> bytes:
     """The bytes of ``summary.json``: indented, keys in model order, a final newline."""
     import orjson
 
@@ -22,7 +35,7 @@ def summary_json(result: ScoreResult) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def write_score(result: ScoreResult, out: str | os.PathLike[str], *, force: bool = False) -> Path:
+def write_score(result: ResultToWrite, out: str | os.PathLike[str], *, force: bool = False) -> Path:
     """Write the result folder; an existing folder is replaced only with ``force``.
 
     Both files appear together or not at all (written into a staging folder
