@@ -150,38 +150,58 @@ class ParsePool:
         return ParsedChunk(*parse_distinct(self._local, chunk))
 
     def _parse_shared(self, chunks: Iterator[pl.Series]) -> Iterator[ParsedChunk]:
-        count = len(self._processes) + 1
-        # Chunk i goes to subprocess i % count, or to this process when that
-        # is count - 1. A producer thread fills one small queue per process
-        # and one feeding thread per subprocess drains its queue, so memory
-        # stays bounded and a worker blocked on writing a result never
-        # deadlocks a parent blocked on writing the next chunk.
-        queues: list[queue.Queue[pl.Series | None]] = [queue.Queue(maxsize=2) for _ in range(count)]
-        here = queues[-1]
-        progress = _Progress()
-        producer = threading.Thread(target=_produce, args=(chunks, queues, progress), daemon=True)
-        feeders = [
-            threading.Thread(target=self._feed, args=(process, queues[index]), daemon=True)
-            for index, process in enumerate(self._processes)
+        """Chunks parsed by whichever process is free, yielded in order.
+
+        A subprocess takes the next chunk whenever it has fewer than
+        ``IN_FLIGHT`` (a feeding thread each); this process parses one only
+        while the result it needs next is not there yet. So the subprocesses
+        take the larger share when this process is busy reading gold and
+        matching (measured: with a fixed half each, the subprocess waited
+        for this process). One reading thread per subprocess reads each
+        result as soon as it is due, so a subprocess never waits on a full
+        pipe, and a subprocess blocked on writing never deadlocks a parent
+        blocked on writing the next chunk.
+        """
+        board = _Board(chunks, len(self._processes))
+        results: list[queue.Queue[ParsedChunk | BaseException]] = [
+            queue.Queue() for _ in self._processes
         ]
-        for thread in (producer, *feeders):
-            thread.start()
+        for owner, process in enumerate(self._processes):
+            feeding = threading.Thread(target=self._feed, args=(owner, process, board))
+            reading = threading.Thread(
+                target=self._read, args=(owner, process, board, results[owner])
+            )
+            for thread in (feeding, reading):
+                thread.daemon = True
+                thread.start()
+        ahead: dict[int, ParsedChunk] = {}  # chunks this process parsed while waiting
         index = 0
-        ahead: ParsedChunk | None = None  # this process's next chunk, parsed early
-        while progress.wait_for(index):
-            if index % count == count - 1:
-                parsed = ahead if ahead is not None else self._parse_here(_take(here))
-                ahead = None
-            else:
-                # Parse this process's next chunk while the subprocess works on
-                # this one, instead of waiting for it.
-                if (index + 1) % count == count - 1 and progress.wait_for(index + 1):
-                    ahead = self._parse_here(_take(here))
-                parsed = self._receive_parsed(self._processes[index % count])
+        while True:
+            if index in ahead:
+                yield ahead.pop(index)
+                index += 1
+                continue
+            owner = board.owner(index)
+            if owner == _LOCAL:  # every subprocess is full: parse it here
+                claimed = board.claim(_LOCAL)
+                if claimed is None:
+                    break
+                ahead[claimed[0]] = self._parse_here(claimed[1])
+                continue
+            if owner == _END:
+                break
+            assert isinstance(owner, int)
+            waiting = results[owner]
+            if waiting.empty() and (claimed := board.claim(_LOCAL)) is not None:
+                ahead[claimed[0]] = self._parse_here(claimed[1])  # instead of waiting
+                continue
+            parsed = waiting.get()
+            if isinstance(parsed, BaseException):
+                raise parsed
             yield parsed
             index += 1
-        if progress.error is not None:
-            raise progress.error
+        if board.error is not None:
+            raise board.error
 
     @staticmethod
     def _receive_parsed(process: subprocess.Popen[bytes]) -> ParsedChunk:
@@ -195,45 +215,117 @@ class ParsePool:
         return ParsedChunk(pl.read_ipc(io.BytesIO(frame)), pl.read_ipc(io.BytesIO(rows))["row"])
 
     @staticmethod
-    def _feed(process: subprocess.Popen[bytes], chunks: queue.Queue[pl.Series | None]) -> None:
+    def _feed(owner: int, process: subprocess.Popen[bytes], board: _Board) -> None:
         assert process.stdin is not None
         try:
-            while (chunk := chunks.get()) is not None:
-                _send(process.stdin, _frame_bytes(chunk.to_frame("output")))
+            while (claimed := board.claim(owner)) is not None:
+                _send(process.stdin, _frame_bytes(claimed[1].to_frame("output")))
+                del claimed  # the chunk's memory goes once it is sent
         except (BrokenPipeError, OSError, ValueError, KeyboardInterrupt):
             return  # the worker died or the run was interrupted; the reader reports it
+        finally:
+            board.leave(owner)
+
+    @classmethod
+    def _read(
+        cls,
+        owner: int,
+        process: subprocess.Popen[bytes],
+        board: _Board,
+        results: queue.Queue[ParsedChunk | BaseException],
+    ) -> None:
+        # Only a result that is due is read: a thread blocked on reading would
+        # hold the pipe's lock when the pool closes it.
+        while board.due(owner):
+            try:
+                results.put(cls._receive_parsed(process))
+            except BaseException as error:  # the worker died: the consumer raises it
+                results.put(error)
+                return
+            board.done(owner)
 
 
-class _Progress:
-    """How many chunks the producer has queued, and whether it has finished."""
+_LOCAL = -1  # the owner of a chunk parsed by this process
+_END = -2  # no chunk with this index: the chunks have run out
+IN_FLIGHT = 2  # chunks a subprocess holds at once: one parsing, one arriving
 
-    def __init__(self) -> None:
+
+class _Board:
+    """Which process parses which chunk: chunks go out in order, one at a time, to
+    whoever asks first; a subprocess asks again once a result of its own is read."""
+
+    def __init__(self, chunks: Iterator[pl.Series], subprocesses: int) -> None:
+        self._chunks = chunks
         self._condition = threading.Condition()
-        self._produced = 0
+        self._owners: list[int] = []  # owner of each chunk handed out so far
+        self._in_flight = [0] * subprocesses
+        self._taking = [True] * subprocesses  # whose feeding thread still runs
         self._finished = False
         self.error: BaseException | None = None
 
-    def add(self) -> None:
+    def claim(self, owner: int) -> tuple[int, pl.Series] | None:
+        """The next chunk for ``owner`` (its index and outputs), or None when none is
+        left. A subprocess first waits while it holds ``IN_FLIGHT`` chunks."""
         with self._condition:
-            self._produced += 1
+            if owner != _LOCAL:
+                self._condition.wait_for(
+                    lambda: self._finished or self._in_flight[owner] < IN_FLIGHT
+                )
+            if self._finished:
+                return None
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                self._finish()
+                return None
+            except BaseException as failure:  # re-raised by the consumer
+                self._finish(failure)
+                return None
+            self._owners.append(owner)
+            if owner != _LOCAL:
+                self._in_flight[owner] += 1
+            self._condition.notify_all()
+            return len(self._owners) - 1, chunk
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        self._finished, self.error = True, error
+        self._condition.notify_all()
+
+    def owner(self, index: int) -> int:
+        """Who has chunk ``index``: a subprocess, ``_LOCAL`` when it is not handed out
+        yet and no subprocess can take it now, or ``_END`` when the chunks ran out
+        before it. While a subprocess has room, it is left the chunk."""
+        with self._condition:
+            self._condition.wait_for(
+                lambda: index < len(self._owners) or self._finished or not self._room()
+            )
+            if index < len(self._owners):
+                return self._owners[index]
+            return _END if self._finished else _LOCAL
+
+    def _room(self) -> bool:
+        return any(
+            taking and held < IN_FLIGHT
+            for taking, held in zip(self._taking, self._in_flight, strict=True)
+        )
+
+    def leave(self, owner: int) -> None:
+        """Subprocess ``owner`` takes no more chunks (they ran out, or it failed)."""
+        with self._condition:
+            self._taking[owner] = False
             self._condition.notify_all()
 
-    def finish(self, error: BaseException | None = None) -> None:
+    def due(self, owner: int) -> bool:
+        """Wait until subprocess ``owner`` owes a result; False when it never will."""
         with self._condition:
-            self._finished, self.error = True, error
+            self._condition.wait_for(lambda: self._in_flight[owner] > 0 or self._finished)
+            return self._in_flight[owner] > 0
+
+    def done(self, owner: int) -> None:
+        """A result of subprocess ``owner`` was read: it may take another chunk."""
+        with self._condition:
+            self._in_flight[owner] -= 1
             self._condition.notify_all()
-
-    def wait_for(self, index: int) -> bool:
-        """True once chunk ``index`` exists; False when the producer ended before it."""
-        with self._condition:
-            self._condition.wait_for(lambda: self._produced > index or self._finished)
-            return self._produced > index
-
-
-def _take(chunks: queue.Queue[pl.Series | None]) -> pl.Series:
-    chunk = chunks.get()
-    assert chunk is not None, "the producer queues every chunk before its end marker"
-    return chunk
 
 
 def _chunks(pieces: list[pl.Series]) -> Iterator[pl.Series]:
@@ -263,22 +355,6 @@ def _chunks(pieces: list[pl.Series]) -> Iterator[pl.Series]:
         del joined
     if pending_rows:
         yield pl.concat(pending, rechunk=True) if len(pending) > 1 else pending[0]
-
-
-def _produce(
-    chunks: Iterator[pl.Series], queues: list[queue.Queue[pl.Series | None]], progress: _Progress
-) -> None:
-    error: BaseException | None = None
-    try:
-        for index, chunk in enumerate(chunks):
-            queues[index % len(queues)].put(chunk)
-            progress.add()
-    except BaseException as failure:  # reported by the reader
-        error = failure
-    finally:
-        for waiting in queues:
-            waiting.put(None)
-        progress.finish(error)
 
 
 def serve(source: IO[bytes], sink: IO[bytes]) -> None:
