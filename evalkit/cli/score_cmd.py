@@ -104,14 +104,15 @@ def score_command(
     Exit codes: 0 scored; 2 bad input (unknown contract key, missing column,
     corrupt predictions line, duplicate ids, existing --out without --force).
     """
-    from evalkit.io import check_new_output
+    from evalkit.io import check_new_output, hash_early
     from evalkit.scoring.processes import early_workers
 
     check_new_output(
         out, force, inputs=[contract_path, gold_path, pred_path], marker="summary.json"
     )
-    # The parsing subprocesses start before the imports below, so that their
-    # start-up runs beside this process's own.
+    # The inputs are hashed and the parsing subprocesses start before the
+    # imports below, so that both run beside this process's own start-up.
+    hash_early([gold_path, pred_path])
     with early_workers(pred_path, workers):
         from evalkit.report.score_summary import render_score_summary
         from evalkit.scoring.engine import OnDuplicate, score
