@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # download a CUDA build of several GB. With it installed, the range adds nothing.
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test lint typecheck unit bench schema clean
+.PHONY: install demo test lint typecheck unit browser screenshots bench schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +33,23 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest
 
-test: lint typecheck unit
+# The browser test opens report.html in Debian's headless chromium. CI is a
+# fresh Debian machine, so install the package there (as root) when missing;
+# elsewhere say how, and the test skips itself.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium is missing: run 'apt-get install chromium' as root for the browser test"; \
+	  fi; }
+
+test: lint typecheck browser unit
+
+# The README's picture of the walkthrough's comparison report.
+screenshots: $(STAMP) browser
+	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/screenshots.sh
 
 bench: $(STAMP)
 	for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done

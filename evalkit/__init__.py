@@ -20,6 +20,10 @@ _EXPORTS: dict[str, str] = {
     "audit": "evalkit.leakage.api",
     "AuditReport": "evalkit.leakage.models",
     "duplicate_components": "evalkit.leakage.clusters",
+    "prompts": "evalkit.chat.prompts",
+    "PromptFile": "evalkit.chat.prompts",
+    "read_chat": "evalkit.chat.column",
+    "ChatColumn": "evalkit.chat.column",
     "compare": "evalkit.comparison.api",
     "gate": "evalkit.comparison.api",
     "load_result": "evalkit.comparison.results",
@@ -30,16 +34,31 @@ _EXPORTS: dict[str, str] = {
     "Contract": "evalkit.contract.model",
     "contract_fingerprint": "evalkit.contract.fingerprint",
     "score": "evalkit.scoring.engine",
-    "ScoreResult": "evalkit.scoring.engine",
+    "ScoreResult": "evalkit.scoring.result",
     "ScoreSummary": "evalkit.scoring.summary",
     "write_score": "evalkit.scoring.write",
     "read_predictions": "evalkit.scoring.predictions",
+    "adapter_card": "evalkit.provenance.card",
+    "load_card": "evalkit.provenance.card",
+    "AdapterCard": "evalkit.provenance.models",
+    "read_ledger": "evalkit.provenance.ledger_state",
+    "LedgerReport": "evalkit.provenance.ledger_state",
+    "append_look": "evalkit.provenance.ledger",
+    "PlanResult": "evalkit.plan.models",
+    "check_tokens": "evalkit.tokens.api",
+    "TokensResult": "evalkit.tokens.api",
+    "TokensReport": "evalkit.tokens.models",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+# Subpackages that are also their command's function (the package is callable).
+_CALLABLE_PACKAGES = ("plan",)
+
+__all__ = ["__version__", *_EXPORTS, *_CALLABLE_PACKAGES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _CALLABLE_PACKAGES:
+        return importlib.import_module(f"evalkit.{name}")
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value

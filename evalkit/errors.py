@@ -62,5 +62,25 @@ class InvalidSchema(InvalidContract):
     """A contract's JSON Schema breaks its meta-schema or refers outside the contract."""
 
 
+class InvalidConversation(InvalidTable):
+    """A conversation column holds a value that is not a well-formed conversation."""
+
+
 class DuplicateIds(InvalidTable):
     """An id occurs more than once where every id must be unique."""
+
+
+class NotAnAdapter(UnreadableFile):
+    """A folder given as an adapter holds no PEFT adapter (no adapter_config.json or weights)."""
+
+
+class CorruptWeights(MalformedFile):
+    """A safetensors (or legacy PyTorch) weights file does not follow its format."""
+
+
+class DifferentBases(IncompatibleResults):
+    """Two results were produced on different base models (id, revision or quantization)."""
+
+
+class InvalidModelConfig(EvalkitError):
+    """A model's config.json lacks a key, or has a value the memory planner cannot use."""

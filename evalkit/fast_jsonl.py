@@ -25,9 +25,10 @@ whenever it could, so the caller falls back to whole-file inference:
 When only some ``columns`` are wanted, keys outside the prefix schema do not
 matter and the key check is skipped; every known column is still read with
 its type, so its late values are checked as whole-file inference checks them.
-(Only a key first seen after the prefix goes unchecked: a type conflict within
-it, which makes whole-file inference fail, is not noticed, and the read of the
-wanted columns succeeds.)
+(A key first seen after the prefix is not read at all. Should its values mix
+types that polars cannot unify, the whole-file read would fail and
+:func:`evalkit.io.read_table` would read each column on its own, which gives
+the wanted columns exactly as read here.)
 
 CSV is not read this way: polars' CSV parser accepts values that its
 inference types differently (``+1`` in an integer column, ``nan`` in a float

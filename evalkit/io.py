@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import shutil
 import tempfile
@@ -174,6 +175,8 @@ def read_table(
                 raise MalformedFile(
                     f"{path}:{line_number}: not a JSON object ({reason}); fix or remove the line"
                 ) from error
+            if isinstance(error, pl.exceptions.SchemaError):
+                return _only(_read_ndjson_tolerant(path), columns)
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise MalformedFile(f"{path}: cannot read as {fmt}: {first}") from error
 
@@ -197,6 +200,27 @@ def _read_parquet(path: Path, columns: Sequence[str] | None) -> pl.DataFrame:
         if all(name in present for name in columns):
             return pl.read_parquet(path, columns=list(dict.fromkeys(columns)))
     return pl.read_parquet(path)
+
+
+def _read_ndjson_tolerant(path: Path) -> pl.DataFrame:
+    """Read a JSONL file whose column types polars cannot unify (an object in one row,
+    a list in another): each column gets the type polars infers for it alone, and a
+    column it cannot type at all is read as JSON text, so that the command that
+    needs the column can say which line holds what (e.g. ``evalkit.chat``)."""
+    import orjson
+    import polars as pl
+
+    with path.open("rb") as handle:
+        records = [orjson.loads(line.removeprefix(UTF8_BOM)) for line in handle if line.strip()]
+    names = list(dict.fromkeys(key for record in records for key in record))
+    schema: dict[str, pl.DataType] = {}
+    for name in names:
+        lines = b"\n".join(orjson.dumps({name: record.get(name)}) for record in records)
+        try:
+            schema[name] = pl.read_ndjson(io.BytesIO(lines), infer_schema_length=None).schema[name]
+        except pl.exceptions.PolarsError:
+            schema[name] = pl.String()
+    return pl.read_ndjson(io.BytesIO(path.read_bytes().removeprefix(UTF8_BOM)), schema=schema)
 
 
 def first_bad_jsonl_line(path: Path) -> tuple[int, str] | None:

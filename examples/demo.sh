@@ -50,7 +50,13 @@ for name in baseline candidate-a candidate-b; do
 done
 
 echo
+echo "== 3b. the test-set ledger: each score above was one look at the test split"
+echo "   (score appends to $OUT/split/evalkit-ledger.jsonl; three looks: 'reused')"
+evalkit ledger "$OUT/split/test.parquet"
+
+echo
 echo "== 4. compare both candidates with the baseline, example by example, and rank them"
+echo "   (report.html: the same comparison as charts, one self-contained page to open offline)"
 evalkit compare "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \
   --out "$OUT/compare"
 
@@ -58,7 +64,8 @@ echo
 echo "== 5. gate candidate-a: better on average, but legal_threat is broken -> blocked (exit 1)"
 status=0
 evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-a" \
-  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" || status=$?
+  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" \
+  --html "$OUT/gate/candidate-a.html" || status=$?
 if [ "$status" -ne 1 ]; then
   echo "demo: expected evalkit gate to block candidate-a with exit 1, got exit $status" >&2
   exit 1
@@ -71,4 +78,78 @@ evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
   --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
 echo "   -> exit 0: candidate-b passes"
 echo
-echo "Reports: $OUT/compare/report.md, $OUT/compare/junit.xml, $OUT/gate/"
+echo "== 7. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
+echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export merge --json "$OUT/plan/llama-2-13b-qlora.json"
+echo
+echo "   the same cycle exporting the adapter alone:"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
+
+echo
+echo "== 8. the same tickets as training conversations (system prompt, ticket, JSON answer)"
+echo "   (examples/tickets/tickets_chat.jsonl; python examples/tickets/generate.py --format messages)"
+evalkit split examples/tickets/tickets_chat.jsonl --out "$OUT/chat-split" \
+  --group conversation_id --stratify category --id ticket_id --text messages \
+  --sizes 840,180,180 --seed 7 --near-dup 0.8 --format jsonl
+
+echo
+echo "== 8b. audit it: the shared system prompt is not compared (default --roles), no leak"
+evalkit audit "$OUT/chat-split" --id ticket_id --text messages --group conversation_id
+echo "   -> exit 0. Comparing the shared system prompt too (--roles system,user) is wrong:"
+status=0
+evalkit audit "$OUT/chat-split" --id ticket_id --text messages --roles system,user \
+  --json "$OUT/chat-audit-with-system.json" --quiet || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected the audit with the system prompt compared to exit 1, got $status" >&2
+  exit 1
+fi
+python - "$OUT/chat-audit-with-system.json" <<'PY'
+import json, sys
+counts = json.load(open(sys.argv[1]))["counts"]
+print(f"   -> exit 1: {counts['near_duplicates']:,} near-duplicate pairs that only share the prompt")
+PY
+
+echo
+echo "== 8c. the test split's prompts (reference answers left out) as OpenAI Batch requests"
+evalkit prompts "$OUT/chat-split/test.jsonl" --id ticket_id --text messages \
+  --out "$OUT/prompts/test.batch.jsonl" --model ticket-triage-ft --max-tokens 200
+
+echo
+echo "== 8d. SIMULATED Batch output files for those requests, scored with gold read from"
+echo "   the reference answers (contracts/ticket-triage-chat.yaml: gold_answer)"
+python examples/tickets/simulate_predictions.py "$OUT/chat-split/test.jsonl" \
+  --batch-input "$OUT/prompts/test.batch.jsonl" --out "$OUT/chat-predictions" --seed 11
+evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/chat-split/test.jsonl" \
+  --pred "$OUT/chat-predictions/candidate-b.batch-output.jsonl" --pred-format openai-batch \
+  --out "$OUT/score-chat/candidate-b" --name candidate-b
+
+echo
+echo "== 9. the chat split as the model will see it: rendered by the example tokenizer's chat"
+echo "   template (examples/tokenizer), loss on the assistant turns, checked at 512 tokens"
+evalkit tokens "$OUT/chat-split" --tokenizer examples/tokenizer --text messages --id ticket_id \
+  --max-seq-length 512 --json "$OUT/tokens/report.json" --html "$OUT/tokens/report.html"
+echo "   -> exit 0. A planted defect: the same tokenizer with <|endoftext|> as its eos, so"
+echo "   generation stops on a token no assistant turn ends with (they end with <|im_end|>):"
+python - examples/tokenizer "$OUT/tokenizer-wrong-eos" <<'PY'
+import json, shutil, sys
+shutil.copytree(sys.argv[1], sys.argv[2], ignore=shutil.ignore_patterns("*.py"))
+config_path = f"{sys.argv[2]}/tokenizer_config.json"
+config = json.load(open(config_path))
+config["eos_token"] = "<|endoftext|>"
+json.dump(config, open(config_path, "w"), indent=2)
+PY
+status=0
+evalkit tokens "$OUT/chat-split/train.jsonl" --tokenizer "$OUT/tokenizer-wrong-eos" \
+  --text messages --id ticket_id || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected evalkit tokens to fail the planted stop token with exit 1, got $status" >&2
+  exit 1
+fi
+echo "   -> exit 1: stop_token fails on every example (and pad_is_eos warns: pad is now the eos)"
+
+echo
+echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
+echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html;"
+echo "  $OUT/tokens/report.html shows sampled conversations token by token"

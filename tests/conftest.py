@@ -46,3 +46,11 @@ def assert_one_line_error(result: CliResult, *fragments: str) -> None:
     assert "Traceback" not in result.stderr
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.fixture(scope="session")
+def peft_adapters(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Adapter folders written once per session by peft itself (see tests/peft_adapters.py)."""
+    from peft_adapters import build_adapters
+
+    return build_adapters(tmp_path_factory.mktemp("peft"))

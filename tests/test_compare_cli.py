@@ -114,13 +114,18 @@ def test_gate_warns_about_unpaired_ids(run_cli, runs, tmp_path: Path) -> None:
     assert "1 ids only in the baseline" in result.stderr and "T0099" in result.stderr
 
 
-def test_compare_writes_three_reports_and_ranks(run_cli, runs, tmp_path: Path) -> None:
+def test_compare_writes_four_reports_and_ranks(run_cli, runs, tmp_path: Path) -> None:
     out = tmp_path / "reports"
     result = run_cli(
         "compare", runs["baseline"], runs["candidate-a"], runs["candidate-b"], "--out", out
     )
     assert result.exit_code == 0, result.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.json", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "junit.xml",
+        "report.html",
+        "report.json",
+        "report.md",
+    ]
     report = json.loads((out / "report.json").read_text())
     assert report["decision"]["outcome"] == "adopt"
     assert report["decision"]["candidate"] == "candidate-b"

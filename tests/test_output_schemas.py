@@ -1,8 +1,9 @@
 """The JSON Schemas of evalkit's persisted outputs, generated from the models and committed.
 
-Readers of manifest.json, summary.json and the audit report (people, and tools
-in other languages) get a schema in docs/schemas/; this test fails when a model
-changes and its committed schema was not regenerated (EVALKIT_UPDATE_GOLDEN=1).
+Readers of manifest.json, summary.json, the audit report, card.json and ledger
+reports (people, and tools in other languages) get a schema in docs/schemas/;
+this test fails when a model changes and its committed schema was not
+regenerated (EVALKIT_UPDATE_GOLDEN=1).
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ import pytest
 from pydantic import BaseModel
 
 from evalkit.leakage.models import AuditReport
+from evalkit.plan.models import PlanResult
+from evalkit.provenance.ledger_state import LedgerReport
+from evalkit.provenance.models import AdapterCard
 from evalkit.scoring.summary import ScoreSummary
 from evalkit.splitting.manifest import SplitManifest
+from evalkit.tokens.models import TokensReport
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 
@@ -27,6 +32,10 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (SplitManifest, "split-manifest"),
         (ScoreSummary, "score-summary"),
         (AuditReport, "audit-report"),
+        (PlanResult, "plan-result"),
+        (AdapterCard, "adapter-card"),
+        (LedgerReport, "ledger-report"),
+        (TokensReport, "tokens-report"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:

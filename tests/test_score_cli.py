@@ -43,7 +43,11 @@ def test_score_prints_a_summary_and_writes_both_files(run_cli, files: Path) -> N
         line.split() == ["missing", "1", "e.g.", "T10"] for line in result.stdout.splitlines()
     )
     assert "legal_threat (rare)" in result.stdout
-    assert sorted(p.name for p in (files / "out").iterdir()) == ["examples.parquet", "summary.json"]
+    assert sorted(p.name for p in (files / "out").iterdir()) == [
+        "examples.parquet",
+        "report.html",
+        "summary.json",
+    ]
     summary = json.loads((files / "out" / "summary.json").read_text())
     assert summary["overall"]["content_correct"] == 8
     quiet = run_cli(*args(files, "--force", "--quiet", "--name", "b"))

@@ -187,7 +187,7 @@ def test_text_column_must_hold_text(run_cli, tmp_path: Path) -> None:
     data = _write_jsonl(tmp_path / "d.jsonl", [{"id": i, "g": i, "t": i} for i in range(6)])
     result = run_cli("split", data, "--out", tmp_path / "o", "--group", "g", "--text", "t",
                      "--sizes", "3,3", "--names", "a,b")  # fmt: skip
-    assert_one_line_error(result, "'t'", "must hold text")
+    assert_one_line_error(result, "'t'", "holds Int64 values", "needs text, or conversations")
 
 
 def test_near_dup_needs_text(run_cli, tmp_path: Path) -> None:

@@ -28,8 +28,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("evalkit.cli.compare_cmd", "compare_command"),
     "gate": ("evalkit.cli.gate_cmd", "gate_command"),
     "audit": ("evalkit.cli.audit_cmd", "audit_command"),
+    "prompts": ("evalkit.cli.prompts_cmd", "prompts_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
+    "card": ("evalkit.cli.card_cmd", "card_command"),
+    "ledger": ("evalkit.cli.ledger_cmd", "ledger_command"),
+    "plan": ("evalkit.cli.plan_cmd", "plan_command"),
+    "tokens": ("evalkit.cli.tokens_cmd", "tokens_command"),
 }
 
 INTERNAL_ERROR_EXIT = 3
@@ -65,10 +70,15 @@ def cli(debug: bool) -> None:
     \b
     Before training:  evalkit split   - group-aware, exact, stratified splits
                       evalkit audit   - leakage between existing splits
+                      evalkit tokens  - the data as the model sees it
+    Evaluation input: evalkit prompts - a split's conversations as Batch requests
     After training:   evalkit score   - format validity and accuracy per class
                       evalkit compare - paired regression report vs a baseline
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail
                       evalkit contract - check a contract, print its schema
+    Before renting:   evalkit plan    - GPU memory of load, train, eval, export
+    Provenance:       evalkit card    - what a PEFT adapter is, without loading it
+                      evalkit ledger  - how often each test set was looked at
 
     Exit codes: 0 done/pass, 1 a check found a problem, 2 bad input or usage,
     3 internal error (a bug: please report it with --debug output).

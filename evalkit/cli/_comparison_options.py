@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -34,6 +35,31 @@ def statistics_options(function: F) -> F:
     return function
 
 
+def provenance_options(function: F) -> F:
+    """``--factor``, ``--allow-base-change`` and ``--ledger``: the provenance checks."""
+    function = click.option(
+        "--ledger",
+        "ledger_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Test-set ledger to read (default: the one score recorded, beside the gold file).",
+    )(function)
+    function = click.option(
+        "--allow-base-change",
+        is_flag=True,
+        help="Compare results of different bases anyway (the report says so).",
+    )(function)
+    function = click.option(
+        "--factor",
+        "factors",
+        multiple=True,
+        metavar="KEY",
+        help="A setting the comparison studies (repeatable; e.g. r, lora_dropout, "
+        "learning_rate): any other difference of the adapter cards fails as "
+        "confounded_ablation.",
+    )(function)
+    return function
+
+
 def warn_unpaired(report: CandidateReport) -> None:
     """Say on stderr when some ids are in only one result (they are left out)."""
     pairing = report.pairing
@@ -49,6 +75,8 @@ def warn_unpaired(report: CandidateReport) -> None:
 
 def verdict_lines(report: CandidateReport) -> list[str]:
     """A few plain lines for the terminal: verdict, the overall change, each failure."""
+    from evalkit.report.provenance_markdown import provenance_lines
+
     overall = report.overall
     verdict = "PASS" if report.verdict == "pass" else "FAIL"
     lines = [
@@ -65,6 +93,7 @@ def verdict_lines(report: CandidateReport) -> list[str]:
             f"{overall.candidate_accuracy:.3f} ({overall.delta:+.3f}{interval}); "
             f"{overall.negative_flips} negative / {overall.positive_flips} positive flips"
         )
+    lines += provenance_lines(report)
     for failure in report.failures:
         line = f"  ✗ {failure.rule} @ {failure.scope}: {failure.reason}"
         if failure.negative_flip_ids:

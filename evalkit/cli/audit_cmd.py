@@ -12,7 +12,21 @@ import click
     "files", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
 @click.option("--id", "id_column", required=True, metavar="COL", help="Id column of every split.")
-@click.option("--text", "text_column", required=True, metavar="COL", help="Text column to compare.")
+@click.option(
+    "--text",
+    "text_column",
+    required=True,
+    multiple=True,
+    metavar="COL",
+    help="Text or conversation column (messages, ShareGPT) to compare; twice for "
+    "prompt-completion: --text prompt --text completion.",
+)
+@click.option(
+    "--roles",
+    metavar="ROLES",
+    help="Conversation turns compared, comma-separated "
+    "[default: user,assistant,tool - every role but system].",
+)
 @click.option(
     "--group",
     multiple=True,
@@ -44,7 +58,8 @@ import click
 def audit_command(
     files: tuple[Path, ...],
     id_column: str,
-    text_column: str,
+    text_column: tuple[str, ...],
+    roles: str | None,
     group: tuple[str, ...],
     stratify: str | None,
     near_dup: float,
@@ -64,6 +79,10 @@ def audit_command(
     similarity of word 3-shingles >= --near-dup, found with MinHash LSH and
     checked exactly), and the classes of --stratify missing from a split.
 
+    --text may name a conversation column ({role, content} messages or
+    ShareGPT {from, value}): the text compared is then the content of the
+    --roles turns, so a system prompt shared by every example is no leak.
+
     Exit codes: 0 no leak, 1 leak found, 2 bad input (a missing file or
     column, an unknown format). A missing class is a warning, not a leak.
 
@@ -71,6 +90,7 @@ def audit_command(
     Example:
       evalkit audit split/ --id ticket_id --text text \\
         --group conversation_id --stratify category --json audit.json
+      evalkit audit chat-split/ --id ticket_id --text messages --roles user
     """
     from evalkit.io import atomic_write_text, check_new_output
     from evalkit.leakage.api import audit
@@ -81,7 +101,8 @@ def audit_command(
     report = audit(
         list(files),
         id_column=id_column,
-        text_column=text_column,
+        text_column=list(text_column),
+        roles=roles,
         group=list(group),
         stratify=stratify,
         near_dup=None if exact_only else near_dup,

@@ -8,6 +8,7 @@ import click
 
 from evalkit.cli._comparison_options import (
     RESULT_FOLDER,
+    provenance_options,
     statistics_options,
     verdict_lines,
     warn_unpaired,
@@ -20,7 +21,7 @@ from evalkit.cli._comparison_options import (
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Folder for report.json, report.md and junit.xml (without it, only print).",
+    help="Folder for report.json, report.md, report.html and junit.xml (without it, only print).",
 )
 @click.option("--force", is_flag=True, help="Replace the --out folder if it exists.")
 @click.option(
@@ -31,6 +32,7 @@ from evalkit.cli._comparison_options import (
     help="Overall accuracy gain a passing candidate needs to be adopted.",
 )
 @statistics_options
+@provenance_options
 def compare_command(
     baseline: str,
     candidates: tuple[str, ...],
@@ -39,6 +41,9 @@ def compare_command(
     min_gain: float,
     seed: int,
     resamples: int,
+    factors: tuple[str, ...],
+    allow_base_change: bool,
+    ledger_path: Path | None,
 ) -> None:
     """Compare CANDIDATES with BASELINE example by example, rank them and decide.
 
@@ -49,10 +54,15 @@ def compare_command(
     Wilson intervals, overall, per class and per slice, and the contract's
     gate verdict. With several candidates they are ranked (passing first,
     then by accuracy gain) and the report names the one to adopt, or says
-    that none passes or none gains more than --min-gain.
+    that none passes or none gains more than --min-gain. The decision record
+    names the test split and its groups, the known regressions, the test
+    set's ledger state and what a reload needs (base id and commit, adapter
+    weights hash). --factor, --allow-base-change and --ledger work as for
+    `evalkit gate`.
 
     \b
-    Writes DIR/report.json, DIR/report.md and DIR/junit.xml with --out.
+    Writes DIR/report.json, DIR/report.md, DIR/report.html (charts, one
+    self-contained page) and DIR/junit.xml with --out.
     Exit codes: 0 done (whatever the verdicts; use `evalkit gate` in CI),
     2 bad input.
 
@@ -61,7 +71,9 @@ def compare_command(
       evalkit compare runs/baseline runs/cand-a runs/cand-b --out reports/
     """
     from evalkit.comparison.api import compare
+    from evalkit.comparison.outputs import flip_outputs
     from evalkit.io import atomic_directory, atomic_write_text, check_new_output
+    from evalkit.report.html.compare import render_comparison_html
     from evalkit.report.json_report import render_json
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_comparison_markdown
@@ -69,16 +81,27 @@ def compare_command(
     sources = [Path(folder) for folder in (baseline, *candidates)]
     if out is not None:
         check_new_output(out, force, inputs=sources, marker="report.json")
-    report = compare(baseline, *candidates, seed=seed, resamples=resamples, min_gain=min_gain)
+    report = compare(
+        baseline,
+        *candidates,
+        seed=seed,
+        resamples=resamples,
+        min_gain=min_gain,
+        factors=factors,
+        allow_base_change=allow_base_change,
+        ledger=ledger_path,
+    )
     for candidate in report.candidates:
         warn_unpaired(candidate)
     if out is not None:
         with atomic_directory(out, force, inputs=sources, marker="report.json") as staging:
             atomic_write_text(staging / "report.json", render_json(report))
             atomic_write_text(staging / "report.md", render_comparison_markdown(report))
+            html = render_comparison_html(report, flip_outputs(report.candidates))
+            atomic_write_text(staging / "report.html", html)
             atomic_write_text(staging / "junit.xml", render_junit(report.candidates))
     for entry, candidate in zip(report.ranking, report.candidates, strict=True):
         click.echo(f"{entry.rank}. " + "\n".join(verdict_lines(candidate)))
     click.echo(f"Decision: {report.decision.reason}")
     if out is not None:
-        click.echo(f"wrote {out}/report.json, report.md, junit.xml")
+        click.echo(f"wrote {out}/report.json, report.md, report.html, junit.xml")

@@ -9,6 +9,7 @@ import click
 
 from evalkit.cli._comparison_options import (
     RESULT_FOLDER,
+    provenance_options,
     statistics_options,
     verdict_lines,
     warn_unpaired,
@@ -24,18 +25,28 @@ OUTPUT_FILE = click.Path(dir_okay=False, path_type=Path)
     "--junit", type=OUTPUT_FILE, help="Write JUnit XML: one test case per rule and scope."
 )
 @click.option("--markdown", type=OUTPUT_FILE, help="Write the Markdown report.")
+@click.option(
+    "--html",
+    type=OUTPUT_FILE,
+    help="Write the HTML report: charts and the flipped examples, one self-contained page.",
+)
 @click.option("--json", "json_path", type=OUTPUT_FILE, help="Write the report as JSON.")
 @click.option("--force", is_flag=True, help="Overwrite report files that exist already.")
 @statistics_options
+@provenance_options
 def gate_command(
     baseline: str,
     candidate: str,
     junit: Path | None,
     markdown: Path | None,
+    html: Path | None,
     json_path: Path | None,
     force: bool,
     seed: int,
     resamples: int,
+    factors: tuple[str, ...],
+    allow_base_change: bool,
+    ledger_path: Path | None,
 ) -> None:
     """Judge CANDIDATE against BASELINE with the contract's gate rules.
 
@@ -46,6 +57,14 @@ def gate_command(
     with `vs_baseline.significance` set, an overall or non-rare class drop
     fails only if its (Holm-adjusted) exact McNemar p is also below it.
 
+    Provenance: results that record different bases (id, revision,
+    quantization) are refused (exit 2) unless --allow-base-change. Every
+    setting of the adapter cards that differs is listed; with --factor KEY
+    (e.g. --factor r) any other difference fails as confounded_ablation
+    (for r, fixed lora_alpha and fixed lora_alpha/r are both accepted and
+    named). The test set's ledger state is printed; with
+    `require_fresh_test: true` in the gate block, a burned test fails.
+
     \b
     Exit codes: 0 the candidate passes, 1 it fails a rule, 2 bad input.
     Under GitHub Actions, failures are printed as ::error annotations and the
@@ -53,7 +72,7 @@ def gate_command(
 
     \b
     Example:
-      evalkit gate runs/baseline runs/candidate --junit gate.xml
+      evalkit gate runs/baseline runs/candidate --junit gate.xml --html gate.html
     """
     from evalkit.comparison.api import gate
     from evalkit.io import atomic_write_text, check_new_output
@@ -62,12 +81,20 @@ def gate_command(
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_candidate_markdown
 
-    outputs = [path for path in (junit, markdown, json_path) if path is not None]
+    outputs = [path for path in (junit, markdown, html, json_path) if path is not None]
     results = [Path(folder) / name for folder in (baseline, candidate)
                for name in ("summary.json", "examples.parquet")]  # fmt: skip
     for path in outputs:
         check_new_output(path, force, inputs=results)
-    report = gate(baseline, candidate, seed=seed, resamples=resamples)
+    report = gate(
+        baseline,
+        candidate,
+        seed=seed,
+        resamples=resamples,
+        factors=factors,
+        allow_base_change=allow_base_change,
+        ledger=ledger_path,
+    )
     warn_unpaired(report)
     markdown_text = render_candidate_markdown(report)
     if junit is not None:
@@ -76,6 +103,12 @@ def gate_command(
         atomic_write_text(markdown, markdown_text)
     if json_path is not None:
         atomic_write_text(json_path, render_json(report))
+    if html is not None:
+        from evalkit.comparison.outputs import flip_outputs
+        from evalkit.report.html.candidate import render_candidate_html
+
+        found = flip_outputs([report])[report.candidate.name]
+        atomic_write_text(html, render_candidate_html(report, found))
     for line in verdict_lines(report):
         click.echo(line)
     for path in outputs:

@@ -37,7 +37,8 @@ PRED_FORMATS = ["auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "h
     "out",
     required=True,
     type=click.Path(path_type=Path),
-    help="Result folder for summary.json and examples.parquet (must not exist unless --force).",
+    help="Result folder for summary.json, examples.parquet and report.html "
+    "(must not exist unless --force).",
 )
 @click.option("--name", help="Name of this result (default: the predictions file's stem).")
 @click.option(
@@ -70,6 +71,40 @@ PRED_FORMATS = ["auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "h
     type=click.IntRange(min=1),
     help="Parsing processes (default: all cores for large inputs, else 1).",
 )
+@click.option(
+    "--card",
+    "card_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="card.json of the adapter that produced the predictions (from evalkit card).",
+)
+@click.option(
+    "--adapter",
+    "adapter_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The adapter folder itself: its card is made and recorded (instead of --card).",
+)
+@click.option(
+    "--base-model",
+    metavar="ID",
+    help="Base model of a prompt-only run (no adapter), recorded so gate can refuse another base.",
+)
+@click.option(
+    "--base-revision",
+    metavar="SHA",
+    help="The base's commit, with --base-model, or for an --adapter whose config has none.",
+)
+@click.option(
+    "--ledger",
+    "ledger_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Test-set ledger to record this look in (default: evalkit-ledger.jsonl beside --gold).",
+)
+@click.option(
+    "--no-ledger",
+    is_flag=True,
+    help="Record no look (e.g. when scoring a validation split elsewhere).",
+)
+@click.option("--purpose", metavar="TEXT", help="Why this look, kept in the ledger line.")
 @click.option("--force", is_flag=True, help="Replace an existing --out folder.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result folder.")
 def score_command(
@@ -83,6 +118,13 @@ def score_command(
     output_col: str | None,
     on_duplicate: str,
     workers: int | None,
+    card_path: Path | None,
+    adapter_dir: Path | None,
+    base_model: str | None,
+    base_revision: str | None,
+    ledger_path: Path | None,
+    no_ledger: bool,
+    purpose: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -92,8 +134,19 @@ def score_command(
     schema-valid) or one error category (missing, empty, no_json,
     invalid_json, schema:<keyword>, unknown_label); and content-correct or
     not. Writes OUT/summary.json (overall, per field, per class with
-    precision/recall/F1, per slice, errors, fingerprints) and
-    OUT/examples.parquet (one row per gold item).
+    precision/recall/F1, per slice, errors, confusion matrix, fingerprints),
+    OUT/examples.parquet (one row per gold item) and OUT/report.html (the
+    same figures as charts: one self-contained page, no script).
+
+    Provenance: --card/--adapter record the adapter's card (base, LoRA
+    settings, weights hash) and --base-model/--base-revision the base of a
+    prompt-only run, so that compare and gate can refuse to compare across
+    bases. Every score appends a line to the test-set ledger
+    (evalkit-ledger.jsonl beside the gold file; see `evalkit ledger`).
+
+    With the contract key gold_answer, gold is the reference answer in each
+    conversation's last assistant turn (a test split in training format),
+    parsed strictly under the contract.
 
     \b
     Example:
@@ -114,9 +167,14 @@ def score_command(
     # imports below, so that both run beside this process's own start-up.
     hash_early([gold_path, pred_path])
     with early_workers(pred_path, workers):
+        from evalkit.cli._score_provenance import provenance_options, record_look
+        from evalkit.report.html.score import render_score_html
         from evalkit.report.score_summary import render_score_summary
         from evalkit.scoring.engine import OnDuplicate, score
 
+        provenance = provenance_options(
+            gold_path, card_path, adapter_dir, base_model, base_revision, ledger_path, no_ledger
+        )
         result = score(
             contract_path,
             gold_path,
@@ -127,6 +185,16 @@ def score_command(
             output_col=output_col,
             on_duplicate=cast(OnDuplicate, on_duplicate),
             workers=workers,
+            card=provenance.card,
+            base=provenance.base,
+            ledger=provenance.ledger,
         )
-    result.write(out, force=force)
-    click.echo(str(out) if quiet else render_score_summary(result.summary, str(out)))
+    report = render_score_html(result.summary).encode("utf-8")
+    result.write(out, force=force, extra_files={"report.html": report})
+    ledger_line = record_look(provenance.ledger, result.summary, purpose)
+    if quiet:
+        click.echo(str(out))
+        return
+    click.echo(render_score_summary(result.summary, str(out)))
+    if ledger_line:
+        click.echo(ledger_line)

@@ -71,7 +71,19 @@ class _NumberList(click.ParamType):
     metavar="COL",
     help="Unique id column; outputs are sorted by it (recommended).",
 )
-@click.option("--text", metavar="COL", help="Text column: length statistics per split.")
+@click.option(
+    "--text",
+    multiple=True,
+    metavar="COL",
+    help="Text or conversation column (messages, ShareGPT): length statistics per split, "
+    "and what --near-dup compares. Twice for prompt-completion: --text prompt --text completion.",
+)
+@click.option(
+    "--roles",
+    metavar="ROLES",
+    help="Conversation turns compared by --near-dup, comma-separated "
+    "[default: user,assistant,tool - every role but system].",
+)
 @click.option(
     "--format",
     "fmt",
@@ -109,7 +121,8 @@ class _NumberList(click.ParamType):
     "--tokenizer",
     type=click.Path(path_type=Path),
     metavar="PATH",
-    help="Local tokenizer.json (or a model folder with one): report --text lengths in tokens.",
+    help="Local tokenizer or model folder (lengths in tokens as `evalkit tokens` counts "
+    "them), or a tokenizer.json file: report --text lengths in tokens.",
 )
 @click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
@@ -123,7 +136,8 @@ def split_command(
     names: str,
     seed: int,
     id_column: str | None,
-    text: str | None,
+    text: tuple[str, ...],
+    roles: str | None,
     fmt: str,
     null_group: str,
     tolerance: int | None,
@@ -142,6 +156,11 @@ def split_command(
     in at least as many groups as there are splits appears in each split. The
     same data and seed give the same split, whatever the row order.
 
+    --text may name a conversation column ({role, content} messages, ShareGPT
+    {from, value}); lengths then count the characters of every turn, and
+    --near-dup compares the --roles turns (not the system prompt, which every
+    example may share).
+
     Writes OUT/<name>.<format> per split, OUT/assignments.parquet (id, group,
     split; reusable with --freeze) and OUT/manifest.json, and prints a report.
 
@@ -149,6 +168,9 @@ def split_command(
     Example:
       evalkit split tickets.jsonl --out splits --group conversation_id \\
         --stratify category --id ticket_id --sizes 840,180,180 --seed 7
+      evalkit split tickets_chat.jsonl --out chat-splits --group conversation_id \
+        --stratify category --id ticket_id --text messages --near-dup 0.8 \
+        --sizes 840,180,180 --seed 7
     """
     from evalkit.io import check_new_output, hash_early
 
@@ -168,7 +190,8 @@ def split_command(
         stratify=stratify,
         seed=seed,
         id_column=id_column,
-        text=text,
+        text=list(text) or None,
+        roles=roles,
         null_group="singleton" if null_group == "singleton" else "error",
         tolerance=tolerance,
         near_dup=near_dup,

@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from evalkit._version import __version__
+from evalkit.comparison.breakdown import confusion_change, flipped_examples, format_errors
+from evalkit.comparison.decision import decision_record
 from evalkit.comparison.models import (
     CandidateReport,
     ComparisonOptions,
     ComparisonReport,
     ContractInfo,
+    Decision,
     ResultRef,
 )
 from evalkit.comparison.paired import compare_scopes, new_errors, pair_examples, scope_counts
+from evalkit.comparison.provenance import compare_provenance
 from evalkit.comparison.ranking import decide, rank_candidates, ranking_entries
 from evalkit.comparison.results import ScoredResult, check_compatible, load_result
 from evalkit.comparison.rules import parse_gate_rules
 from evalkit.comparison.statistics import CONFIDENCE
+from evalkit.comparison.test_set import find_ledger, fresh_test_check, gold_split, ledger_status
 from evalkit.comparison.verdict import CandidateTotals, apply_rules
 from evalkit.errors import UsageError
 
@@ -76,9 +84,17 @@ def _correct_fields(baseline: ScoredResult) -> list[str] | None:
 
 
 def _compare_one(
-    baseline: ScoredResult, candidate: ScoredResult, name: str, seed: int, resamples: int
+    baseline: ScoredResult,
+    candidate: ScoredResult,
+    name: str,
+    seed: int,
+    resamples: int,
+    provenance: _ProvenanceOptions,
 ) -> CandidateReport:
     check_compatible(baseline, candidate)
+    section, ablation = compare_provenance(
+        baseline, candidate, list(provenance.factors), provenance.allow_base_change
+    )
     summary = baseline.summary
     rules = parse_gate_rules(summary.contract.normalized, baseline.path / "summary.json")
     paired = pair_examples(baseline, candidate, _correct_fields(baseline))
@@ -88,7 +104,11 @@ def _compare_one(
     overall = compare_scopes(counts["overall"], {}, seed, resamples)[0]
     classes = compare_scopes(counts["classes"], rare, seed, resamples)
     slices = compare_scopes(counts["slices"], {}, seed, resamples)
-    checks = apply_rules(rules, _totals(candidate), overall, classes, slices)
+    checks = apply_rules(rules, _totals(candidate), overall, classes, slices) + ablation
+    ledger = find_ledger([candidate, baseline], provenance.ledger)
+    test_set = ledger_status([baseline, candidate], overall, ledger)
+    if rules.require_fresh_test:
+        checks.append(fresh_test_check(test_set))
     failures = [check for check in checks if not check.passed]
     return CandidateReport(
         evalkit_version=__version__,
@@ -110,6 +130,11 @@ def _compare_one(
         classes={scope.scope.removeprefix("class:"): scope for scope in classes},
         slices={scope.scope.removeprefix("slice:"): scope for scope in slices},
         new_errors=new_errors(paired),
+        provenance=section,
+        test_set=test_set,
+        format_errors=format_errors(paired),
+        confusion=confusion_change(paired),
+        flips=flipped_examples(paired, rare),
     )
 
 
@@ -121,6 +146,30 @@ def _unique_names(results: list[ScoredResult]) -> list[str]:
     if len(set(names)) < len(names):
         names = [f"{name} #{position}" for position, name in enumerate(names, start=1)]
     return names
+
+
+@dataclass(frozen=True)
+class _ProvenanceOptions:
+    factors: Sequence[str] = ()
+    allow_base_change: bool = False
+    ledger: Path | None = None
+
+
+def _with_record(
+    report: CandidateReport, ranked: list[CandidateReport], decision: Decision,
+    baseline: ScoredResult, by_name: dict[str, ScoredResult],
+) -> Decision:  # fmt: skip
+    chosen = decision.candidate
+    result = by_name[chosen] if chosen is not None else baseline
+    assert report.test_set is not None
+    return decision_record(
+        decision,
+        ranked,
+        result,
+        chosen or baseline.name,
+        gold_split(baseline, report.pairing.paired),
+        report.test_set,
+    )
 
 
 def _check_options(seed: int, resamples: int) -> None:
@@ -136,17 +185,27 @@ def gate(
     *,
     seed: int = DEFAULT_SEED,
     resamples: int = DEFAULT_RESAMPLES,
+    factors: Sequence[str] = (),
+    allow_base_change: bool = False,
+    ledger: str | os.PathLike[str] | None = None,
 ) -> CandidateReport:
     """Compare a candidate with the baseline example by example and judge the contract's gate.
 
     Both are result folders written by ``evalkit score`` (or already loaded
     :class:`ScoredResult` objects). Raises :class:`~evalkit.errors.IncompatibleResults`
-    when they were scored under different contracts or gold files. The
-    report's ``verdict`` is ``fail`` when any rule fails in any scope.
+    when they were scored under different contracts or gold files, and
+    :class:`~evalkit.errors.DifferentBases` when their bases differ (unless
+    ``allow_base_change``). ``factors`` names the settings an ablation
+    studies (``r``): any other difference of the adapter cards fails as
+    ``confounded_ablation``. ``ledger`` overrides the test-set ledger to read.
+    The report's ``verdict`` is ``fail`` when any rule fails in any scope.
     """
     _check_options(seed, resamples)
     base, cand = _load(baseline), _load(candidate)
-    return _compare_one(base, cand, cand.name, seed, resamples)
+    options = _ProvenanceOptions(factors, allow_base_change, Path(ledger) if ledger else None)
+    report = _compare_one(base, cand, cand.name, seed, resamples, options)
+    decision = _with_record(report, [report], decide([report], 0.0), base, {cand.name: cand})
+    return report.model_copy(update={"decision": decision})
 
 
 def compare(
@@ -155,13 +214,17 @@ def compare(
     seed: int = DEFAULT_SEED,
     resamples: int = DEFAULT_RESAMPLES,
     min_gain: float = 0.0,
+    factors: Sequence[str] = (),
+    allow_base_change: bool = False,
+    ledger: str | os.PathLike[str] | None = None,
 ) -> ComparisonReport:
     """Compare one or more candidates with the baseline, rank them and decide.
 
     The decision adopts the best candidate that passes the gate, provided
     its overall content-accuracy gain is greater than ``min_gain``;
     otherwise it says that no candidate passes, or that none gains enough,
-    and the report lists every candidate's known regressions.
+    and the report lists every candidate's known regressions. ``factors``,
+    ``allow_base_change`` and ``ledger`` work as for :func:`gate`.
     """
     if not candidates:
         raise UsageError("no candidate given; pass at least one result folder to compare")
@@ -169,19 +232,22 @@ def compare(
     base = _load(baseline)
     loaded = [_load(candidate) for candidate in candidates]
     names = _unique_names(loaded)
+    options = _ProvenanceOptions(factors, allow_base_change, Path(ledger) if ledger else None)
     reports = [
-        _compare_one(base, result, name, seed, resamples)
+        _compare_one(base, result, name, seed, resamples, options)
         for result, name in zip(loaded, names, strict=True)
     ]
     ranked = rank_candidates(reports)
     top = ranked[0]
+    by_name = dict(zip(names, loaded, strict=True))
+    decision = _with_record(top, ranked, decide(ranked, min_gain), base, by_name)
     return ComparisonReport(
         evalkit_version=__version__,
         baseline=top.baseline,
         contract=top.contract,
         gold_sha256=top.gold_sha256,
         options=top.options,
-        decision=decide(ranked, min_gain),
+        decision=decision,
         ranking=ranking_entries(ranked),
         candidate=top.candidate.name,
         verdict=top.verdict,

@@ -12,6 +12,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evalkit.comparison.record_models import (
+    GoldSplit,
+    LedgerStatus,
+    ProvenanceComparison,
+    ReloadNeeds,
+)
 from evalkit.comparison.rules import GateRules
 
 REPORT_FORMAT_VERSION = 1
@@ -163,6 +169,68 @@ class NewError(_Model):
     """The scorer's one-line reason for the candidate's error, if any."""
 
 
+class FormatErrorCount(_Model):
+    """One format-error category: how often each side makes it, and one example."""
+
+    category: str
+    """The error category (``missing``, ``no_json``, ``schema:<keyword>``, …)."""
+    baseline: int
+    """Paired examples with this error in the baseline."""
+    candidate: int
+    """Paired examples with this error in the candidate."""
+    example_id: str
+    """The candidate's smallest id with this error (the baseline's when the candidate has none)."""
+    example_side: Literal["baseline", "candidate"]
+    """Whose output ``example_id`` shows the error in."""
+    detail: str | None
+    """The scorer's one-line reason for that example's error."""
+
+
+class ConfusionChange(_Model):
+    """One cell of the confusion matrix in both results."""
+
+    gold: str
+    """The gold class."""
+    predicted: str | None
+    """The predicted class; null when the output predicted none (missing or invalid)."""
+    baseline: int
+    """Paired examples of ``gold`` the baseline predicted as ``predicted``."""
+    candidate: int
+    """Paired examples of ``gold`` the candidate predicted as ``predicted``."""
+    change: int
+    """candidate - baseline."""
+
+
+class ConfusionComparison(_Model):
+    """Gold class against predicted class for both sides, over the paired examples, sparsely."""
+
+    labels: list[str]
+    """Every class that is a gold class or a predicted class on either side, sorted."""
+    cells: list[ConfusionChange]
+    """The cells non-empty on either side, by gold class, then predicted class (null last)."""
+
+
+class FlippedExample(_Model):
+    """An example whose content correctness changed between baseline and candidate."""
+
+    id: str
+    """The example's id."""
+    direction: Literal["negative", "positive"]
+    """``negative``: the baseline was right, the candidate is wrong; ``positive``: the reverse."""
+    gold_class: str | None
+    """Gold class of the example."""
+    rare: bool
+    """Whether that class is rare."""
+    baseline_category: str | None
+    """The baseline's error category, ``mismatch:<fields>``, or null when it was right."""
+    candidate_category: str | None
+    """The candidate's error category, ``mismatch:<fields>``, or null when it is right."""
+    baseline_predicted_class: str | None
+    """The class the baseline predicted (null when its output was invalid)."""
+    candidate_predicted_class: str | None
+    """The class the candidate predicted (null when its output was invalid)."""
+
+
 class ComparisonOptions(_Model):
     """Options that change the numbers: recorded so a report can be reproduced."""
 
@@ -172,6 +240,25 @@ class ComparisonOptions(_Model):
     """Bootstrap resamples per scope."""
     confidence: float
     """Confidence level of every interval."""
+
+
+class Decision(_Model):
+    """Which candidate, if any, to adopt."""
+
+    outcome: Literal["adopt", "no_candidate_passes", "no_sufficient_gain"]
+    """``adopt`` names a candidate; the others keep the baseline."""
+    candidate: str | None
+    """The candidate to adopt, when ``outcome`` is ``adopt``."""
+    reason: str
+    """One sentence for people."""
+    known_regressions: dict[str, list[str]] = {}
+    """Per candidate, its failed checks as ``rule@scope``."""
+    test_split: GoldSplit | None = None
+    """The test set the decision rests on: its file and the groups it covers."""
+    test_set: LedgerStatus | None = None
+    """How often that test set was looked at."""
+    reload: ReloadNeeds | None = None
+    """What reloading the adopted candidate (or the kept baseline) needs."""
 
 
 class CandidateReport(_Model):
@@ -209,6 +296,18 @@ class CandidateReport(_Model):
     """Per contract slice, by name."""
     new_errors: list[NewError]
     """Errors the candidate makes where the baseline did not, by category."""
+    format_errors: list[FormatErrorCount] = []
+    """Format-error categories of either side, most frequent in the candidate first."""
+    confusion: ConfusionComparison | None = None
+    """Both sides' confusion matrices (null when the results have no gold class)."""
+    flips: list[FlippedExample] = []
+    """Some flipped examples to read: negative ones first, a few per class (ids in order)."""
+    provenance: ProvenanceComparison | None = None
+    """Bases and adapter settings of both sides (null when neither recorded any)."""
+    test_set: LedgerStatus | None = None
+    """The ledger's state of the test set."""
+    decision: Decision | None = None
+    """``evalkit gate``'s decision record (``compare`` has one for all candidates)."""
 
 
 class RankedCandidate(_Model):
@@ -232,17 +331,6 @@ class RankedCandidate(_Model):
     """Overall positive flips."""
     regressions: list[str]
     """Failed checks as ``rule@scope``: the known regressions."""
-
-
-class Decision(_Model):
-    """Which candidate, if any, to adopt."""
-
-    outcome: Literal["adopt", "no_candidate_passes", "no_sufficient_gain"]
-    """``adopt`` names a candidate; the others keep the baseline."""
-    candidate: str | None
-    """The candidate to adopt, when ``outcome`` is ``adopt``."""
-    reason: str
-    """One sentence for people."""
 
 
 class ComparisonReport(_Model):

@@ -27,11 +27,13 @@ _PAIRED_COLUMNS = ("format_valid", "content_correct", "error", "category")
 class PairedExamples:
     """The examples present in both results, one row each, sorted by id.
 
-    Columns: ``id``, ``class``, ``predicted_class``, ``error_detail``,
-    ``slice.<name>`` (from the baseline; both share the gold file) and
-    ``baseline_<x>`` / ``candidate_<x>`` for ``format_valid``,
-    ``content_correct``, ``error`` and ``category`` (the error category, or
-    ``mismatch:<fields>`` for a valid output with wrong content).
+    Columns: ``id``, ``class``, ``slice.<name>`` (from the baseline; both
+    share the gold file), the candidate's ``predicted_class`` and
+    ``error_detail`` (the baseline's as ``baseline_predicted_class`` and
+    ``baseline_error_detail``), and ``baseline_<x>`` / ``candidate_<x>`` for
+    ``format_valid``, ``content_correct``, ``error`` and ``category`` (the
+    error category, or ``mismatch:<fields>`` for a valid output with wrong
+    content).
     """
 
     frame: pl.DataFrame
@@ -79,6 +81,22 @@ def _side(result: ScoredResult, correct_fields: list[str] | None, prefix: str) -
     return side.rename({c: f"{prefix}_{c}" for c in _PAIRED_COLUMNS})
 
 
+def _details(result: ScoredResult, prefix: str) -> pl.DataFrame:
+    """``id``, ``predicted_class`` and ``error_detail`` (null columns when not recorded)."""
+    import polars as pl
+
+    frame = result.examples
+    return frame.select(
+        "id",
+        *(
+            (
+                pl.col(c).cast(pl.String) if c in frame.columns else pl.lit(None, dtype=pl.String)
+            ).alias(prefix + c)
+            for c in ("predicted_class", "error_detail")
+        ),
+    )
+
+
 def _listed(ids: pl.Series) -> list[str]:
     return ids.sort().head(MAX_LISTED_IDS).to_list()
 
@@ -91,16 +109,12 @@ def pair_examples(
 
     slice_names = [name for name in baseline.slice_names if name in candidate.slice_names]
     gold_columns = ["id", "class", *(f"slice.{name}" for name in slice_names)]
-    base = baseline.examples.select(gold_columns).join(
-        _side(baseline, correct_fields, "baseline"), on="id"
+    base = (
+        baseline.examples.select(gold_columns)
+        .join(_side(baseline, correct_fields, "baseline"), on="id")
+        .join(_details(baseline, "baseline_"), on="id")
     )
-    extra = [c for c in ("predicted_class", "error_detail") if c in candidate.examples.columns]
-    cand = _side(candidate, correct_fields, "candidate").join(
-        candidate.examples.select("id", *extra), on="id"
-    )
-    for column in ("predicted_class", "error_detail"):
-        if column not in extra:
-            cand = cand.with_columns(pl.lit(None, dtype=pl.String).alias(column))
+    cand = _side(candidate, correct_fields, "candidate").join(_details(candidate, ""), on="id")
     frame = base.join(cand, on="id", how="inner").sort("id")
     only_base = only_cand = pl.Series("id", [], dtype=pl.String)
     if frame.height < max(baseline.examples.height, candidate.examples.height):

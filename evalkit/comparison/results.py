@@ -50,6 +50,13 @@ class GoldRef(_Loose):
 
     sha256: str
     n: int
+    path: str | None = None
+
+
+class PredictionsRef(_Loose):
+    """The predictions file a result scored (its hash finds its look in the ledger)."""
+
+    sha256: str | None = None
 
 
 class OverallSummary(_Loose):
@@ -76,6 +83,10 @@ class ResultSummary(_Loose):
     gold: GoldRef
     overall: OverallSummary
     classes: dict[str, ClassSummary] = {}
+    predictions: PredictionsRef = PredictionsRef()
+    base: dict[str, Any] | None = None
+    card: dict[str, Any] | None = None
+    ledger: str | None = None
 
 
 @dataclass(frozen=True)

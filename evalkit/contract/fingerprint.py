@@ -19,9 +19,13 @@ def normalized_contract(contract: Contract) -> dict[str, Any]:
     """The contract as plain JSON data, every default explicit, schema inline.
 
     ``schema_file`` is left out: the schema it named is inline, and a renamed
-    file with the same schema is the same rule.
+    file with the same schema is the same rule. ``gold_answer`` appears only
+    when set, so contracts that read gold columns keep the fingerprint they
+    had before the key existed.
     """
     data = contract.model_dump(mode="json", by_alias=True, exclude={"output": {"schema_file"}})
+    if data.get("gold_answer") is None:
+        data.pop("gold_answer", None)
     return data
 
 

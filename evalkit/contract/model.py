@@ -16,6 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Fraction = Field(default=None, ge=0.0, le=1.0)
+# With gold_answer and parse: label, the key that holds the reference label.
+LABEL_KEY = "label"
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$"
 
 
@@ -160,6 +162,26 @@ class GateRules(_Strict):
     """Largest allowed number of gold items without a prediction."""
     vs_baseline: VsBaselineRules = VsBaselineRules()
     """Rules that compare the candidate with the baseline."""
+    require_fresh_test: bool = False
+    """Fail the gate when the test set's ledger says it is burned (5 or more looks, the
+    rules changed after a look, or an edited ledger), or when its looks cannot be
+    counted (no ledger, or one without these results' looks)."""
+
+
+class GoldAnswer(_Strict):
+    """Gold read from each conversation's reference answer instead of gold columns.
+
+    A test split in training format holds its gold inside the last assistant
+    turn; scoring it as it is avoids a hand-written flattening step, the kind
+    of untracked step that makes two numbers incomparable.
+    """
+
+    column: str
+    """The conversation column of the gold file (``{role, content}`` or ShareGPT messages)."""
+    turn: Literal["last_assistant"] = "last_assistant"
+    """Which turn holds the reference answer: the content of the last assistant turn,
+    parsed by ``output`` with strict extraction. ``class``, ``fields.*.gold`` and the
+    slices then name keys of that answer (``label`` for ``parse: label``)."""
 
 
 class Contract(_Strict):
@@ -177,6 +199,9 @@ class Contract(_Strict):
     """The gold column for the per-class breakdown; a field must compare it."""
     output: OutputSpec = OutputSpec()
     """How raw outputs are parsed (the format)."""
+    gold_answer: GoldAnswer | None = None
+    """Read gold from a conversation's reference answer (the last assistant turn)
+    instead of gold columns; absent: gold columns of the gold file."""
     fields: dict[str, FieldSpec] = Field(min_length=1)
     """Content: predicted key (``parse: json``) or the one label field -> gold column + matcher."""
     correct: Literal["all"] | list[str] = "all"
@@ -206,6 +231,13 @@ class Contract(_Strict):
                 f"class: {self.class_column!r} is the gold column of no field; add a field "
                 f"with gold: {self.class_column}"
             )
+        if self.gold_answer is not None and self.output.parse == "label":
+            for name, spec in self.fields.items():
+                if spec.gold != LABEL_KEY:
+                    raise ValueError(
+                        f"fields.{name}.gold: with gold_answer and parse: label the reference "
+                        f"answer is the label itself; write gold: {LABEL_KEY}"
+                    )
         names = [item.name for item in self.slices]
         duplicated = sorted({name for name in names if names.count(name) > 1})
         if duplicated:

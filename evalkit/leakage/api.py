@@ -16,6 +16,7 @@ from typing import TypeVar
 import numpy as np
 import polars as pl
 
+from evalkit.chat import parse_roles
 from evalkit.errors import UsageError
 from evalkit.leakage import findings
 from evalkit.leakage.candidates import sorted_unique
@@ -44,7 +45,8 @@ def audit(
     inputs: Sequence[Path | str] | Mapping[str, pl.DataFrame],
     *,
     id_column: str,
-    text_column: str,
+    text_column: str | Sequence[str],
+    roles: str | Sequence[str] | None = None,
     group: Sequence[str] = (),
     stratify: str | None = None,
     near_dup: float | None = DEFAULT_NEAR_DUP,
@@ -61,13 +63,30 @@ def audit(
     3-shingles >= ``near_dup``; None skips the check) and the classes of
     ``stratify`` per split. Raises an ``EvalkitError`` on bad input (a
     missing column names the file and the columns it has).
+
+    ``text_column`` may hold conversations (``{role, content}`` or ShareGPT
+    ``{from, value}`` messages), or be two columns (prompt and completion);
+    the text compared is then the content of the ``roles`` turns (default:
+    every role but system, so a system prompt shared by every example never
+    makes two items duplicates).
     """
     if near_dup is not None and not 0.0 < near_dup <= 1.0:
         raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
     if seed < 0:
         raise UsageError(f"--seed: must be >= 0, got {seed}")
+    text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
+    if not text_columns or len(text_columns) > 2:
+        raise UsageError(
+            f"--text: give one column, or two (prompt and completion); got {len(text_columns)}"
+        )
+    compared_roles = parse_roles(roles)
     rows = read_rows(
-        inputs, id_column=id_column, text_column=text_column, group=group, stratify=stratify
+        inputs,
+        id_column=id_column,
+        text_column=text_columns,
+        roles=compared_roles,
+        group=group,
+        stratify=stratify,
     )
     params = choose_lsh(near_dup, seed=seed) if near_dup is not None else None
     table = rows.table
@@ -105,7 +124,9 @@ def audit(
         leak=any((counts.group_leaks, counts.id_overlaps, len(exact_list), len(near_list))),
         options=AuditOptions(
             id=id_column,
-            text=text_column,
+            text=text_columns[0],
+            completion=text_columns[1] if len(text_columns) > 1 else None,
+            roles=list(compared_roles),
             group=list(group),
             stratify=stratify,
             near_dup=near_dup,
@@ -185,10 +206,13 @@ def _split_summaries(
         classes, class_counts = findings.class_counts(table, n_splits)
     summaries = {}
     for index, (name, source) in enumerate(zip(rows.names, rows.sources, strict=True)):
+        chat = rows.texts[index]
         summaries[name] = SplitSummary(
             path=str(source.path) if source.path is not None else None,
             sha256=file_fingerprint(source),
             n_items=int(n_items[index]),
+            shape=chat.shape,
+            skipped_parts=chat.skipped_parts,
             n_groups=None if n_groups is None else int(n_groups[index]),
             empty_texts=int(empty[index]),
             duplicate_ids=int(repeated_ids[index]),

@@ -4,7 +4,10 @@ Each input file is one split, named by its file stem (``test.jsonl`` →
 ``test``); a folder written by ``evalkit split`` stands for its splits, named
 by the ``splits`` keys of its ``manifest.json``, in that order. Ids, texts,
 group keys and classes are cast to strings, so that a CSV (where ids may read
-as numbers) and a JSONL file of the same data compare equal.
+as numbers) and a JSONL file of the same data compare equal. The text column
+may hold conversations (or be two columns, prompt and completion): it is read
+by :func:`evalkit.chat.read_chat` and compared as the text of the chosen
+roles' turns.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from pathlib import Path
 
 import polars as pl
 
+from evalkit.chat import DEFAULT_COMPARED_ROLES, ChatColumn, Role, read_chat
+from evalkit.chat.sources import is_jsonl, read_jsonl_exact
 from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
 from evalkit.io import read_table, require_columns, sha256_file, table_format
 
@@ -38,10 +43,15 @@ class Rows:
     names: list[str]  # split names, in input order (split index -> name)
     sources: list[SplitSource]
     group_columns: list[str]  # names of the group key columns in ``table``
+    texts: list[ChatColumn]  # each split's text column(s), as read
 
 
-def split_sources(paths: Sequence[Path]) -> list[SplitSource]:
-    """The splits named by files and ``evalkit split`` folders, in the order given."""
+def split_sources(paths: Sequence[Path], *, minimum: int = 2) -> list[SplitSource]:
+    """The splits named by files and ``evalkit split`` folders, in the order given.
+
+    ``minimum`` is how many splits the command needs (an audit compares two
+    or more; ``evalkit tokens`` measures one as well).
+    """
     sources: list[SplitSource] = []
     for path in paths:
         if path.is_dir():
@@ -49,7 +59,7 @@ def split_sources(paths: Sequence[Path]) -> list[SplitSource]:
         else:
             table_format(path)  # an unknown extension fails here, naming the file
             sources.append(SplitSource(name=path.stem, path=path))
-    _check_names([source.name for source in sources], [str(s.path) for s in sources])
+    _check_names([source.name for source in sources], [str(s.path) for s in sources], minimum)
     return sources
 
 
@@ -83,10 +93,11 @@ def _folder_sources(folder: Path) -> list[SplitSource]:
     return sources
 
 
-def _check_names(names: Sequence[str], where: Sequence[str]) -> None:
-    if len(names) < 2:
+def _check_names(names: Sequence[str], where: Sequence[str], minimum: int = 2) -> None:
+    if len(names) < minimum:
+        what = "at least two splits to audit" if minimum == 2 else f"at least {minimum} split"
         raise UsageError(
-            f"need at least two splits to audit, got {len(names)} ({', '.join(where) or 'none'}); "
+            f"need {what}, got {len(names)} ({', '.join(where) or 'none'}); "
             "pass one file per split, or a folder written by evalkit split"
         )
     if len(names) > MAX_SPLITS:
@@ -110,64 +121,101 @@ def _as_strings(frame: pl.DataFrame, column: str, source: str) -> pl.Expr:
     return pl.col(column).cast(pl.String)
 
 
+def _scalar_type(dtype: pl.DataType) -> bool:
+    return dtype.is_numeric() or dtype in (pl.Boolean, pl.Null)
+
+
 def _split_rows(
     frame: pl.DataFrame,
+    exact: bool,
     index: int,
-    source: str,
+    source: SplitSource,
+    label: str,
     id_column: str,
-    text_column: str,
+    text_columns: Sequence[str],
+    roles: Sequence[Role],
     group: Sequence[str],
     stratify: str | None,
-) -> pl.DataFrame:
-    needed = [id_column, text_column, *group, *([stratify] if stratify else [])]
+) -> tuple[pl.DataFrame, ChatColumn]:
+    needed = [id_column, *text_columns, *group, *([stratify] if stratify else [])]
     if frame.height == 0 and frame.width == 0:  # an empty JSONL split: no rows, no schema
         frame = pl.DataFrame(schema=dict.fromkeys(dict.fromkeys(needed), pl.String))
-    require_columns(frame, needed, source)
+    require_columns(frame, needed, label)
     missing_id = frame[id_column].is_null()
     if missing_id.any():
         first = int(missing_id.arg_true()[0]) + 1
         raise InvalidTable(
-            f"{source}: row {first} has no value in id column {id_column!r} "
+            f"{label}: row {first} has no value in id column {id_column!r} "
             f"({int(missing_id.sum())} such rows); every item needs an id"
         )
+    # A CSV column of numbers is text to compare all the same.
+    scalar = [c for c in text_columns if _scalar_type(frame.schema[c])]
+    if scalar:
+        frame = frame.with_columns(pl.col(scalar).cast(pl.String))
+    chat = read_chat(frame, text_columns, source=label, path=source.path, exact=exact)
+    text = chat.compared_text(roles)
     columns = [
         pl.lit(index, dtype=pl.Int64).alias("split"),
-        _as_strings(frame, id_column, source).alias("id"),
-        _as_strings(frame, text_column, source).alias("text"),
-        *[_as_strings(frame, column, source).alias(f"group_{k}") for k, column in enumerate(group)],
+        _as_strings(frame, id_column, label).alias("id"),
+        pl.lit(text).alias("text"),
+        *[_as_strings(frame, column, label).alias(f"group_{k}") for k, column in enumerate(group)],
     ]
     if stratify is not None:
-        columns.append(_as_strings(frame, stratify, source).alias("class"))
-    return frame.select(columns)
+        columns.append(_as_strings(frame, stratify, label).alias("class"))
+    return frame.select(columns), chat
 
 
 def read_rows(
     inputs: Sequence[Path | str] | Mapping[str, pl.DataFrame],
     *,
     id_column: str,
-    text_column: str,
+    text_column: str | Sequence[str],
+    roles: Sequence[Role] = DEFAULT_COMPARED_ROLES,
     group: Sequence[str] = (),
     stratify: str | None = None,
 ) -> Rows:
-    """Read (or take) every split and stack the audited columns into one table."""
+    """Read (or take) every split and stack the audited columns into one table.
+
+    ``text_column`` is one column (text or conversations) or two (prompt and
+    completion); a conversation's text is the content of its ``roles`` turns.
+    """
+    text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if isinstance(inputs, Mapping):
         sources = [SplitSource(name=str(name), path=None) for name in inputs]
         _check_names([s.name for s in sources], [f"frame {s.name!r}" for s in sources])
-        frames = [(f"split {name!r}", frame) for name, frame in inputs.items()]
+        frames = [(f"split {name!r}", frame, False) for name, frame in inputs.items()]
     else:
         sources = split_sources([Path(path) for path in inputs])
-        frames = [(str(s.path), read_table(s.path)) for s in sources if s.path is not None]
+        frames = [(str(s.path), *_read_split(s.path)) for s in sources if s.path is not None]
     parts = [
-        _split_rows(frame, index, source, id_column, text_column, group, stratify)
-        for index, (source, frame) in enumerate(frames)
+        _split_rows(
+            frame, exact, index, source, label, id_column, text_columns, roles, group, stratify
+        )
+        for index, (source, (label, frame, exact)) in enumerate(zip(sources, frames, strict=True))
     ]
-    table = pl.concat(parts, how="vertical_relaxed").with_row_index("row")
+    table = pl.concat([part for part, _ in parts], how="vertical_relaxed").with_row_index("row")
     return Rows(
         table=table,
         names=[source.name for source in sources],
         sources=sources,
         group_columns=[f"group_{k}" for k in range(len(group))],
+        texts=[chat for _, chat in parts],
     )
+
+
+def _read_split(path: Path) -> tuple[pl.DataFrame, bool]:
+    """A split file's table, and whether its types are exactly JSON's.
+
+    JSONL is read by pyarrow when it can (exact types, and nested
+    conversations read several times faster than polars reads them); every
+    other case by :func:`evalkit.io.read_table`, which also says what is
+    wrong with a file that cannot be read.
+    """
+    if is_jsonl(path) and path.is_file():
+        frame = read_jsonl_exact(path)
+        if frame is not None:
+            return frame, True
+    return read_table(path), False
 
 
 def file_fingerprint(source: SplitSource) -> str | None:

@@ -23,7 +23,19 @@ class AuditOptions(_Model):
     """What the audit was asked to check."""
 
     id: str = Field(description="Id column; pairs and leaks name items by it.")
-    text: str = Field(description="Text column compared for exact and near duplicates.")
+    text: str = Field(
+        description="Column compared for exact and near duplicates: text, or conversations "
+        "(the prompt column of the prompt-completion form)."
+    )
+    completion: str | None = Field(
+        default=None,
+        description="A second --text column: the completion of TRL's prompt-completion form.",
+    )
+    roles: list[str] = Field(
+        default=["user", "assistant", "tool"],
+        description="Roles whose turns are compared in a conversation (text is compared "
+        "whole); the default leaves out system, which every example may share.",
+    )
     group: list[str] = Field(
         description="Group columns (a composite key when several); empty when not checked."
     )
@@ -40,6 +52,14 @@ class SplitSummary(_Model):
     path: str | None = Field(description="File the split was read from (null for a frame).")
     sha256: str | None = Field(description="sha256 of that file's bytes.")
     n_items: int = Field(description="Rows in the split.")
+    shape: str = Field(
+        default="text",
+        description="How the split's text column is written: text, messages ({role, content}) "
+        "or sharegpt ({from, value}).",
+    )
+    skipped_parts: int = Field(
+        default=0, description="Non-text content parts (images, audio) left out of the text."
+    )
     n_groups: int | None = Field(description="Distinct non-null group keys; null without --group.")
     empty_texts: int = Field(
         description="Rows whose text is null or blank: never counted as anyone's duplicate."

@@ -12,6 +12,14 @@ def render_audit_summary(report: AuditReport, json_path: str | None = None) -> s
     splits = report.splits
     sizes = ", ".join(f"{name} ({summary.n_items:,})" for name, summary in splits.items())
     lines = [f"audit of {len(splits)} splits: {sizes}"]
+    shapes = sorted({summary.shape for summary in splits.values()} - {"text"})
+    if shapes:
+        options = report.options
+        columns = " + ".join(c for c in (options.text, options.completion) if c)
+        lines.append(
+            f"text: conversations ({', '.join(shapes)}) in {columns}; compared: the "
+            f"{', '.join(options.roles)} turns"
+        )
     if report.lsh is not None:
         lsh = report.lsh
         lines.append(

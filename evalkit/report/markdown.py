@@ -16,6 +16,12 @@ from evalkit.comparison.models import (
     RuleCheck,
     ScopeComparison,
 )
+from evalkit.report.numbers import p_value as _p
+from evalkit.report.numbers import rate as _rate
+from evalkit.report.numbers import rate_ci as _rate_ci
+from evalkit.report.numbers import signed as _signed
+from evalkit.report.numbers import with_ci as _with_ci
+from evalkit.report.provenance_markdown import decision_record, provenance_section, test_set_line
 
 MAX_TABLE_CLASSES = 200
 
@@ -29,32 +35,6 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(value) for value in row) + " |" for row in rows]
     return lines
-
-
-def _rate(value: float | None) -> str:
-    return "–" if value is None else f"{value:.3f}"
-
-
-def _signed(value: float | None) -> str:
-    return "–" if value is None else f"{value:+.3f}"
-
-
-def _p(value: float | None) -> str:
-    if value is None:
-        return "–"
-    return "<0.0001" if value < 1e-4 else f"{value:.3g}"
-
-
-def _with_ci(value: float | None, interval: tuple[float, float] | None) -> str:
-    if interval is None:
-        return _signed(value)
-    return f"{_signed(value)} ({_signed(interval[0])}, {_signed(interval[1])})"
-
-
-def _rate_ci(value: float | None, interval: tuple[float, float] | None) -> str:
-    if interval is None:
-        return _rate(value)
-    return f"{_rate(value)} [{_rate(interval[0])}, {_rate(interval[1])}]"
 
 
 def _ids(ids: Sequence[str]) -> str:
@@ -92,6 +72,9 @@ def _headline(report: CandidateReport, level: str) -> list[str]:
         _summary_line(report.overall),
         "",
     ]
+    state = test_set_line(report.test_set)
+    if state:
+        lines += [state, ""]
     if not report.failures:
         lines += [f"No rule fails ({len(report.checks)} checks).", ""]
         return lines
@@ -217,8 +200,10 @@ def _footer(report: CandidateReport) -> list[str]:
 def render_candidate_markdown(report: CandidateReport, heading_level: int = 1) -> str:
     """The Markdown report of one candidate against the baseline (``evalkit gate``)."""
     top, sub = "#" * heading_level, "#" * (heading_level + 1)
-    lines = _headline(report, top) + _pairing(report)
+    lines = _headline(report, top) + _pairing(report) + provenance_section(report, sub)
     lines += _overall(report.overall, sub) + _scopes(report, sub) + _new_errors(report, sub)
+    if report.decision is not None and heading_level == 1:
+        lines += decision_record(report.decision, sub)
     return "\n".join(lines + _footer(report))
 
 
@@ -249,5 +234,6 @@ def render_comparison_markdown(report: ComparisonReport) -> str:
         for entry in report.ranking
     ]
     lines += [*_table(header, rows), ""]
+    lines += decision_record(report.decision, "##", with_reason=False)
     sections = [render_candidate_markdown(candidate, 2) for candidate in report.candidates]
     return "\n".join(lines) + "\n" + "\n".join(sections)

@@ -96,6 +96,15 @@ def _quality_lines(manifest: SplitManifest) -> list[str]:
                 f"coverage: all {len(quality.required_classes)} classes found in >= "
                 f"{covered} groups are in every split"
             )
+    text = manifest.text
+    if text is not None and text.kind == "conversation":
+        line = f"text: conversations ({text.shape}) in {' + '.join(text.columns)}"
+        line += "; lengths count every turn"
+        if manifest.merging is not None:
+            line += f"; --near-dup compares the {', '.join(text.compared_roles or [])} turns"
+        if text.skipped_parts:
+            line += f"; {text.skipped_parts} non-text content parts skipped"
+        lines.append(line)
     if manifest.merging is not None:
         merging = manifest.merging
         lines.append(

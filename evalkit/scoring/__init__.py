@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "ScoreResult": "evalkit.scoring.engine",
+    "ScoreResult": "evalkit.scoring.result",
     "ScoreSummary": "evalkit.scoring.summary",
     "read_predictions": "evalkit.scoring.predictions",
     "score": "evalkit.scoring.engine",

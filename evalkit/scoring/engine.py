@@ -23,13 +23,20 @@ from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
 from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, UnknownColumn, UsageError
 from evalkit.io import read_table, sha256_file, table_format
-from evalkit.scoring import aggregate
+from evalkit.scoring import aggregate, answers
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.predictions import predictions_sha256, read_predictions
 from evalkit.scoring.processes import estimated_rows, resolve_workers
-from evalkit.scoring.summary import ContractInfo, Evaluator, GoldInfo, PredictionsInfo, ScoreSummary
+from evalkit.scoring.result import ScoreResult
+from evalkit.scoring.summary import (
+    BaseModelInfo,
+    ContractInfo,
+    Evaluator,
+    GoldInfo,
+    PredictionsInfo,
+    ScoreSummary,
+)
 from evalkit.scoring.workers import ParsePool
-from evalkit.scoring.write import write_score
 
 if TYPE_CHECKING:
     import polars as pl
@@ -38,20 +45,10 @@ OnDuplicate = Literal["error", "first", "last"]
 GOLD_PREFIX = "gold:"
 
 
-@dataclass(frozen=True)
-class ScoreResult:
-    """What :func:`score` returns: the summary and the per-example table."""
-
-    summary: ScoreSummary
-    examples: pl.DataFrame
-
-    def write(self, out: str | os.PathLike[str], *, force: bool = False) -> Path:
-        """Write ``summary.json`` and ``examples.parquet`` into ``out`` (atomically)."""
-        return write_score(self, out, force=force)
-
-
 def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
-    """(contract key, gold column) for every gold column the contract names."""
+    """(contract key, gold column) for every column the gold file must have."""
+    if contract.gold_answer is not None:
+        return answers.required_columns(contract)
     named = [("id", contract.id_column)]
     if contract.class_column:
         named.append(("class", contract.class_column))
@@ -82,11 +79,25 @@ def check_gold_columns(path: Path, contract: Contract, contract_label: str) -> N
 
 def _read_gold_columns(path: Path, contract: Contract) -> pl.DataFrame:
     """The gold table; only the columns the contract names (when all exist)."""
+    import polars as pl
+
+    if contract.gold_answer is not None:
+        if table_format(path) == "parquet" and path.is_file():
+            try:
+                present = pl.read_parquet_schema(path)
+            except (pl.exceptions.PolarsError, OSError):
+                return read_table(path)  # reports the problem in its own words
+            return pl.read_parquet(path, columns=answers.file_columns(contract, list(present)))
+        return read_table(path)
     return read_table(path, columns=contract.gold_columns)
 
 
 def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFrame:
-    """The gold columns the contract reads, renamed ``gold:<column>``, plus a string ``id``."""
+    """The gold columns the contract reads, renamed ``gold:<column>``, plus a string ``id``.
+
+    With ``gold_answer`` the gold values come from each conversation's
+    reference answer (:mod:`evalkit.scoring.answers`).
+    """
     import polars as pl
 
     frame = _read_gold_columns(path, contract)
@@ -99,26 +110,35 @@ def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFra
             )
     if frame.height == 0:
         raise InvalidTable(f"{path}: the gold file has no rows")
-    ids = frame[contract.id_column]
-    if isinstance(ids.dtype, pl.Struct | pl.List):
-        raise InvalidTable(f"{path}: id column {contract.id_column!r} is not a scalar column")
-    gold = frame.select(
-        ids.cast(pl.String).alias("id"),
+    ids = _checked_ids(frame, path, contract.id_column)
+    if contract.gold_answer is not None:
+        return answers.read_answer_gold(path, frame, ids, contract, contract_label)
+    return frame.select(
+        pl.lit(ids).alias("id"),
         *[pl.col(column).alias(GOLD_PREFIX + column) for column in contract.gold_columns],
     )
-    if gold["id"].null_count():
-        row = int(gold["id"].is_null().arg_max() or 0) + 1
+
+
+def _checked_ids(frame: pl.DataFrame, path: Path, id_column: str) -> pl.Series:
+    """The gold ids as strings: scalar, present in every row, unique."""
+    import polars as pl
+
+    ids = frame[id_column]
+    if isinstance(ids.dtype, pl.Struct | pl.List):
+        raise InvalidTable(f"{path}: id column {id_column!r} is not a scalar column")
+    ids = ids.cast(pl.String).alias("id")
+    if ids.null_count():
+        row = int(ids.is_null().arg_max() or 0) + 1
         raise InvalidTable(
-            f"{path}: row {row} has no id in column {contract.id_column!r}; "
-            "every gold item needs one"
+            f"{path}: row {row} has no id in column {id_column!r}; every gold item needs one"
         )
-    if not _all_unique(gold["id"]):
-        repeated = gold.filter(pl.col("id").is_duplicated())["id"]
+    if not _all_unique(ids):
+        repeated = ids.filter(ids.is_duplicated())
         raise DuplicateIds(
             f"{path}: id {repeated.min()!r} occurs {int((repeated == repeated.min()).sum())} "
             f"times in the gold file; gold ids must be unique"
         )
-    return gold
+    return ids
 
 
 @dataclass(frozen=True)
@@ -209,6 +229,16 @@ def _early_pool(contract: Contract, pred_path: Path, workers: int | None) -> Any
     return ParsePool(ParserSpec.from_contract(contract), n_workers)
 
 
+def _provenance(card: Any, base: BaseModelInfo | None, ledger: Any) -> dict[str, Any]:
+    """The summary's ``base``, ``card`` and ``ledger`` (the card's base unless one is given)."""
+    data = card.model_dump(mode="json") if hasattr(card, "model_dump") else card
+    if base is None and data:
+        from evalkit.provenance.records import card_base
+
+        base = BaseModelInfo(**card_base(data))
+    return {"base": base, "card": data, "ledger": str(ledger) if ledger is not None else None}
+
+
 def score(
     contract: Contract | str | os.PathLike[str],
     gold: str | os.PathLike[str],
@@ -220,6 +250,9 @@ def score(
     output_col: str | None = None,
     on_duplicate: OnDuplicate = "error",
     workers: int | None = None,
+    card: Any = None,
+    base: BaseModelInfo | None = None,
+    ledger: str | os.PathLike[str] | None = None,
 ) -> ScoreResult:
     """Score a predictions file against gold under a contract.
 
@@ -229,7 +262,10 @@ def score(
     text. Duplicate prediction ids are an error unless ``on_duplicate`` is
     ``first`` or ``last``; predictions for ids not in gold are counted and
     ignored. ``workers`` sets the parsing processes (default: all cores for
-    large inputs). Bad input raises an :class:`~evalkit.errors.EvalkitError`.
+    large inputs). ``card`` (an :class:`~evalkit.AdapterCard` or its JSON
+    data) and ``base`` record where the predictions came from, ``ledger`` the
+    ledger the caller records this look in (see :func:`evalkit.append_look`).
+    Bad input raises an :class:`~evalkit.errors.EvalkitError`.
     """
     if on_duplicate not in ("error", "first", "last"):
         raise UsageError(f"on_duplicate must be error, first or last, not {on_duplicate!r}")
@@ -291,11 +327,15 @@ def score(
                 duplicate_ids=resolved_duplicates,
                 on_duplicate=on_duplicate,
                 request_errors=request_errors,
+                id_col=id_col,
+                output_col=output_col,
             ),
             overall=aggregate.rates(examples),
             fields=aggregate.field_stats(examples, loaded),
             classes=aggregate.class_stats(examples, loaded),
             slices=aggregate.slice_stats(examples, loaded),
             errors=aggregate.error_stats(examples),
+            confusion=aggregate.confusion(examples, loaded),
+            **_provenance(card, base, ledger),
         )
     return ScoreResult(summary=summary, examples=examples)

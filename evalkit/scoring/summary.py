@@ -87,6 +87,10 @@ class PredictionsInfo(_Model):
     """How duplicates were treated: ``error``, ``first`` or ``last``."""
     request_errors: int
     """Records whose request failed (OpenAI Batch), scored as ``missing``."""
+    id_col: str | None = None
+    """``--id-col`` as given (null: the default), so the outputs can be read again."""
+    output_col: str | None = None
+    """``--output-col`` as given (null: the default), so the outputs can be read again."""
 
 
 class Rates(_Model):
@@ -145,6 +149,49 @@ class ErrorStats(_Model):
     """Items with this error."""
     example_id: str
     """The smallest id with this error, to look at."""
+    example_detail: str | None = None
+    """The scorer's one-line reason for that example's error."""
+
+
+class ConfusionCell(_Model):
+    """How many items of one gold class got one predicted class."""
+
+    gold: str
+    """The gold class."""
+    predicted: str | None
+    """The predicted class; null when the output was missing or invalid (no class predicted)."""
+    count: int
+    """Items of ``gold`` predicted as ``predicted`` (never 0: empty cells are left out)."""
+
+
+class ConfusionMatrix(_Model):
+    """Gold class against predicted class, stored sparsely (only non-empty cells).
+
+    Rows are gold classes and columns predicted classes; a row's cells add up
+    to the class's support, the null column counting the items whose output
+    predicted no class. Sparse, because a matrix of k classes has k² cells
+    but a useful classifier fills few of them.
+    """
+
+    labels: list[str]
+    """Every class that is a gold class or a predicted class, sorted."""
+    cells: list[ConfusionCell]
+    """The non-empty cells, by gold class, then predicted class (null last)."""
+
+
+class BaseModelInfo(_Model):
+    """The base model the predictions came from (compare/gate refuse to mix bases)."""
+
+    id: str | None
+    """A hub id or a local path (``--base-model``, or the card's ``base.id``)."""
+    revision: str | None
+    """The base's commit (``--base-revision``, or the card's ``base.revision``)."""
+    pinned: bool
+    """Whether ``revision`` is a 40-hex commit."""
+    quantization: str | None
+    """How the base was quantized, when known (the card's ``base.quantization``)."""
+    source: str
+    """``card`` (from the adapter card) or ``options`` (``--base-model``, a prompt-only run)."""
 
 
 class ScoreSummary(_Model):
@@ -172,3 +219,12 @@ class ScoreSummary(_Model):
     """Per contract slice."""
     errors: dict[str, ErrorStats]
     """Per error category that occurred (sorted)."""
+    confusion: ConfusionMatrix | None = None
+    """Gold class against predicted class (null without a ``class`` column)."""
+    base: BaseModelInfo | None = None
+    """The base model of the predictions (``--card``/``--adapter`` or ``--base-model``)."""
+    card: dict[str, Any] | None = None
+    """The adapter card (``evalkit card``; schema ``docs/schemas/adapter-card.schema.json``)
+    of the adapter that produced the predictions (``--card`` or ``--adapter``)."""
+    ledger: str | None = None
+    """The test-set ledger this look was recorded in (null with ``--no-ledger``)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -13,12 +14,9 @@ if TYPE_CHECKING:
 
     from evalkit.scoring.summary import ScoreSummary
 
-ROW_GROUP_ROWS = 131_072
 
-
-class ResultToWrite(Protocol):
-    """What is written: a summary and the per-example table
-    (:class:`evalkit.scoring.engine.ScoreResult`, which this module need not import)."""
+class ScoreResult(Protocol):
+    """What is written: a summary and the per-example table (a :class:`~evalkit.ScoreResult`)."""
 
     @property
     def summary(self) -> ScoreSummary: ...
@@ -27,7 +25,10 @@ class ResultToWrite(Protocol):
     def examples(self) -> pl.DataFrame: ...
 
 
-def summary_json(result: ResultToWrite) -> bytes:
+ROW_GROUP_ROWS = 131_072
+
+
+def summary_json(result: ScoreResult) -> bytes:
     """The bytes of ``summary.json``: indented, keys in model order, a final newline."""
     import orjson
 
@@ -35,15 +36,24 @@ def summary_json(result: ResultToWrite) -> bytes:
     return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
 
 
-def write_score(result: ResultToWrite, out: str | os.PathLike[str], *, force: bool = False) -> Path:
+def write_score(
+    result: ScoreResult,
+    out: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    extra_files: Mapping[str, bytes] | None = None,
+) -> Path:
     """Write the result folder; an existing folder is replaced only with ``force``.
 
-    Both files appear together or not at all (written into a staging folder
+    Every file appears together or not at all (written into a staging folder
     that is renamed into place), and the same result gives the same bytes.
+    ``extra_files`` (name -> bytes, e.g. ``report.html``) go in the same folder.
     """
     folder = Path(out)
     with atomic_directory(folder, force) as staging:
         (staging / "summary.json").write_bytes(summary_json(result))
+        for name, data in (extra_files or {}).items():
+            (staging / name).write_bytes(data)
         # A fixed row-group size makes the bytes independent of how the
         # frame happens to be chunked (worker count, batch sizes).
         result.examples.write_parquet(

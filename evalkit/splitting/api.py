@@ -18,7 +18,8 @@ import numpy as np
 import polars as pl
 
 from evalkit._version import __version__
-from evalkit.errors import InfeasibleSplit, UsageError
+from evalkit.chat import ChatColumn, Role, parse_roles, read_chat
+from evalkit.errors import InfeasibleSplit, InvalidTable, UsageError
 from evalkit.io import TableFormat, atomic_directory, read_table, sha256_file, write_table
 from evalkit.splitting.assign import assign_groups
 from evalkit.splitting.freeze import frozen_rows
@@ -32,13 +33,14 @@ from evalkit.splitting.groups import (
     pin_frozen,
 )
 from evalkit.splitting.inputs import check_names, check_table, resolve_targets
-from evalkit.splitting.lengths import load_tokenizer
+from evalkit.splitting.lengths import load_tokenizer, row_lengths
 from evalkit.splitting.manifest import (
     Freezing,
     InputInfo,
     Merging,
     SplitManifest,
     SplitOptions,
+    TextInfo,
 )
 from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, Problem, required_classes
@@ -80,7 +82,8 @@ def split(
     stratify: str | None = None,
     seed: int = 0,
     id_column: str | None = None,
-    text: str | None = None,
+    text: str | Sequence[str] | None = None,
+    roles: str | Sequence[str] | None = None,
     null_group: NullGroupPolicy = "error",
     tolerance: int | None = None,
     near_dup: float | None = None,
@@ -95,10 +98,18 @@ def split(
     groups as there are splits (with a positive target) appears in each. Same
     data and seed give the same split whatever the row order. Raises an
     ``EvalkitError`` subclass on bad input, and ``InfeasibleSplit`` when a
-    count misses by more than ``tolerance`` items. Lengths of ``text`` are in
-    characters, or in tokens of a local ``tokenizer`` (a tokenizer.json, or a
-    folder holding one).
+    count misses by more than ``tolerance`` items.
+
+    ``text`` is a column of text or of conversations (``{role, content}`` or
+    ShareGPT ``{from, value}`` messages), or two columns (TRL's
+    prompt-completion form). Its lengths are the characters of every turn, or
+    tokens of a local ``tokenizer`` (a tokenizer.json, or a folder holding
+    one) for text columns; ``near_dup`` compares the turns of ``roles``
+    (default: every role but system, so a shared system prompt is no
+    duplicate).
     """
+    text_columns = _text_columns(text)
+    compared_roles = parse_roles(roles)
     options = SplitOptions(
         group=list(group),
         stratify=stratify,
@@ -107,7 +118,9 @@ def split(
         names=list(names),
         seed=seed,
         id=id_column,
-        text=text,
+        text=text_columns[0] if text_columns else None,
+        completion=text_columns[1] if len(text_columns) > 1 else None,
+        roles=list(compared_roles) if roles is not None else None,
         null_group=null_group,
         tolerance=tolerance,
         near_dup=near_dup,
@@ -121,10 +134,19 @@ def split(
     source = str(path) if path is not None else "input table"
     loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
     check_table(
-        frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text
+        frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
     )
+    chat = read_chat(frame, text_columns, source=source, path=path) if text_columns else None
+    if chat is not None and chat.retyped:
+        raise InvalidTable(
+            f"{source}: column {', '.join(map(repr, chat.columns))} mixes value types across "
+            "rows (e.g. content as text in some messages and as a list of parts in others); "
+            "the split files could not keep both, so they would change those values: write "
+            "the content one way in every row and split again"
+        )
+    lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
-    grouping = _grouping(frame, options, source)
+    grouping = _grouping(frame, options, chat, compared_roles, source)
     row_class, labels = class_index(frame, stratify)
     table = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
     unused = frame.height - int(targets.sum())
@@ -143,8 +165,8 @@ def split(
         row_class,
         labels,
         required if stratify else [],
-        text,
-        loaded_tokenizer,
+        lengths,
+        "tokens" if loaded_tokenizer is not None else "chars",
     )
     manifest = SplitManifest(
         evalkit_version=__version__,
@@ -159,6 +181,7 @@ def split(
         targets={name: int(t) for name, t in zip(options.names, targets, strict=True)},
         splits=splits,
         unused=unused,
+        text=_text_info(chat, compared_roles) if chat is not None else None,
         null_groups=grouping.n_null,
         merging=grouping.merging,
         freezing=grouping.freezing,
@@ -171,6 +194,28 @@ def split(
         frames=_split_frames(frame, row_split, options.names, order),
         assignments=_assignments(frame, group, id_column, split_column, order),
         manifest=manifest,
+    )
+
+
+def _text_columns(text: str | Sequence[str] | None) -> list[str]:
+    """The --text columns: none, one, or two (prompt and completion)."""
+    if text is None:
+        return []
+    columns = [text] if isinstance(text, str) else list(text)
+    if len(columns) > 2:
+        raise UsageError(
+            f"--text: give one column, or two (prompt and completion); got {len(columns)}"
+        )
+    return columns
+
+
+def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
+    return TextInfo(
+        columns=list(chat.columns),
+        kind=chat.kind,
+        shape=chat.shape,
+        compared_roles=list(roles) if chat.is_conversation else None,
+        skipped_parts=chat.skipped_parts,
     )
 
 
@@ -187,6 +232,8 @@ def _check_options(options: SplitOptions) -> None:
         raise UsageError("--near-dup needs --text COL: the column whose texts are compared")
     if options.tokenizer is not None and options.text is None:
         raise UsageError("--tokenizer needs --text COL: the column whose tokens are counted")
+    if options.roles is not None and options.text is None:
+        raise UsageError("--roles needs --text COL: a conversation column whose turns are compared")
 
 
 @dataclass(frozen=True)
@@ -202,15 +249,22 @@ class _Grouping:
     freezing: Freezing | None
 
 
-def _grouping(frame: pl.DataFrame, options: SplitOptions, source: str) -> _Grouping:
+def _grouping(
+    frame: pl.DataFrame,
+    options: SplitOptions,
+    chat: ChatColumn | None,
+    roles: Sequence[Role],
+    source: str,
+) -> _Grouping:
     """Key groups, merged with duplicate-text clusters, pinned by --freeze."""
     policy: NullGroupPolicy = "singleton" if options.null_group == "singleton" else "error"
     key_group, n_null = key_groups(frame, options.group, options.id, policy, source)
     row_group, merging = key_group, None
-    if options.near_dup is not None and options.text is not None:
+    if options.near_dup is not None and chat is not None:
         from evalkit.leakage import duplicate_components
 
-        clusters = duplicate_components(frame[options.text], options.near_dup, seed=options.seed)
+        compared = chat.compared_text(roles)
+        clusters = duplicate_components(compared, options.near_dup, seed=options.seed)
         row_group, n_merged, largest = merge_clusters(key_group, np.asarray(clusters))
         merging = Merging(
             threshold=options.near_dup, merged_groups=n_merged, largest_merged_group=largest

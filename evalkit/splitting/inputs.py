@@ -5,7 +5,9 @@ collected by pandera (all failures at once, lazily) and reported as one line
 about the first, with the count of the rest. A valid table never pays for
 pandera (its import alone takes longer than a whole split of 100k items): the
 same checks run first as polars expressions, and pandera is built and run only
-when one of them fails, for its report.
+when one of them fails, for its report. The ``--text`` columns are only
+required to exist here: whether they hold text or conversations (and whether
+each conversation is well formed) is :func:`evalkit.chat.read_chat`'s to say.
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def check_table(
     group: Sequence[str],
     id_column: str | None,
     stratify: str | None,
-    text: str | None,
+    text: Sequence[str] = (),
 ) -> None:
     """Validate the input table; raise one clear error for the first failure.
 
@@ -103,23 +105,23 @@ def check_table(
     """
     if not group:
         raise UsageError("--group: give at least one group column")
-    named = [*group, *(c for c in (id_column, stratify, text) if c is not None)]
+    named = [*group, *(c for c in (id_column, stratify) if c is not None), *text]
     require_columns(frame, named, source)
     if frame.height == 0:
         raise InvalidTable(f"{source}: the table has no rows; nothing to split")
-    if passes_checks(frame, id_column=id_column, text=text):
+    if passes_checks(frame, id_column=id_column):
         return
-    _report_failures(frame, source=source, id_column=id_column, text=text)
+    _report_failures(frame, source=source, id_column=id_column)
 
 
-def passes_checks(frame: pl.DataFrame, *, id_column: str | None, text: str | None) -> bool:
+def passes_checks(frame: pl.DataFrame, *, id_column: str | None) -> bool:
     """True when ``frame`` passes every check of :func:`_table_schema`, decided by polars.
 
     Each check uses the expressions of pandera's polars backend (nulls and, in
-    a float column, NaN count as missing; ``is_duplicated`` for uniqueness;
-    the exact dtype), so a table passes here only if it passes there. A column
-    whose type the expressions do not cover is left to pandera (False). A new
-    check goes here and into :func:`_table_schema` together.
+    a float column, NaN count as missing; ``is_duplicated`` for uniqueness),
+    so a table passes here only if it passes there. A column whose type the
+    expressions do not cover is left to pandera (False). A new check goes
+    here and into :func:`_table_schema` together.
     """
     checks: list[pl.Expr] = []
     if id_column is not None:
@@ -131,38 +133,30 @@ def passes_checks(frame: pl.DataFrame, *, id_column: str | None, text: str | Non
             present = present & pl.col(id_column).is_not_nan()
         unique = pl.col(id_column).is_duplicated().not_()
         checks += [present.all().alias("present"), unique.all().alias("unique")]
-    if text is not None and text != id_column and frame.schema[text] != pl.String:
-        return False
     return all(frame.select(checks).row(0)) if checks else True
 
 
-def _table_schema(id_column: str | None, text: str | None) -> Any:
-    """The pandera schema of a split's input: a unique, present id; a text column of text."""
+def _table_schema(id_column: str | None) -> Any:
+    """The pandera schema of a split's input: a unique id in every row."""
     import pandera.polars as pa
 
     columns: dict[str, pa.Column] = {}
     if id_column is not None:
         columns[id_column] = pa.Column(unique=True, nullable=False)
-    if text is not None and text not in columns:
-        columns[text] = pa.Column(pl.String, nullable=True)
     return pa.DataFrameSchema(columns)
 
 
-def _report_failures(
-    frame: pl.DataFrame, *, source: str, id_column: str | None, text: str | None
-) -> None:
+def _report_failures(frame: pl.DataFrame, *, source: str, id_column: str | None) -> None:
     """Run the pandera schema lazily (every failure collected) and raise about the first."""
     import pandera.polars as pa
 
     try:
-        _table_schema(id_column, text).validate(frame, lazy=True)
+        _table_schema(id_column).validate(frame, lazy=True)
     except pa.errors.SchemaErrors as errors:
-        raise _first_failure(errors.failure_cases, source, id_column, text) from None
+        raise _first_failure(errors.failure_cases, source, id_column) from None
 
 
-def _first_failure(
-    cases: pl.DataFrame, source: str, id_column: str | None, text: str | None
-) -> InvalidTable:
+def _first_failure(cases: pl.DataFrame, source: str, id_column: str | None) -> InvalidTable:
     first = cases.row(0, named=True)
     column, check = first["column"], str(first["check"])
     same = cases.filter((pl.col("column") == column) & (pl.col("check") == check))
@@ -178,10 +172,5 @@ def _first_failure(
         return InvalidTable(
             f"{source}: id {first['failure_case']!r} appears more than once in column {column!r}"
             f"{where}; ids must be unique ({same['failure_case'].n_unique()} repeated id(s))"
-        )
-    if column == text:
-        return InvalidTable(
-            f"{source}: column {column!r} must hold text for --text, but has type "
-            f"{first['failure_case']}; pass a text column"
         )
     return InvalidTable(f"{source}: column {column!r} fails check {check}{where}")

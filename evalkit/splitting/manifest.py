@@ -37,7 +37,20 @@ class SplitOptions(_Model):
     names: list[str] = Field(description="Split names, in the order of sizes/ratios.")
     seed: int = Field(description="Seed of the random generator.")
     id: str | None = Field(default=None, description="Id column (unique per row).")
-    text: str | None = Field(default=None, description="Text column for length statistics.")
+    text: str | None = Field(
+        default=None,
+        description="--text column: length statistics and the --near-dup comparison; text "
+        "or a conversation (the prompt column of the prompt-completion form).",
+    )
+    completion: str | None = Field(
+        default=None,
+        description="A second --text column: the completion of TRL's prompt-completion form.",
+    )
+    roles: list[str] | None = Field(
+        default=None,
+        description="--roles as given: the conversation turns compared for --near-dup "
+        "(null: the default, every role but system).",
+    )
     null_group: str = Field(description="What a null group key means: error or singleton.")
     tolerance: int | None = Field(
         default=None, description="Largest allowed count deviation per split, in items."
@@ -47,12 +60,35 @@ class SplitOptions(_Model):
     )
     freeze: str | None = Field(default=None, description="Assignments file of an earlier split.")
     tokenizer: str | None = Field(
-        default=None, description="tokenizer.json whose token counts are the lengths."
+        default=None,
+        description="Tokenizer folder (counted as evalkit tokens counts) or tokenizer.json "
+        "file whose token counts are the lengths.",
+    )
+
+
+class TextInfo(_Model):
+    """What the --text column(s) held, as recognised from the values."""
+
+    columns: list[str] = Field(description="The --text columns: one, or prompt and completion.")
+    kind: str = Field(description="text (plain strings) or conversation (lists of messages).")
+    shape: str = Field(
+        description="How the (first) column is written: text, messages ({role, content}) or "
+        "sharegpt ({from, value})."
+    )
+    compared_roles: list[str] | None = Field(
+        description="Roles whose turns --near-dup compares (null for text, compared whole)."
+    )
+    skipped_parts: int = Field(
+        description="Non-text content parts (images, audio) left out of the text."
     )
 
 
 class LengthStats(_Model):
-    """Text length: min, median, 95th percentile (linear interpolation), max."""
+    """Text length: min, median, 95th percentile (linear interpolation), max.
+
+    A conversation's length is the characters of every turn's content, the
+    system prompt included.
+    """
 
     min: int
     p50: float
@@ -131,6 +167,7 @@ class SplitManifest(_Model):
     targets: dict[str, int] = Field(description="Requested items per split.")
     splits: dict[str, SplitReport]
     unused: int = Field(description="Items left out because the sizes add up to less.")
+    text: TextInfo | None = Field(default=None, description="The --text column(s), if given.")
     null_groups: int = Field(description="Rows with a null group key made their own group.")
     merging: Merging | None = None
     freezing: Freezing | None = None

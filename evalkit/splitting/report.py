@@ -8,20 +8,18 @@ split and its group key, so the manifest states what the files actually hold.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import polars as pl
 
-from evalkit.splitting.lengths import text_lengths
 from evalkit.splitting.manifest import Leakage, LengthStats, Quality, SplitReport
 from evalkit.splitting.state import BoolArray, IntArray
 
 MAJOR_CLASS_SHARE = 0.05
 
 
-def _length(texts: pl.Series, tokenizer: Any | None) -> LengthStats | None:
-    lengths = text_lengths(texts, tokenizer)
+def _length(row_lengths: pl.Series, unit: str) -> LengthStats | None:
+    lengths = row_lengths.drop_nulls().to_numpy()
     if lengths.size == 0:
         return None
     p50, p95 = np.percentile(lengths, [50, 95])
@@ -30,7 +28,7 @@ def _length(texts: pl.Series, tokenizer: Any | None) -> LengthStats | None:
         p50=round(float(p50), 4),
         p95=round(float(p95), 4),
         max=int(lengths.max()),
-        unit="tokens" if tokenizer is not None else "chars",
+        unit=unit,
     )
 
 
@@ -50,13 +48,15 @@ def build_report(
     row_class: IntArray,
     labels: Sequence[str],
     required: Sequence[str],
-    text: str | None,
-    tokenizer: Any | None = None,
+    lengths: pl.Series | None,
+    length_unit: str = "chars",
 ) -> tuple[dict[str, SplitReport], Quality]:
     """Per-split reports and the overall quality block of the manifest.
 
     ``row_split`` holds an index into ``names`` per row (``len(names)`` for
-    rows left unused); ``row_key_group`` the row's group-key index.
+    rows left unused); ``row_key_group`` the row's group-key index;
+    ``lengths`` the length of each row's text (null: no text), in
+    ``length_unit``.
     """
     n_labels = len(labels)
     presence = groups_per_split(row_split, row_key_group, len(names) + 1)
@@ -64,7 +64,6 @@ def build_report(
     major = shares >= MAJOR_CLASS_SHARE
     cells = np.bincount(row_split * n_labels + row_class, minlength=(len(names) + 1) * n_labels)
     per_split = cells.reshape(len(names) + 1, n_labels)
-    texts = frame[text] if text is not None else None
     reports: dict[str, SplitReport] = {}
     worst, worst_major = 0.0, 0.0
     missing_required: dict[str, list[str]] = {}
@@ -80,8 +79,8 @@ def build_report(
         # A split with no target is not expected to cover anything.
         missing_required[name] = [c for c in required if c in absent] if target > 0 else []
         length = None
-        if texts is not None:
-            length = _length(texts.filter(pl.Series(row_split == index)), tokenizer)
+        if lengths is not None:
+            length = _length(lengths.filter(pl.Series(row_split == index)), length_unit)
         reports[name] = SplitReport(
             target=int(target),
             n_items=n_items,

@@ -12,6 +12,14 @@ that break naive splitters and scorers:
 
 Run ``python examples/tickets/generate.py`` to rewrite ``tickets.jsonl``; the
 same ``--seed`` and ``--n`` always give the same bytes.
+
+The same tickets also come as **training conversations**, the shape chat
+fine-tuning files have: ``--format messages`` writes ``tickets_chat.jsonl``
+(OpenAI/TRL ``messages``: a system prompt shared by every example, the ticket
+as the user turn, the JSON answer as the assistant turn), ``--format
+sharegpt`` the same in ShareGPT's ``conversations`` (``{from, value}``). The
+ids, thread ids and categories stay beside the conversation, as metadata
+columns for ``--group`` and ``--stratify``.
 """
 
 from __future__ import annotations
@@ -196,18 +204,61 @@ def generate(n_tickets: int = 1200, seed: int = 7) -> list[dict[str, object]]:
     return tickets
 
 
+# One prompt for every example: long enough that, were it compared, every pair
+# of tickets would look alike.
+SYSTEM_PROMPT = (
+    "You are the triage assistant of an online shop's customer support team. Read the "
+    "customer's ticket and answer with one JSON object and nothing else: no prose, no code "
+    "fences. The object has four keys. category: one of billing, shipping, account, "
+    "technical, returns, product_question, legal_threat, fraud_report. priority: one of "
+    "low, normal, high, urgent; legal threats and fraud reports are never below high. "
+    "order_id: the order number the ticket names (three letters, a dash, six digits, as in "
+    "ORD-123456), or null when it names none. amount: the refund or charge amount in "
+    "dollars the ticket names, as a number, or null when it names none."
+)
+ANSWER_KEYS = ("category", "priority", "order_id", "amount")
+FORMATS = {
+    "flat": "tickets.jsonl",
+    "messages": "tickets_chat.jsonl",
+    "sharegpt": "tickets_sharegpt.jsonl",
+}
+
+
+def as_conversation(ticket: dict[str, object], shape: str = "messages") -> dict[str, object]:
+    """A ticket as a training example: system prompt, ticket, JSON answer.
+
+    ``shape`` is ``messages`` (``{role, content}``) or ``sharegpt`` (``{from, value}``).
+    """
+    answer = json.dumps({key: ticket[key] for key in ANSWER_KEYS}, ensure_ascii=False)
+    turns = [("system", SYSTEM_PROMPT), ("user", str(ticket["text"])), ("assistant", answer)]
+    meta = {key: ticket[key] for key in ("ticket_id", "conversation_id", "category")}
+    if shape == "sharegpt":
+        names = {"system": "system", "user": "human", "assistant": "gpt"}
+        return {**meta, "conversations": [{"from": names[r], "value": c} for r, c in turns]}
+    return {**meta, "messages": [{"role": role, "content": content} for role, content in turns]}
+
+
 def main() -> None:
-    """Write the ticket set as JSONL."""
+    """Write the ticket set as JSONL: flat columns, or conversations."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1200, help="number of tickets (default 1200)")
     parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     parser.add_argument(
-        "--out", type=Path, default=Path(__file__).with_name("tickets.jsonl"), help="output file"
+        "--format",
+        choices=sorted(FORMATS),
+        default="flat",
+        help="flat columns (default), or conversations: messages or sharegpt",
     )
+    parser.add_argument("--out", type=Path, help="output file (default: beside this script)")
     args = parser.parse_args()
-    lines = [json.dumps(ticket, ensure_ascii=False) for ticket in generate(args.n, args.seed)]
-    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print(f"wrote {len(lines)} tickets to {args.out}")
+    out = args.out or Path(__file__).with_name(FORMATS[args.format])
+    tickets = generate(args.n, args.seed)
+    records = (
+        tickets if args.format == "flat" else [as_conversation(t, args.format) for t in tickets]
+    )
+    lines = [json.dumps(record, ensure_ascii=False) for record in records]
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {len(lines)} tickets to {out}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,17 @@ Usage::
 writes ``baseline.jsonl``, ``candidate-a.jsonl`` and ``candidate-b.jsonl``
 (``{"ticket_id": ..., "output": "<raw text>"}`` per line). The same gold file
 and seed always give the same bytes, whatever the gold row order.
+
+The gold file may be a split of the training conversations
+(``tickets_chat.jsonl``): the gold values are then read from each
+conversation's reference answer. With ``--batch-input PROMPTS`` (the file
+``evalkit prompts`` wrote) the predictions come as the output file an OpenAI
+Batch job would return for it instead, ``<model>.batch-output.jsonl``: one
+response per request, in the requests' order (a missing answer is a request
+that failed, which the Batch API reports in its separate error file)::
+
+    python examples/tickets/simulate_predictions.py demo-out/chat-split/test.jsonl \\
+        --batch-input demo-out/prompts/test.batch.jsonl --out demo-out/chat-predictions
 """
 
 from __future__ import annotations
@@ -154,11 +165,49 @@ def simulate(gold: pl.DataFrame, seed: int) -> dict[str, list[dict[str, Any]]]:
 
 
 def _read_gold(path: Path) -> pl.DataFrame:
-    if path.suffix == ".parquet":
-        return pl.read_parquet(path)
-    if path.suffix == ".csv":
-        return pl.read_csv(path)
-    return pl.read_ndjson(path)
+    from evalkit.chat import read_chat
+    from evalkit.io import read_table
+
+    frame = read_table(path)
+    column = next((c for c in ("messages", "conversations") if c in frame.columns), None)
+    if column is None:
+        return frame
+    # Training conversations: the gold values are the reference answer's keys.
+    chat = read_chat(frame, column, source=str(path), path=path)
+    answers = [json.loads(answer) for answer in chat.reference_answers().to_list()]
+    keys = ("category", "priority", "order_id", "amount")
+    values = {key: [answer.get(key) for answer in answers] for key in keys}
+    return pl.DataFrame({"ticket_id": frame["ticket_id"], **values})
+
+
+def batch_output(requests: list[dict[str, Any]], rows: list[dict[str, Any]]) -> list[dict]:
+    """What an OpenAI Batch job returns for ``requests`` when the model answers ``rows``.
+
+    One record per answered request, in the requests' order; a request
+    without an answer failed, and the Batch API lists it in its error file.
+    """
+    outputs = {row["ticket_id"]: row["output"] for row in rows}
+    records = []
+    for number, request in enumerate(requests, start=1):
+        custom_id = request["custom_id"]
+        if custom_id not in outputs:
+            continue
+        message = {"role": "assistant", "content": outputs[custom_id]}
+        body = {
+            "id": f"chatcmpl-{number:06d}",
+            "object": "chat.completion",
+            "model": request["body"]["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        }
+        records.append(
+            {
+                "id": f"batch_req_{number:06d}",
+                "custom_id": custom_id,
+                "response": {"status_code": 200, "request_id": f"req_{number:06d}", "body": body},
+                "error": None,
+            }
+        )
+    return records
 
 
 def main() -> None:
@@ -167,12 +216,22 @@ def main() -> None:
     parser.add_argument("gold", type=Path, help="gold file, e.g. demo-out/split/test.parquet")
     parser.add_argument("--out", type=Path, required=True, help="folder for the three files")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument(
+        "--batch-input", type=Path, help="OpenAI Batch requests (evalkit prompts) to answer"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    requests = None
+    if args.batch_input is not None:
+        text = args.batch_input.read_text(encoding="utf-8")
+        requests = [json.loads(line) for line in text.splitlines() if line.strip()]
     for model, rows in simulate(_read_gold(args.gold), args.seed).items():
-        lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-        (args.out / f"{model}.jsonl").write_text(lines, encoding="utf-8")
-        print(f"wrote {args.out / f'{model}.jsonl'} ({len(rows)} simulated predictions)")
+        name, records = f"{model}.jsonl", rows
+        if requests is not None:
+            name, records = f"{model}.batch-output.jsonl", batch_output(requests, rows)
+        lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in records)
+        (args.out / name).write_text(lines, encoding="utf-8")
+        print(f"wrote {args.out / name} ({len(records)} simulated predictions)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,207 @@
+"""The inference inputs of a split: every conversation without its reference answer.
+
+``evalkit prompts`` turns a split into the requests a model answers, so that
+evaluation runs on exactly the conversations the split holds: no script of
+one's own in between, whose prompt might differ from the training render.
+
+* ``openai-batch``: one OpenAI Batch request per line, ``{custom_id, method:
+  "POST", url: "/v1/chat/completions", body: {model, messages, temperature,
+  max_tokens}}``; a Batch job (or an OpenAI-compatible server such as vLLM)
+  runs it, and its output file goes straight into ``evalkit score
+  --pred-format openai-batch`` (``custom_id`` is the id, as a string).
+* ``jsonl``: ``{<id column>: id, messages: [...]}`` per line, for any other
+  runner (``evalkit generate``, a notebook).
+
+The prompt is the conversation before its last assistant turn (a
+conversation without an assistant turn is a prompt already); for TRL's
+prompt-completion form, the prompt column; a text column becomes one user
+message. Messages are written normalised: ``{role, content}``, ShareGPT
+speakers mapped, content parts joined into text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from evalkit.chat.column import ChatColumn, read_chat
+from evalkit.errors import DuplicateIds, InvalidTable, UsageError
+from evalkit.io import atomic_write_bytes, check_new_output, read_table, require_columns
+
+if TYPE_CHECKING:
+    import polars as pl
+
+PromptFormat = Literal["openai-batch", "jsonl"]
+PROMPT_FORMATS: tuple[PromptFormat, ...] = ("openai-batch", "jsonl")
+BATCH_URL = "/v1/chat/completions"
+MAX_TEMPERATURE = 2.0  # the Chat Completions API's range is [0, 2]
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """The prompts of one split, ready to write: one JSON line per item."""
+
+    data: bytes
+    """The whole file: one JSON object per line, in the split's row order."""
+    n: int
+    """Prompts (items of the split)."""
+    source: str
+    """The split file they come from."""
+    format: PromptFormat
+    """``openai-batch`` or ``jsonl``."""
+    kind: str
+    """What ``--text`` held: ``text`` or ``conversation``."""
+    shape: str
+    """How it was written: ``text``, ``messages`` or ``sharegpt``."""
+    answers_left_out: int
+    """Conversations whose reference answer (last assistant turn) was left out."""
+    model: str | None
+    """The ``model`` of every Batch request (``openai-batch`` only)."""
+
+    def write(self, out: Path | str, *, force: bool = False) -> Path:
+        """Write the file atomically; an existing file needs ``force``."""
+        path = Path(out)
+        check_new_output(path, force, inputs=[Path(self.source)])
+        atomic_write_bytes(path, self.data)
+        return path
+
+
+def _check_options(
+    fmt: str, model: str | None, max_tokens: int | None, temperature: float | None
+) -> None:
+    if fmt not in PROMPT_FORMATS:
+        raise UsageError(f"--format: {fmt!r} is not one of {', '.join(PROMPT_FORMATS)}")
+    if fmt == "jsonl":
+        given = [
+            name
+            for name, value in (
+                ("--model", model),
+                ("--max-tokens", max_tokens),
+                ("--temperature", temperature),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(
+                f"{', '.join(given)}: request settings apply to --format openai-batch; "
+                "jsonl lines hold only the id and the messages"
+            )
+        return
+    if not model:
+        raise UsageError(
+            "--model: an openai-batch request names the model that answers it "
+            "(e.g. --model gpt-4o-mini, or your fine-tuned model's name)"
+        )
+    if max_tokens is not None and max_tokens < 1:
+        raise UsageError(f"--max-tokens: must be at least 1, got {max_tokens}")
+    if temperature is not None and not (
+        math.isfinite(temperature) and 0.0 <= temperature <= MAX_TEMPERATURE
+    ):
+        raise UsageError(f"--temperature: must be between 0 and 2, got {temperature}")
+
+
+def _checked_ids(frame: pl.DataFrame, id_column: str, source: str) -> pl.Series:
+    import polars as pl
+
+    ids = frame[id_column]
+    if ids.dtype.is_nested():
+        raise InvalidTable(f"{source}: id column {id_column!r} holds {ids.dtype}, not ids")
+    if ids.null_count():
+        row = int(ids.is_null().arg_true()[0]) + 1
+        raise InvalidTable(
+            f"{source}: row {row} has no id in column {id_column!r}; every prompt needs one"
+        )
+    as_text = ids.cast(pl.String)
+    if as_text.n_unique() != len(as_text):
+        repeated = as_text.filter(as_text.is_duplicated()).min()
+        raise DuplicateIds(
+            f"{source}: id {repeated!r} occurs more than once in column {id_column!r}; "
+            "a Batch custom_id must be unique"
+        )
+    return ids
+
+
+def _prompt_messages(chat: ChatColumn, source: str) -> list[list[dict[str, str]]]:
+    """Each row's prompt as ``{role, content}`` messages."""
+    if not chat.is_conversation:
+        texts = chat.texts[0]
+        if texts.null_count():
+            row = int(texts.is_null().arg_true()[0]) + 1
+            raise InvalidTable(
+                f"{source}: row {row} has no text in column {chat.columns[0]!r}; "
+                "every prompt needs one"
+            )
+        return [[{"role": "user", "content": text}] for text in texts.to_list()]
+    conversations: list[list[dict[str, str]]] = chat.prompts().to_list()
+    for row, messages in enumerate(conversations):
+        if not messages:
+            raise InvalidTable(
+                f"{source}: row {row + 1}: column {chat.columns[0]!r} has nothing before the "
+                "last assistant turn; a prompt needs at least one message"
+            )
+    return conversations
+
+
+def prompts(
+    split: Path | str,
+    *,
+    id_column: str,
+    text: str | Sequence[str],
+    format: PromptFormat = "openai-batch",
+    model: str | None = None,
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+) -> PromptFile:
+    """The inference inputs of a split file, as OpenAI Batch requests or ``{id, messages}``.
+
+    ``text`` is the conversation column (or prompt and completion columns, or
+    a text column); each prompt is its conversation without the reference
+    answer. ``openai-batch`` needs ``model``; ``temperature`` defaults to 0
+    (greedy: an evaluation should not depend on sampling) and ``max_tokens``
+    is sent only when given. Bad input raises an
+    :class:`~evalkit.errors.EvalkitError`; nothing is written here.
+    """
+    import orjson
+    import polars as pl
+
+    _check_options(format, model, max_tokens, temperature)
+    path = Path(split)
+    if path.is_dir():
+        raise UsageError(
+            f"{path}: is a folder; pass one split file, e.g. {path / 'test.parquet'} "
+            "(prompts are written per split)"
+        )
+    frame = read_table(path)
+    source = str(path)
+    require_columns(frame, [id_column], source)
+    ids = _checked_ids(frame, id_column, source)
+    chat = read_chat(frame, text, source=source, path=path)
+    messages = _prompt_messages(chat, source)
+    answers_left_out = 0
+    if chat.is_conversation:
+        answers_left_out = len(chat) - chat.reference_answers().null_count()
+    lines: list[bytes] = []
+    if format == "openai-batch":
+        settings: dict[str, Any] = {"temperature": 0.0 if temperature is None else temperature}
+        if max_tokens is not None:
+            settings["max_tokens"] = max_tokens
+        for identifier, prompt in zip(ids.cast(pl.String).to_list(), messages, strict=True):
+            body = {"model": model, "messages": prompt, **settings}
+            request = {"custom_id": identifier, "method": "POST", "url": BATCH_URL, "body": body}
+            lines.append(orjson.dumps(request))
+    else:
+        for identifier, prompt in zip(ids.to_list(), messages, strict=True):
+            lines.append(orjson.dumps({id_column: identifier, "messages": prompt}))
+    return PromptFile(
+        data=b"".join(line + b"\n" for line in lines),
+        n=len(lines),
+        source=source,
+        format=format,
+        kind=chat.kind,
+        shape=chat.shape,
+        answers_left_out=answers_left_out,
+        model=model,
+    )

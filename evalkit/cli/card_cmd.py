@@ -1,0 +1,85 @@
+"""``evalkit card``: the command-line face of :func:`evalkit.adapter_card`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("card")
+@click.argument("adapter_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--base",
+    "base_dir",
+    type=click.Path(path_type=Path),
+    help="Local base model folder: check shapes, target coverage and vocabulary against it.",
+)
+@click.option(
+    "--base-revision",
+    metavar="SHA",
+    help="The base's commit (40 hex), when adapter_config.json has no revision.",
+)
+@click.option(
+    "--training",
+    type=click.Path(path_type=Path),
+    help="JSON or YAML of training settings (learning rate, steps, batch size, seed, data "
+    "sha256, …); training_args.json and trainer_state.json in the folder are read anyway.",
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write card.json.")
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the problems.")
+def card_command(
+    adapter_dir: Path,
+    base_dir: Path | None,
+    base_revision: str | None,
+    training: Path | None,
+    out: Path | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Describe a PEFT adapter folder without loading it, and check it.
+
+    Reads adapter_config.json (any peft version) and the weights'
+    safetensors header and bytes, never torch: the base and whether it is
+    pinned to a commit, r, alpha and the scaling rule (alpha/r, or
+    alpha/sqrt(r) under rsLoRA), every adapted module with d_in, d_out, r
+    (rank_pattern/alpha_pattern applied) and its parameters, the trainable
+    count peft reports, a canonical sha256 of the tensors, the hashes of
+    the folder's files, the tokenizer saved with it, and the training
+    settings.
+
+    \b
+    Problems (error unless marked):
+      unpinned_base       no revision, or not a 40-hex commit (pass --base-revision)
+      empty_adapter       no LoRA tensor, or every lora_B all zeros (saved untrained)
+      rank_mismatch       tensor shapes disagree with r / rank_pattern
+      unknown_config_key  (warning) a key the card cannot account for is set
+      shape_mismatch      with --base: d_in/d_out differ from the base's weights
+      coverage            with --base: target_modules on the base vs adapted modules
+      vocab_mismatch      saved embedding rows vs the tokenizer's length
+
+    \b
+    Example:
+      evalkit card runs/r16/adapter --base-revision 0123…cdef --out runs/r16/card.json
+      evalkit score … --card runs/r16/card.json    # the card travels with the result
+
+    Exit codes: 0 no error (warnings allowed), 1 an error was found (the
+    card is still written), 2 bad input (not an adapter folder, a corrupt
+    weights file, an existing --out without --force).
+    """
+    from evalkit.io import atomic_write_bytes, check_new_output
+    from evalkit.provenance.card import adapter_card, card_json
+    from evalkit.report.card_summary import render_card_summary
+
+    if out is not None:
+        check_new_output(out, force, inputs=[adapter_dir])
+    card = adapter_card(adapter_dir, base=base_dir, base_revision=base_revision, training=training)
+    if out is not None:
+        atomic_write_bytes(out, card_json(card))
+    if quiet:
+        for problem in card.problems:
+            click.echo(f"{problem.severity}: {problem.code}: {problem.message}")
+    else:
+        click.echo(render_card_summary(card, str(out) if out else None))
+    click.get_current_context().exit(1 if card.errors else 0)

@@ -1,0 +1,58 @@
+"""``evalkit ledger``: how often each test set was looked at, and what that costs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("ledger")
+@click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report as JSON.",
+)
+@click.option("--force", is_flag=True, help="Overwrite --json if it exists.")
+def ledger_command(path: Path, json_path: Path | None, force: bool) -> None:
+    """Report the looks at each gold file recorded in a test-set ledger.
+
+    Every `evalkit score` appends a line to evalkit-ledger.jsonl beside the
+    gold file (or --ledger FILE). PATH is that ledger, the folder holding
+    it, or a gold file (its ledger, that file only); default: the current
+    folder. A look is a distinct (predictions, contract) pair: scoring the
+    same predictions again adds a line but no look.
+
+    \b
+    States:
+      fresh   no look
+      seen    one look: unbiased, if nothing was chosen on it
+      reused  2-4 looks: a choice made on it may inflate every figure by up to
+              0.45·√L standard errors (keeping what beat the baseline)
+      burned  5+ looks, or a contract first used after another (the rules
+              changed after the test was seen), or an edited/removed line
+    A burned test should be retired: freeze a new test split.
+
+    \b
+    Example:
+      evalkit ledger demo-out/split/test.parquet
+      evalkit ledger demo-out/split --json ledger.json
+
+    Exit codes: 0 reported (whatever the states; `gate` with
+    require_fresh_test enforces), 2 no such ledger or bad input.
+    """
+    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.provenance.ledger_state import read_ledger, resolve_ledger
+    from evalkit.report.ledger_summary import render_ledger
+
+    if json_path is not None:
+        check_new_output(json_path, force)
+    ledger, gold_sha256 = resolve_ledger(path)
+    report = read_ledger(ledger, gold_sha256)
+    if json_path is not None:
+        atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")
+    click.echo(render_ledger(report))
+    if json_path is not None:
+        click.echo(f"wrote {json_path}")

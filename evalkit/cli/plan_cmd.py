@@ -1,0 +1,201 @@
+"""``evalkit plan``: the command-line face of :func:`evalkit.plan`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+_POSITIVE = click.IntRange(min=1)
+
+
+@click.command("plan")
+@click.option(
+    "--config",
+    "config",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="CONFIG",
+    help="A model's config.json, or the folder holding it (nothing is downloaded).",
+)
+@click.option(
+    "--method",
+    type=click.Choice(["full", "lora", "qlora"]),
+    default="lora",
+    show_default=True,
+    help="Train every weight, a LoRA adapter, or an adapter on a 4/8-bit base.",
+)
+@click.option("--r", type=_POSITIVE, metavar="N", help="LoRA rank.  [default: 8]")
+@click.option(
+    "--targets",
+    metavar="all-linear|q_proj,v_proj,...",
+    help="Linears the adapter wraps; all-linear excludes the output head, as PEFT does.  "
+    "[default: PEFT's for the family, q_proj,v_proj for Llama-style models]",
+)
+@click.option(
+    "--quant",
+    type=click.Choice(["nf4", "nf4-dq", "int8"]),
+    help="How qlora stores the base's linears.  [default: nf4-dq, NF4 with double quantization]",
+)
+@click.option(
+    "--kbit-prep/--no-kbit-prep",
+    default=None,
+    help="qlora: PEFT's prepare_model_for_kbit_training, which upcasts the unquantized "
+    "weights to fp32 and turns gradient checkpointing on.  [default: on]",
+)
+@click.option(
+    "--seq-len",
+    type=_POSITIVE,
+    default=2048,
+    show_default=True,
+    metavar="N",
+    help="Tokens per training sequence (the padded or packed length).",
+)
+@click.option(
+    "--batch",
+    type=_POSITIVE,
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Sequences per step, per GPU.",
+)
+@click.option(
+    "--grad-checkpointing/--no-grad-checkpointing",
+    default=None,
+    help="Checkpoint each decoder layer (keep its input, rebuild it in the backward).  "
+    "[default: on for qlora with k-bit prep, off otherwise]",
+)
+@click.option(
+    "--optimizer",
+    type=click.Choice(
+        ["adamw", "adamw-foreach", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd"]
+    ),
+    default="adamw",
+    show_default=True,
+    help="adamw: two states per parameter (fused kernel, the HF Trainer's default); "
+    "adamw-foreach: plus a parameter-sized temporary in the step (torch.optim.AdamW's "
+    "default); 8-bit: one byte per state; paged: states in unified memory.",
+)
+@click.option(
+    "--precision",
+    type=click.Choice(["bf16", "fp16", "fp32", "amp"]),
+    default="bf16",
+    show_default=True,
+    help="bf16/fp16: weights, gradients and states in 16 bits; amp: fp32 weights with "
+    "16-bit compute; fp32: everything in fp32.",
+)
+@click.option(
+    "--attention",
+    type=click.Choice(["sdpa", "eager"]),
+    default="sdpa",
+    show_default=True,
+    help="sdpa/flash keeps no seq x seq matrix; eager keeps the softmax.",
+)
+@click.option(
+    "--gpus",
+    type=_POSITIVE,
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Shard weights, gradients and optimizer states over N GPUs (FSDP/ZeRO-3).",
+)
+@click.option(
+    "--eval-batch",
+    type=_POSITIVE,
+    default=8,
+    show_default=True,
+    metavar="N",
+    help="Sequences generated at once when evaluating.",
+)
+@click.option(
+    "--eval-tokens",
+    type=_POSITIVE,
+    metavar="N",
+    help="Prompt + new tokens per generated sequence.  [default: --seq-len]",
+)
+@click.option(
+    "--export",
+    type=click.Choice(["merge", "adapter"]),
+    help="merge: the adapter merged into a 16-bit base (for qlora, the dequantized base); "
+    "adapter: save the adapter alone.  [default: merge]",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the whole plan (every term of every phase) as JSON.",
+)
+@click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
+@click.option("--quiet", is_flag=True, help="Print nothing; only write --json.")
+def plan_command(
+    config: Path,
+    method: str,
+    r: int | None,
+    targets: str | None,
+    quant: str | None,
+    kbit_prep: bool | None,
+    seq_len: int,
+    batch: int,
+    grad_checkpointing: bool | None,
+    optimizer: str,
+    precision: str,
+    attention: str,
+    gpus: int,
+    eval_batch: int,
+    eval_tokens: int | None,
+    export: str | None,
+    json_path: Path | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Plan the GPU memory of a fine-tuning cycle before renting the GPU.
+
+    From a model's config.json alone (no weights, no torch), a lower bound
+    of the peak allocated GPU memory of each phase: load (the base as held
+    for training), train (one optimizer step), eval (generation with a KV
+    cache of --eval-batch x --eval-tokens) and export (a merge into a 16-bit
+    base, or the adapter alone). A card with less memory than a phase's bound
+    cannot run that phase. The train phase is the largest of three moments
+    of a step (loss backward, block backward, optimizer step): terms that
+    are never live together are not summed. The recommendation is the
+    smallest GPU class (24, 48, 80, 141, 192 GB) that holds the largest
+    phase with headroom (CUDA context and allocator slack, listed apart), or
+    the number of 80 GB GPUs sharding needs. GB = 10^9 bytes.
+
+    Exit codes: 0 planned, 2 bad input (a missing key in the config, an
+    option that does not apply to the method or the model).
+
+    \b
+    Example:
+      evalkit plan --config examples/plan/llama-2-7b --method qlora \\
+        --seq-len 1024 --eval-batch 8 --eval-tokens 1024 --json plan.json
+    """
+    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.plan.api import plan
+    from evalkit.report.plan_table import render_plan
+
+    if json_path is not None:
+        check_new_output(json_path, force, inputs=[config])
+    result = plan(
+        config,
+        method=method,  # type: ignore[arg-type]
+        r=r,
+        targets=targets,
+        quant=quant,  # type: ignore[arg-type]
+        kbit_prep=kbit_prep,
+        seq_len=seq_len,
+        batch=batch,
+        grad_checkpointing=grad_checkpointing,
+        optimizer=optimizer,  # type: ignore[arg-type]
+        precision=precision,  # type: ignore[arg-type]
+        attention=attention,  # type: ignore[arg-type]
+        gpus=gpus,
+        eval_batch=eval_batch,
+        eval_tokens=eval_tokens,
+        export=export,  # type: ignore[arg-type]
+    )
+    if json_path is not None:
+        atomic_write_text(json_path, result.model_dump_json(indent=2) + "\n")
+    if not quiet:
+        click.echo(render_plan(result, str(json_path) if json_path else None))

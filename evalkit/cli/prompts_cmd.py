@@ -1,0 +1,99 @@
+"""``evalkit prompts``: the command-line face of :func:`evalkit.prompts`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import click
+
+
+@click.command("prompts")
+@click.argument("split", metavar="SPLIT", type=click.Path(path_type=Path))
+@click.option("--id", "id_column", required=True, metavar="COL", help="Id column of the split.")
+@click.option(
+    "--text",
+    required=True,
+    multiple=True,
+    metavar="COL",
+    help="Conversation column (messages, ShareGPT) or text column; twice for "
+    "prompt-completion: --text prompt --text completion.",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="The prompt file to write (JSONL).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["openai-batch", "jsonl"]),
+    default="openai-batch",
+    show_default=True,
+    help="OpenAI Batch requests, or {<id>, messages} lines.",
+)
+@click.option("--model", metavar="NAME", help="Model of every Batch request (openai-batch).")
+@click.option(
+    "--max-tokens",
+    type=int,
+    metavar="N",
+    help="max_tokens of every Batch request (default: not sent, the server's limit).",
+)
+@click.option(
+    "--temperature",
+    type=float,
+    metavar="T",
+    help="temperature of every Batch request [default: 0, greedy].",
+)
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.option("--quiet", is_flag=True, help="Print nothing but errors.")
+def prompts_command(
+    split: Path,
+    id_column: str,
+    text: tuple[str, ...],
+    out: Path,
+    fmt: str,
+    model: str | None,
+    max_tokens: int | None,
+    temperature: float | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Write the inference inputs of SPLIT: each conversation without its answer.
+
+    SPLIT is one split file (JSONL, CSV or Parquet), e.g. the test split of
+    `evalkit split`. Every conversation loses its last assistant turn (the
+    reference answer, which `evalkit score` reads back as gold with the
+    contract key gold_answer); a text column becomes one user turn. Messages
+    are written as {role, content}, ShareGPT speakers mapped.
+
+    openai-batch lines are OpenAI Batch requests to /v1/chat/completions
+    (custom_id = the id); run them as a Batch job or on an OpenAI-compatible
+    server such as vLLM, and score the output file with
+    `evalkit score --pred-format openai-batch`. jsonl lines are
+    {<id column>: id, messages: [...]}.
+
+    \b
+    Example:
+      evalkit prompts chat-split/test.jsonl --id ticket_id --text messages \\
+        --out test.batch.jsonl --model my-finetuned-model --max-tokens 200
+    """
+    from evalkit.chat.prompts import PromptFormat, prompts
+    from evalkit.io import check_new_output
+    from evalkit.report.prompts_summary import render_prompts_summary
+
+    check_new_output(out, force, inputs=[split])
+    result = prompts(
+        split,
+        id_column=id_column,
+        text=list(text),
+        format=cast(PromptFormat, fmt),
+        model=model,
+        max_tokens=max_tokens,
+        temperature=temperature,
+    )
+    result.write(out, force=force)
+    if not quiet:
+        click.echo(render_prompts_summary(result, str(out)))

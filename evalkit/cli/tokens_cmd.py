@@ -1,0 +1,164 @@
+"""``evalkit tokens``: the command-line face of :func:`evalkit.check_tokens`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+DEFAULT_HTML_SAMPLE = 5
+
+
+@click.command("tokens")
+@click.argument(
+    "files", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path)
+)
+@click.option(
+    "--tokenizer",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Local tokenizer or model folder (loaded offline; nothing is downloaded).",
+)
+@click.option(
+    "--text",
+    "text",
+    multiple=True,
+    required=True,
+    metavar="COL",
+    help="Conversation or text column; twice for prompt and completion columns.",
+)
+@click.option("--id", "id_column", metavar="COL", help="Id column naming examples (default: row).")
+@click.option(
+    "--max-seq-length",
+    type=int,
+    metavar="N",
+    help="Training length limit: count what it cuts (answers, stop tokens).",
+)
+@click.option(
+    "--loss",
+    type=click.Choice(["assistant", "completion", "all"]),
+    help="Supervised tokens: assistant turns (default for conversations), the completion "
+    "column (default for two columns), or all (default for one text column).",
+)
+@click.option(
+    "--encode",
+    type=click.Choice(["template", "text"]),
+    help="template: the chat template's render as apply_chat_template(tokenize=True) encodes "
+    "it (default for conversations); text: tokenizer(text), special tokens added.",
+)
+@click.option(
+    "--truncation-mode",
+    type=click.Choice(["keep_start", "keep_end"]),
+    default="keep_start",
+    show_default=True,
+    help="What --max-seq-length keeps (TRL's names): the start, or the end.",
+)
+@click.option(
+    "--sample",
+    type=int,
+    metavar="N",
+    help=f"Examples per split shown in --html (default {DEFAULT_HTML_SAMPLE}).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample.")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the whole report as JSON (docs/schemas/tokens-report.schema.json).",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write a page showing sampled examples token by token.",
+)
+@click.option("--force", is_flag=True, help="Overwrite the --json and --html files if they exist.")
+@click.option("--quiet", is_flag=True, help="Print nothing but errors; the exit code tells.")
+def tokens_command(
+    files: tuple[Path, ...],
+    tokenizer: Path,
+    text: tuple[str, ...],
+    id_column: str | None,
+    max_seq_length: int | None,
+    loss: str | None,
+    encode: str | None,
+    truncation_mode: str,
+    sample: int | None,
+    seed: int,
+    json_path: Path | None,
+    html_path: Path | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Check the data as the model will see it, before any GPU is rented.
+
+    Each FILE (JSONL, CSV or Parquet) is a split, named by its file stem; a
+    folder written by `evalkit split` stands for its splits. Conversations
+    are rendered with the tokenizer's chat template and encoded as
+    apply_chat_template(tokenize=True) does; the loss mask is on assistant
+    turns (their content and the end-of-turn token that closes them), taken
+    from the template's {% generation %} markers when it has them.
+
+    \b
+    Checks (each pass, warn or fail, with a count and example ids):
+      template                conversations but no chat template (fail)
+      render_parity           the inference prompt is not a token prefix
+                              of the training sequence (fail)
+      double_bos              the ids start with two BOS tokens (fail)
+      stop_token              a supervised turn does not end with a token
+                              generation stops on (fail)
+      pad_is_eos              the pad token is a stop token (warn)
+      special_tokens_in_text  text holds a special token's string (warn)
+      empty_mask              an example has no supervised token (fail)
+      truncation              --max-seq-length cuts a whole answer or its
+                              stop token (fail), or only the prompt (warn)
+
+    Exit codes: 0 no check failed, 1 a check failed, 2 bad input (a missing
+    folder or column, no tokenizer files, --max-seq-length <= 0).
+
+    \b
+    Example:
+      evalkit tokens split/ --tokenizer model/ --text messages --id ticket_id \\
+        --max-seq-length 512 --json tokens.json --html tokens.html
+    """
+    from evalkit.errors import UsageError
+    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.report.tokens_summary import render_tokens_summary
+    from evalkit.tokens.api import check_tokens
+
+    if sample is not None and html_path is None:
+        raise UsageError("--sample: the sampled examples are shown in --html FILE; give it too")
+    for output in (json_path, html_path):
+        if output is not None:
+            check_new_output(output, force, inputs=[*files, tokenizer])
+    result = check_tokens(
+        list(files),
+        tokenizer=tokenizer,
+        text=list(text),
+        id_column=id_column,
+        max_seq_length=max_seq_length,
+        loss=loss,  # type: ignore[arg-type]
+        encode=encode,  # type: ignore[arg-type]
+        truncation_mode=truncation_mode,  # type: ignore[arg-type]
+        sample=(DEFAULT_HTML_SAMPLE if sample is None else sample) if html_path else 0,
+        seed=seed,
+    )
+    report = result.report
+    if json_path is not None:
+        atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")
+    if html_path is not None:
+        from evalkit.report.html.tokens import render_tokens_html
+
+        atomic_write_text(html_path, render_tokens_html(report, result.samples))
+    if not quiet:
+        click.echo(
+            render_tokens_summary(
+                report,
+                str(json_path) if json_path else None,
+                str(html_path) if html_path else None,
+            )
+        )
+    click.get_current_context().exit(1 if result.failed else 0)

@@ -1,0 +1,157 @@
+"""``evalkit.plan``: the memory plan of a fine-tuning cycle, from a model config.
+
+read (config.json) -> validate (keys, options) -> compute (bounds per moment
+and phase) -> recommend; rendering is :mod:`evalkit.report.plan_table`'s.
+No torch: the plan is arithmetic, so it runs anywhere before a GPU is rented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Unpack
+
+from evalkit._version import __version__
+from evalkit.io import sha256_file
+from evalkit.plan.config import ModelShape, load_model_shape
+from evalkit.plan.models import (
+    ApartFromBound,
+    ModelSummary,
+    PhaseFit,
+    PlanInputs,
+    PlanOptions,
+    PlanRecommendation,
+    PlanResult,
+    Step,
+)
+from evalkit.plan.options import Options, OptionValues, resolve_options
+from evalkit.plan.phases import PHASES, TRAIN_STEPS, Bounds, Moment, compute_bounds
+from evalkit.plan.recommend import (
+    ALLOCATOR_SLACK,
+    CUDA_CONTEXT_BYTES,
+    GB,
+    needs,
+    recommend,
+    smallest_class,
+)
+
+DIGITS = 4
+
+
+def _gb(amount: int) -> float:
+    return round(amount / GB, DIGITS)
+
+
+def _step(moment: Moment) -> Step:
+    return Step(
+        gb=_gb(moment.total), terms={name: _gb(value) for name, value in moment.terms.items()}
+    )
+
+
+def _components(bounds: Bounds) -> dict[str, float]:
+    names = list(bounds.steps[TRAIN_STEPS[0]].terms)
+    return {
+        name: _gb(max(bounds.steps[step].terms[name] for step in TRAIN_STEPS)) for name in names
+    }
+
+
+def _summary(shape: ModelShape, bounds: Bounds) -> ModelSummary:
+    return ModelSummary(
+        path=shape.path,
+        sha256=sha256_file(Path(shape.path)),
+        model_type=shape.model_type,
+        known_family=shape.known_family,
+        hidden_size=shape.hidden_size,
+        num_layers=shape.num_layers,
+        num_heads=shape.num_heads,
+        num_kv_heads=shape.num_kv_heads,
+        head_dim=shape.head_dim,
+        intermediate_size=shape.intermediate_size,
+        vocab_size=shape.vocab_size,
+        tied_embeddings=shape.tied_embeddings,
+        total_params=bounds.counts.total,
+    )
+
+
+def _options(options: Options) -> PlanOptions:
+    return PlanOptions(
+        method=options.method,
+        r=options.r,
+        targets=list(options.targets),
+        targets_spec=options.targets_spec,
+        quant=options.quant,
+        kbit_prep=options.kbit_prep,
+        seq_len=options.seq_len,
+        batch=options.batch,
+        grad_checkpointing=options.grad_checkpointing,
+        optimizer=options.optimizer,
+        precision=options.precision,
+        attention=options.attention,
+        gpus=options.gpus,
+        eval_batch=options.eval_batch,
+        eval_tokens=options.eval_tokens,
+        export=options.export,
+    )
+
+
+def phase_bounds(shape: ModelShape, options: Options) -> dict[str, int]:
+    """Bytes of each phase (load, train, eval, export), per GPU: what smoke compares with."""
+    bounds = compute_bounds(shape, options)
+    return {name: bounds.phases[name].total for name in PHASES}
+
+
+def plan_shape(shape: ModelShape, options: Options) -> PlanResult:
+    """The plan of an already-read model under resolved options."""
+    bounds = compute_bounds(shape, options)
+    phases = {name: bounds.phases[name].total for name in PHASES}
+    chosen = recommend(
+        phases,
+        options,
+        lambda **changes: phase_bounds(shape, replace(options, **changes)),
+    )
+    train = phases["train"]
+    return PlanResult(
+        evalkit_version=__version__,
+        inputs=PlanInputs(config=_summary(shape, bounds), options=_options(options)),
+        components=_components(bounds),
+        apart=ApartFromBound(
+            cuda_context=_gb(CUDA_CONTEXT_BYTES),
+            allocator_slack=_gb(round(ALLOCATOR_SLACK * train)),
+            paged_optimizer_states=_gb(bounds.paged_states),
+        ),
+        lower_bound_gb=_gb(train),
+        train_steps={name: _step(bounds.steps[name]) for name in TRAIN_STEPS},
+        train_peak_step=bounds.peak_step,
+        phases={name: _gb(total) for name, total in phases.items()},
+        phase_terms={name: _step(bounds.phases[name]) for name in PHASES},
+        phase_fit={
+            name: PhaseFit(needs_gb=_gb(needs(total)), gpu_gb=smallest_class(needs(total)))
+            for name, total in phases.items()
+        },
+        trainable_params=bounds.trainable,
+        recommendation=PlanRecommendation(
+            gpu_gb=chosen.gpu_gb,
+            gpus=chosen.gpus,
+            phase=chosen.phase,
+            needs_gb=chosen.needs_gb,
+            advice=chosen.advice,
+        ),
+    )
+
+
+def plan(config: Path | str, **options: Unpack[OptionValues]) -> PlanResult:
+    """Plan the GPU memory of loading, training, evaluating and exporting a model.
+
+    ``config`` is a model's config.json or its folder; ``options`` are those
+    of :func:`evalkit.plan.options.resolve_options` (the command's, with
+    underscores): ``method``, ``r``, ``targets`` (``"all-linear"`` or
+    comma-separated names), ``quant``, ``kbit_prep``, ``seq_len``, ``batch``,
+    ``grad_checkpointing``, ``optimizer``, ``precision``, ``attention``,
+    ``gpus``, ``eval_batch``, ``eval_tokens``, ``export``. Each phase's amount
+    is a lower bound of its peak allocated memory: a GPU with less cannot run
+    it. Unset options default as PEFT does (r=8, its per-family targets), as
+    QLoRA's recipe does (nf4-dq, k-bit preparation, gradient checkpointing),
+    and ``eval_tokens`` to ``seq_len``.
+    """
+    shape = load_model_shape(Path(config))
+    return plan_shape(shape, resolve_options(shape, **options))

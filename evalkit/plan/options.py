@@ -1,0 +1,182 @@
+"""The options of a memory plan: checked, and with every default made explicit.
+
+Defaults follow what the libraries do when nothing is said: PEFT's rank 8 and
+its per-family default targets, NF4 with double quantization for QLoRA (the
+QLoRA paper's recipe), and for QLoRA PEFT's ``prepare_model_for_kbit_training``
+(which upcasts the unquantized weights to fp32 and turns gradient
+checkpointing on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypedDict, get_args
+
+from evalkit.errors import UsageError
+from evalkit.plan.config import ModelShape
+
+Method = Literal["full", "lora", "qlora"]
+Quant = Literal["nf4", "nf4-dq", "int8"]
+Optimizer = Literal[
+    "adamw", "adamw-foreach", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd"
+]
+Precision = Literal["bf16", "fp16", "fp32", "amp"]
+Attention = Literal["sdpa", "eager"]
+Export = Literal["merge", "adapter"]
+
+ALL_LINEAR = "all-linear"
+# PEFT's TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING; phi3 (absent there)
+# gets its fused qkv_proj, and an unknown model Llama's names.
+DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {"phi3": ("qkv_proj",)}
+LLAMA_DEFAULT_TARGETS = ("q_proj", "v_proj")
+DEFAULT_RANK = 8
+DEFAULT_SEQ_LEN = 2048
+DEFAULT_EVAL_BATCH = 8
+
+
+class OptionValues(TypedDict, total=False):
+    """The keyword options of :func:`resolve_options` (and of ``evalkit.plan``)."""
+
+    method: Method
+    r: int | None
+    targets: str | None
+    quant: Quant | None
+    kbit_prep: bool | None
+    seq_len: int
+    batch: int
+    grad_checkpointing: bool | None
+    optimizer: Optimizer
+    precision: Precision
+    attention: Attention
+    gpus: int
+    eval_batch: int
+    eval_tokens: int | None
+    export: Export | None
+
+
+@dataclass(frozen=True)
+class Options:
+    """Every option of a plan, resolved: no ``None`` left where a default applies."""
+
+    method: Method
+    r: int  # 0 for full fine-tuning
+    targets: tuple[str, ...]  # the block linears an adapter wraps; () for full
+    targets_spec: str  # as asked: "all-linear" or the comma-separated names
+    quant: Quant | None  # qlora only
+    kbit_prep: bool  # qlora only: PEFT's prepare_model_for_kbit_training
+    seq_len: int
+    batch: int
+    grad_checkpointing: bool
+    optimizer: Optimizer
+    precision: Precision
+    attention: Attention
+    gpus: int
+    eval_batch: int
+    eval_tokens: int
+    export: Export | None  # None for full fine-tuning: it saves its weights
+
+    @property
+    def adapter(self) -> bool:
+        """Whether a LoRA adapter is trained (lora, qlora) rather than the weights (full)."""
+        return self.method != "full"
+
+
+def _choice(value: object, allowed: object, option: str) -> None:
+    choices = get_args(allowed)
+    if value not in choices:
+        raise UsageError(f"{option}: {value!r} is not one of {', '.join(map(str, choices))}")
+
+
+def _at_least_one(value: int, option: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{option}: must be a positive integer, got {value!r}")
+    return value
+
+
+def resolve_targets(shape: ModelShape, spec: str | None) -> tuple[tuple[str, ...], str]:
+    """The linears ``spec`` names (``all-linear``: every block linear, never the head)."""
+    names = [layer.name for layer in shape.linears]
+    if spec is None:
+        chosen = DEFAULT_TARGETS.get(shape.model_type, LLAMA_DEFAULT_TARGETS)
+        return chosen, ",".join(chosen)
+    if spec.strip() == ALL_LINEAR:
+        return tuple(names), ALL_LINEAR
+    asked = [name.strip() for name in spec.split(",") if name.strip()]
+    if not asked:
+        raise UsageError(f"--targets: no module names in {spec!r}; use e.g. q_proj,v_proj")
+    for name in asked:
+        if name not in names:
+            head = " (the output head is never a target: all-linear leaves it out, as PEFT does)"
+            raise UsageError(
+                f"--targets: {name!r} is not a linear of a {shape.model_type} block; use "
+                f"{', '.join(names)} or all-linear{head if name == 'lm_head' else ''}"
+            )
+    chosen = tuple(name for name in names if name in asked)
+    return chosen, ",".join(chosen)
+
+
+def resolve_options(
+    shape: ModelShape,
+    *,
+    method: Method = "lora",
+    r: int | None = None,
+    targets: str | None = None,
+    quant: Quant | None = None,
+    kbit_prep: bool | None = None,
+    seq_len: int = DEFAULT_SEQ_LEN,
+    batch: int = 1,
+    grad_checkpointing: bool | None = None,
+    optimizer: Optimizer = "adamw",
+    precision: Precision = "bf16",
+    attention: Attention = "sdpa",
+    gpus: int = 1,
+    eval_batch: int = DEFAULT_EVAL_BATCH,
+    eval_tokens: int | None = None,
+    export: Export | None = None,
+) -> Options:
+    """Check every option against the method and the model, and fill in the defaults."""
+    _choice(method, Method, "--method")
+    _choice(optimizer, Optimizer, "--optimizer")
+    _choice(precision, Precision, "--precision")
+    _choice(attention, Attention, "--attention")
+    if method == "full":
+        for given, option in ((r, "--r"), (targets, "--targets"), (export, "--export")):
+            if given is not None:
+                raise UsageError(
+                    f"{option} applies to lora and qlora; full fine-tuning trains (and saves) "
+                    "the weights themselves"
+                )
+    if method != "qlora":
+        for given, option in ((quant, "--quant"), (kbit_prep, "--kbit-prep")):
+            if given is not None:
+                raise UsageError(
+                    f"{option} applies to qlora only; {method} keeps the base at --precision"
+                )
+    if quant is not None:
+        _choice(quant, Quant, "--quant")
+    if export is not None:
+        _choice(export, Export, "--export")
+    rank = 0 if method == "full" else _at_least_one(DEFAULT_RANK if r is None else r, "--r")
+    chosen, spec = ((), "") if method == "full" else resolve_targets(shape, targets)
+    qlora = method == "qlora"
+    prepared = (True if kbit_prep is None else kbit_prep) if qlora else False
+    seq_len = _at_least_one(seq_len, "--seq-len")
+    return Options(
+        method=method,
+        r=rank,
+        targets=chosen,
+        targets_spec=spec,
+        quant=(quant or "nf4-dq") if qlora else None,
+        kbit_prep=prepared,
+        seq_len=seq_len,
+        batch=_at_least_one(batch, "--batch"),
+        # prepare_model_for_kbit_training turns gradient checkpointing on by default.
+        grad_checkpointing=prepared if grad_checkpointing is None else grad_checkpointing,
+        optimizer=optimizer,
+        precision=precision,
+        attention=attention,
+        gpus=_at_least_one(gpus, "--gpus"),
+        eval_batch=_at_least_one(eval_batch, "--eval-batch"),
+        eval_tokens=_at_least_one(seq_len if eval_tokens is None else eval_tokens, "--eval-tokens"),
+        export=None if method == "full" else (export or "merge"),
+    )

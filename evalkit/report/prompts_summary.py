@@ -1,0 +1,26 @@
+"""The lines ``evalkit prompts`` prints: what was written, and how to score the answers."""
+
+from __future__ import annotations
+
+from evalkit.chat.prompts import PromptFile
+
+
+def render_prompts_summary(prompts: PromptFile, out: str) -> str:
+    """What the prompt file holds and, for a Batch file, the command that scores its output."""
+    what = "conversations" if prompts.kind == "conversation" else "texts (one user turn each)"
+    shape = f" ({prompts.shape})" if prompts.kind == "conversation" else ""
+    lines = [f"prompts: {prompts.n:,} {what}{shape} from {prompts.source}"]
+    if prompts.kind == "conversation":
+        lines.append(
+            f"  reference answers left out: {prompts.answers_left_out:,} "
+            "(the last assistant turn of each conversation)"
+        )
+    if prompts.format == "openai-batch":
+        lines.append(f"wrote {out} (openai-batch requests, model {prompts.model})")
+        lines.append(
+            "next: run it as a Batch job (or on an OpenAI-compatible server), then score the "
+            "output file with: evalkit score --pred-format openai-batch --pred OUTPUT.jsonl ..."
+        )
+    else:
+        lines.append(f"wrote {out} (jsonl: id and messages per line)")
+    return "\n".join(lines)

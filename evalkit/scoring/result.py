@@ -1,0 +1,38 @@
+"""What :func:`evalkit.score` returns: the summary and the per-example table.
+
+It lives apart from the engine so that writing (``write.py``) and scoring
+(``engine.py``) do not import each other: the engine builds a result, the
+result knows how to write itself, and the writer needs only its two parts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalkit.scoring.summary import ScoreSummary
+from evalkit.scoring.write import write_score
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """The summary and the per-example table of one scored predictions file."""
+
+    summary: ScoreSummary
+    examples: pl.DataFrame
+
+    def write(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        force: bool = False,
+        extra_files: Mapping[str, bytes] | None = None,
+    ) -> Path:
+        """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``."""
+        return write_score(self, out, force=force, extra_files=extra_files)

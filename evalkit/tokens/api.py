@@ -1,0 +1,262 @@
+"""``evalkit.check_tokens``: the data as the model will see it, checked before training.
+
+read (splits, tokenizer) -> render (chat template, once per conversation and
+prompt) -> encode (in batches) -> measure (one pass, per-example figures) ->
+check and summarise (vectorised) -> a :class:`TokensReport`, plus seeded
+samples for the HTML page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import UsageError
+from evalkit.tokens.checks import (
+    Context,
+    Measured,
+    missing_template,
+    run_checks,
+    skipped,
+    special_tokens_check,
+)
+from evalkit.tokens.figures import Settings, TruncationMode, empty_figures, measure
+from evalkit.tokens.inputs import SplitInput, read_splits, resolve_modes
+from evalkit.tokens.load import (
+    chat_template,
+    chat_template_sha256,
+    load_tokenizer,
+    require_fast,
+    stop_token_ids,
+    tokenizer_sha256,
+)
+from evalkit.tokens.models import (
+    CheckName,
+    CheckResult,
+    Encode,
+    Loss,
+    SplitTokens,
+    TokenizerInfo,
+    TokensOptions,
+    TokensReport,
+)
+from evalkit.tokens.parity import split_token_ids
+from evalkit.tokens.plan import (
+    SplitPlanner,
+    added_token_strings,
+    first_special,
+    special_in_text,
+)
+from evalkit.tokens.render import has_generation_markers
+from evalkit.tokens.samples import Sample, build_samples, sample_rows
+from evalkit.tokens.stats import supervised_ratio, token_counts, truncation
+
+NEED_TEMPLATE: tuple[CheckName, ...] = ("render_parity", "double_bos", "stop_token", "pad_is_eos")
+
+
+@dataclass(frozen=True)
+class TokensResult:
+    """The report, and the sampled examples (``sample`` per split) for the HTML page."""
+
+    report: TokensReport
+    samples: list[Sample]
+
+    @property
+    def failed(self) -> bool:
+        """Whether a check failed (the command exits 1)."""
+        return self.report.status == "fail"
+
+
+def _check_options(text: Sequence[str], max_seq_length: int | None, sample: int, seed: int) -> None:
+    if not 1 <= len(text) <= 2:
+        raise UsageError(
+            f"--text: give one column, or two (prompt and completion); got {len(text)}"
+        )
+    if max_seq_length is not None and max_seq_length <= 0:
+        raise UsageError(
+            f"--max-seq-length: must be a positive number of tokens, got {max_seq_length}"
+        )
+    if sample < 0:
+        raise UsageError(f"--sample: must be >= 0 examples per split, got {sample}")
+    if seed < 0:
+        raise UsageError(f"--seed: must be >= 0, got {seed}")
+
+
+def _tokenizer_info(tokenizer: Any, folder: Path, stops: list[int]) -> TokenizerInfo:
+    return TokenizerInfo(
+        path=str(folder),
+        sha256=tokenizer_sha256(folder),
+        chat_template_sha256=chat_template_sha256(tokenizer),
+        generation_markers=has_generation_markers(chat_template(tokenizer)),
+        bos_token=tokenizer.bos_token,
+        eos_token=tokenizer.eos_token,
+        pad_token=tokenizer.pad_token,
+        stop_tokens=[str(tokenizer.convert_ids_to_tokens(i)) for i in stops],
+    )
+
+
+def _settings(
+    tokenizer: Any, stops: list[int], max_seq_length: int | None, mode: TruncationMode
+) -> Settings:
+    pad = tokenizer.pad_token_id
+    return Settings(
+        stop_ids=frozenset(stops),
+        # Without a pad token, trainers pad with the eos (TRL does).
+        pad_id=pad if pad is not None else tokenizer.eos_token_id,
+        bos_id=tokenizer.bos_token_id,
+        split_ids=split_token_ids(tokenizer),
+        max_seq_length=max_seq_length,
+        truncation_mode=mode,
+    )
+
+
+def _split_tokens(split: SplitInput, measured: Measured, limit: int | None) -> SplitTokens:
+    figures = measured.figures
+    return SplitTokens(
+        path=str(split.path),
+        sha256=split.sha256,
+        n=figures.n,
+        tokens=token_counts(figures),
+        supervised_ratio=supervised_ratio(figures),
+        truncation=truncation(figures, limit),
+    )
+
+
+def _status(checks: Sequence[CheckResult]) -> Any:
+    statuses = {check.status for check in checks}
+    return "fail" if "fail" in statuses else "warn" if "warn" in statuses else "pass"
+
+
+def check_tokens(
+    files: Sequence[Path | str],
+    *,
+    tokenizer: Path | str,
+    text: str | Sequence[str],
+    id_column: str | None = None,
+    max_seq_length: int | None = None,
+    loss: Loss | None = None,
+    encode: Encode | None = None,
+    truncation_mode: TruncationMode = "keep_start",
+    sample: int = 0,
+    seed: int = 0,
+) -> TokensResult:
+    """Check the splits in ``files`` as the model will see them through ``tokenizer``.
+
+    ``text`` is a column of conversations or of text, or two columns
+    (prompt and completion). Conversations are rendered with the tokenizer's
+    chat template and encoded as ``apply_chat_template(tokenize=True)`` does
+    (``encode="template"``), or rendered and then encoded as text with the
+    tokenizer's special tokens added (``encode="text"``: what a pipeline that
+    renders and re-tokenizes does). ``loss`` says which tokens are supervised
+    (default: assistant turns for conversations, the completion for a pair,
+    everything for one text column). Raises an ``EvalkitError`` for bad input;
+    a problem the checks find is in the report, not raised.
+    """
+    columns = [text] if isinstance(text, str) else list(text)
+    _check_options(columns, max_seq_length, sample, seed)
+    folder = Path(tokenizer)
+    loaded = load_tokenizer(folder)
+    require_fast(loaded, folder)
+    splits = read_splits(files, columns, id_column)
+    chosen_loss, chosen_encode = resolve_modes(splits[0].chat, loss, encode)
+    conversations = splits[0].chat.is_conversation
+    stops = stop_token_ids(loaded, folder)
+    template = chat_template(loaded)
+    markers = has_generation_markers(template)
+    options = TokensOptions(
+        text=columns,
+        id=id_column,
+        kind="conversation" if conversations else "text",
+        encode=chosen_encode,
+        loss=chosen_loss,
+        max_seq_length=max_seq_length,
+        truncation_mode=truncation_mode,
+        sample=sample,
+        seed=seed,
+    )
+    settings = _settings(loaded, stops, max_seq_length, truncation_mode)
+    context = Context(
+        tokenizer=loaded,
+        conversations=conversations,
+        template_sha256=chat_template_sha256(loaded),
+        markers=markers,
+        stop_ids=stops,
+        pad_is_stop=loaded.pad_token_id is None or loaded.pad_token_id in settings.stop_ids,
+        max_seq_length=max_seq_length,
+        special_strings=added_token_strings(loaded),
+    )
+    info = _tokenizer_info(loaded, folder, stops)
+    if conversations and template is None:
+        return _without_template(loaded, splits, options, info, folder)
+    measured: list[Measured] = []
+    samples: list[Sample] = []
+    for index, split in enumerate(splits):
+        planner = SplitPlanner(split, loaded, chosen_loss, chosen_encode, markers)
+        rows = sample_rows(planner.n, sample, seed, index)
+        figures = measure(loaded, planner.n, planner, settings, rows)
+        measured.append(
+            Measured(split.name, split.ids, figures, planner.special_in_text, planner.special_found)
+        )
+        samples.extend(build_samples(loaded, split.name, split.ids, figures))
+    checks = run_checks(context, measured)
+    report = TokensReport(
+        tokenizer=info,
+        options=options,
+        splits={
+            split.name: _split_tokens(split, m, max_seq_length)
+            for split, m in zip(splits, measured, strict=True)
+        },
+        checks=checks,
+        status=_status(checks),
+    )
+    return TokensResult(report, samples)
+
+
+def _without_template(
+    tokenizer: Any,
+    splits: list[SplitInput],
+    options: TokensOptions,
+    info: TokenizerInfo,
+    folder: Path,
+) -> TokensResult:
+    """Conversations but no chat template: the template check fails, the rest cannot run."""
+
+    strings = added_token_strings(tokenizer)
+    measured = []
+    for split in splits:
+        flags = special_in_text(split, strings)
+        measured.append(
+            Measured(
+                split.name,
+                split.ids,
+                empty_figures(len(split.ids)),
+                flags,
+                first_special(split, flags, strings),
+            )
+        )
+    context = Context(tokenizer, True, None, False, [], False, options.max_seq_length, strings)
+    why = "needs the chat template, which the tokenizer does not have"
+    checks = [missing_template(measured, str(folder))]
+    checks += [skipped(name, measured, why) for name in NEED_TEMPLATE]
+    checks.append(special_tokens_check(context, measured))
+    checks += [skipped("empty_mask", measured, why), skipped("truncation", measured, why)]
+    report = TokensReport(
+        tokenizer=info,
+        options=options,
+        splits={
+            split.name: SplitTokens(
+                path=str(split.path),
+                sha256=split.sha256,
+                n=len(split.ids),
+                tokens=None,
+                supervised_ratio=None,
+                truncation=None,
+            )
+            for split in splits
+        },
+        checks=checks,
+        status="fail",
+    )
+    return TokensResult(report, [])

@@ -1,0 +1,130 @@
+"""From split files to what is measured: ids, and the text or conversation of every row.
+
+Each FILE is a split named by its stem; a folder written by ``evalkit split``
+stands for its splits (the same rule as ``evalkit audit``). The ``--text``
+column(s) are read through :func:`evalkit.chat.read_chat`, so every chat
+shape evalkit knows is accepted and a malformed conversation is reported
+the same way by every command.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalkit.chat import ChatColumn, read_chat
+from evalkit.chat.sources import is_jsonl, line_of_row
+from evalkit.errors import InvalidTable, UsageError
+from evalkit.io import read_table, require_columns, sha256_file
+from evalkit.leakage.inputs import split_sources
+from evalkit.tokens.models import Encode, Loss
+
+
+@dataclass(frozen=True)
+class SplitInput:
+    """One split, read."""
+
+    name: str
+    path: Path
+    sha256: str
+    ids: list[str]
+    """The example ids (the --id column as text, or ``row N``)."""
+    chat: ChatColumn
+    where: Callable[[int], str]
+    """Names a row in an error: ``FILE:LINE`` for JSONL, ``FILE, row N`` otherwise."""
+
+
+def _locator(path: Path) -> Callable[[int], str]:
+    if is_jsonl(path):
+        return lambda row: f"{path}:{line_of_row(path, row)}"
+    return lambda row: f"{path}, row {row + 1}"
+
+
+def _ids(frame: object, id_column: str | None, source: str, n: int) -> list[str]:
+    import polars as pl
+
+    assert isinstance(frame, pl.DataFrame)
+    if id_column is None:
+        return [f"row {row + 1}" for row in range(n)]
+    values = frame[id_column]
+    if values.dtype.is_nested() or values.dtype == pl.Object:
+        raise InvalidTable(
+            f"{source}: column {id_column!r} holds {values.dtype} values; an id must be text "
+            "or a number"
+        )
+    missing = values.is_null()
+    if missing.any():
+        first = int(missing.arg_true()[0]) + 1
+        raise InvalidTable(
+            f"{source}: row {first} has no value in id column {id_column!r}; every example "
+            "needs an id (or leave out --id to name examples by row)"
+        )
+    return values.cast(pl.String).to_list()
+
+
+def read_splits(
+    files: Sequence[Path | str], text: Sequence[str], id_column: str | None
+) -> list[SplitInput]:
+    """Every split of ``files``, its ``--text`` column(s) read as text or conversations."""
+    splits = []
+    for source in split_sources([Path(file) for file in files], minimum=1):
+        assert source.path is not None
+        path = source.path
+        frame = read_table(path)
+        require_columns(frame, [*text, *([id_column] if id_column else [])], str(path))
+        chat = read_chat(frame, list(text), source=str(path), path=path)
+        where = _locator(path)
+        _require_texts(chat, where)
+        ids = _ids(frame, id_column, str(path), frame.height)
+        splits.append(SplitInput(source.name, path, sha256_file(path), ids, chat, where))
+    kinds = {split.chat.kind for split in splits}
+    if len(kinds) > 1:
+        raise InvalidTable(
+            f"--text {text[0]} holds text in some splits and conversations in others; "
+            "every split must hold the same kind"
+        )
+    return splits
+
+
+def _require_texts(chat: ChatColumn, where: Callable[[int], str]) -> None:
+    """A text column with a null value has nothing to tokenize: say which row."""
+    for column, texts in zip(chat.columns, chat.texts, strict=False):
+        missing = texts.is_null()
+        if missing.any():
+            row = int(missing.arg_true()[0])
+            raise InvalidTable(
+                f"{where(row)}: column {column!r} is empty (null); every example needs a text "
+                "to tokenize"
+            )
+
+
+def resolve_modes(
+    chat: ChatColumn, loss: Loss | None, encode: Encode | None
+) -> tuple[Loss, Encode]:
+    """The loss and encoding for this data, the defaults filled in, bad pairs refused."""
+    column = chat.columns[0]
+    if chat.is_conversation:
+        chosen_loss: Loss = loss or "assistant"
+        if chosen_loss == "completion" and not chat.paired:
+            raise UsageError(
+                "--loss completion: supervises the completion column, so give two --text "
+                f"columns (prompt and completion); {column!r} alone holds whole conversations "
+                "(use --loss assistant)"
+            )
+        return chosen_loss, encode or "template"
+    if encode == "template":
+        raise UsageError(
+            f"--encode template renders conversations with the chat template, but column "
+            f"{column!r} holds text; use --encode text (the default for text)"
+        )
+    if loss == "assistant":
+        raise UsageError(
+            f"--loss assistant needs conversations (assistant turns), but column {column!r} "
+            "holds text; use --loss completion with two --text columns, or --loss all"
+        )
+    if loss == "completion" and not chat.paired:
+        raise UsageError(
+            "--loss completion: give two --text columns (prompt and completion), or use --loss all"
+        )
+    return loss or ("completion" if chat.paired else "all"), "text"

@@ -1,0 +1,176 @@
+"""Loading a tokenizer from a local folder: offline, never a download.
+
+transformers would happily treat a name that is not a folder as a Hub id
+and fetch it; evalkit refuses, so a run is always pinned to files on disk
+(and a typo is an error, not a download). The hub is switched off before
+transformers is imported, and every failure of the library becomes one line
+naming the folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import MalformedFile, UnreadableFile, UsageError
+
+# Files that make a folder a tokenizer folder (fast, slow or sentencepiece).
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "tokenizer.model",
+    "spiece.model",
+)
+
+
+def offline_transformers() -> Any:
+    """Import transformers with the Hub switched off and its chatter silenced."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    try:
+        import transformers
+    except ImportError:
+        raise UsageError(
+            "this needs the optional 'transformers' package: pip install 'evalkit[tokenize]'"
+        ) from None
+    transformers.utils.logging.set_verbosity_error()
+    return transformers
+
+
+def check_local_folder(path: Path, what: str = "tokenizer") -> None:
+    """Refuse anything but an existing local folder, saying why a Hub id is refused."""
+    if path.is_dir():
+        return
+    if path.exists():
+        raise UnreadableFile(f"{path}: is a file; pass the {what} folder that holds it")
+    text = str(path)
+    looks_like_hub_id = text.count("/") == 1 and not text.startswith((".", "/", "~"))
+    hint = (
+        f"; it looks like a Hub id, and evalkit never downloads: fetch it first (e.g. "
+        f"`huggingface-cli download {text} --local-dir DIR`) and pass DIR"
+        if looks_like_hub_id
+        else f"; pass a local {what} folder (evalkit never downloads)"
+    )
+    raise UnreadableFile(f"{path}: no such folder{hint}")
+
+
+# Tokenizer classes that are the fast tokenizer itself, with no family-specific code.
+GENERIC_CLASSES = frozenset({"PreTrainedTokenizerFast", "TokenizersBackend"})
+
+
+def _generic_tokenizer_folder(folder: Path) -> bool:
+    """A tokenizer-only folder whose class is the generic fast tokenizer.
+
+    ``AutoTokenizer`` loads such a folder as ``PreTrainedTokenizerFast``, but
+    only after importing the model-config machinery (and torch with it),
+    which costs seconds; loading the class directly gives the same tokenizer.
+    """
+    config = folder / "tokenizer_config.json"
+    if (folder / "config.json").exists() or not (folder / "tokenizer.json").is_file():
+        return False
+    try:
+        tokenizer_class = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return False  # let AutoTokenizer say what is wrong with it
+    return tokenizer_class in GENERIC_CLASSES
+
+
+def load_tokenizer(path: Path | str) -> Any:
+    """A transformers tokenizer from the local folder ``path`` (``AutoTokenizer``, offline).
+
+    The chat template may sit in ``tokenizer_config.json`` or in
+    ``chat_template.jinja``; transformers reads both.
+    """
+    folder = Path(path)
+    check_local_folder(folder)
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        raise UnreadableFile(
+            f"{folder}: holds no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}, …); "
+            "pass a model or tokenizer folder"
+        )
+    transformers = offline_transformers()
+    loader = (
+        transformers.PreTrainedTokenizerFast
+        if _generic_tokenizer_folder(folder)
+        else transformers.AutoTokenizer
+    )
+    try:
+        return loader.from_pretrained(str(folder), local_files_only=True)
+    except Exception as error:  # the library raises many types; the user needs one line
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise MalformedFile(
+            f"{folder}: transformers cannot load this tokenizer ({type(error).__name__}: "
+            f"{first[:200]})"
+        ) from None
+
+
+def chat_template(tokenizer: Any) -> str | None:
+    """The tokenizer's default chat template, or None when it has none."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):  # several named templates: the default one renders
+        template = template.get("default")
+    return template if isinstance(template, str) and template.strip() else None
+
+
+def chat_template_sha256(tokenizer: Any) -> str | None:
+    """sha256 of the chat template's text (what decides every render), or None."""
+    template = chat_template(tokenizer)
+    return hashlib.sha256(template.encode("utf-8")).hexdigest() if template else None
+
+
+def tokenizer_sha256(folder: Path | str) -> str:
+    """sha256 of the folder's tokenizer files: the value an adapter card records for them.
+
+    The adapter card (:mod:`evalkit.provenance.folder_files`) hashes
+    ``name:sha256`` of each tokenizer file present, in a fixed order; the
+    same definition here lets a report and a card be matched. The stop ids
+    (``generation_config.json``) are reported beside it, as ``stop_tokens``.
+    """
+    from evalkit.io import sha256_file
+    from evalkit.provenance.folder_files import TOKENIZER_FILES as HASHED
+
+    lines = "".join(
+        f"{name}:{sha256_file(Path(folder) / name)}\n"
+        for name in HASHED
+        if (Path(folder) / name).is_file()
+    )
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+def stop_token_ids(tokenizer: Any, folder: Path | str | None = None) -> list[int]:
+    """The ids generation stops on: the eos token and ``generation_config.json``'s eos ids.
+
+    Model families whose end-of-turn token is not the tokenizer's eos (Gemma's
+    ``<end_of_turn>``, Llama 3's ``<|eot_id|>``) list it in the model folder's
+    ``generation_config.json``; ``generate`` stops on any of them.
+    """
+    stops: list[int] = []
+    eos = getattr(tokenizer, "eos_token_id", None)
+    if isinstance(eos, int):
+        stops.append(eos)
+    config = Path(folder) / "generation_config.json" if folder is not None else None
+    if config is not None and config.is_file():
+        try:
+            value = json.loads(config.read_text(encoding="utf-8")).get("eos_token_id")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
+            raise MalformedFile(
+                f"{config}: not a JSON object ({error}); fix it or remove it"
+            ) from None
+        values = value if isinstance(value, list) else [value]
+        stops.extend(v for v in values if isinstance(v, int) and not isinstance(v, bool))
+    return sorted(set(stops))
+
+
+def require_fast(tokenizer: Any, folder: Path | str) -> None:
+    """Refuse a slow (pure Python) tokenizer: the loss mask needs character offsets."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise UsageError(
+            f"{folder}: transformers loaded a slow tokenizer ({type(tokenizer).__name__}), "
+            "which gives no character offsets; add the folder's tokenizer.json (save it with "
+            "a fast tokenizer) so the loss mask can be computed"
+        )

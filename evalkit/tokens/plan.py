@@ -1,0 +1,182 @@
+"""What each split's rows become: the training texts, their loss spans, their prompts.
+
+Conversations are rendered by the chat template, their inference prompts
+too (the conversation before its last assistant turn, as ``generate``
+renders it, through :func:`evalkit.tokens.render.prompt_renders`); text
+columns are taken as they are, TRL's prompt-completion pair joined as TRL
+joins it (``prompt + completion``). A planner works a chunk of rows at a
+time, so that :func:`evalkit.tokens.figures.measure` can render one chunk
+while the tokenizer encodes another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from evalkit.tokens.figures import Plan
+from evalkit.tokens.inputs import SplitInput
+from evalkit.tokens.models import Encode, Loss
+from evalkit.tokens.render import (
+    prompt_renders,
+    render_all,
+    render_with_generation_spans,
+)
+from evalkit.tokens.spans import Closers, all_assistant_spans
+
+
+def added_token_strings(tokenizer: Any) -> list[str]:
+    """The strings of every special and added token (what becomes a control token in text)."""
+    strings = {added.content for added in tokenizer.added_tokens_decoder.values()}
+    strings.update(tokenizer.all_special_tokens)
+    return sorted(s for s in strings if s and not s.isspace())
+
+
+def special_in_text(split: SplitInput, strings: list[str]) -> np.ndarray:
+    """Per row: whether a message content (or the text) holds one of ``strings``."""
+    import polars as pl
+
+    chat = split.chat
+    n = len(chat)
+    if not strings:
+        return np.zeros(n, bool)
+    if chat.conversations is not None:
+        content = pl.element().struct.field("content").str.contains_any(strings)
+        found = chat.conversations.list.eval(content).list.any()
+        return found.fill_null(False).to_numpy().astype(bool)
+    flags = np.zeros(n, bool)
+    for texts in chat.texts:
+        flags |= texts.str.contains_any(strings).fill_null(False).to_numpy().astype(bool)
+    return flags
+
+
+def first_special(split: SplitInput, flags: np.ndarray, strings: list[str]) -> str | None:
+    """Which special token string the first flagged row holds (the earliest in its text)."""
+    rows = np.flatnonzero(flags)
+    if not rows.size:
+        return None
+    row = int(rows[0])
+    chat = split.chat
+    if chat.conversations is not None:
+        messages = chat.conversations.slice(row, 1).to_list()[0]
+        text = "\n".join(message["content"] for message in messages)
+    else:
+        text = "\n".join(texts[row] or "" for texts in chat.texts)
+    found = [(text.find(s), -len(s), s) for s in strings if s in text]
+    return min(found)[2] if found else None
+
+
+@dataclass
+class SplitPlanner:
+    """Plans chunks of one split's rows (``planner(start, stop)``), and flags special text."""
+
+    split: SplitInput
+    tokenizer: Any
+    loss: Loss
+    encode: Encode
+    markers: bool
+    special_in_text: np.ndarray = field(init=False)
+    special_found: str | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        strings = added_token_strings(self.tokenizer)
+        self.special_in_text = special_in_text(self.split, strings)
+        self.special_found = first_special(self.split, self.special_in_text, strings)
+        chat = self.split.chat
+        self._closers = Closers.of(strings)
+        if chat.is_conversation:
+            self._prompts = chat.prompts()
+            self._has_answer = chat.reference_answers().is_not_null().to_list()
+            self._turns = chat.prompt_turns.to_list() if chat.prompt_turns is not None else None
+
+    @property
+    def n(self) -> int:
+        """Rows of the split."""
+        return len(self.split.chat)
+
+    def __call__(self, start: int, stop: int) -> Plan:
+        if self.split.chat.is_conversation:
+            return self._conversations(start, stop)
+        return self._texts(start, stop)
+
+    def _where(self, start: int) -> Callable[[int], str]:
+        return lambda row: self.split.where(start + row)
+
+    def _conversations(self, start: int, stop: int) -> Plan:
+        chat, tokenizer = self.split.chat, self.tokenizer
+        assert chat.conversations is not None
+        messages = chat.conversations.slice(start, stop - start).to_list()
+        where = self._where(start)
+        spans = None
+        if self.loss == "assistant" and self.markers:
+            renders, spans = render_with_generation_spans(tokenizer, messages, where=where)
+        else:
+            renders = render_all(tokenizer, messages, where=where)
+        prompt_messages = self._prompts.slice(start, stop - start).to_list()
+        rows = [row for row in range(stop - start) if self._has_answer[start + row]]
+        rendered = prompt_renders(
+            tokenizer, [prompt_messages[row] for row in rows], where=lambda k: where(rows[k])
+        )
+        prompts: list[str | None] = [None] * (stop - start)
+        for row, prompt in zip(rows, rendered, strict=True):
+            prompts[row] = prompt
+        add_special = self.encode == "text"
+        if self.loss == "assistant":
+            if spans is None:
+                ends = [
+                    len(p) if p is not None and render.startswith(p) else 0
+                    for p, render in zip(prompts, renders, strict=True)
+                ]
+                spans = all_assistant_spans(renders, messages, self._closers, ends, where)
+            return Plan(renders, add_special, "spans", spans=spans, prompts=prompts)
+        if self.loss == "completion":
+            boundary = self._completion_prompts(start, messages, prompt_messages, prompts)
+            return Plan(
+                renders, add_special, "after_prompt", prompts=prompts, boundary_prompts=boundary
+            )
+        return Plan(renders, add_special, "all", prompts=prompts)
+
+    def _completion_prompts(
+        self,
+        start: int,
+        messages: list[Any],
+        prompt_messages: list[Any],
+        prompts: list[str | None],
+    ) -> list[str | None] | None:
+        """The prompt column's render, for rows where it is not the inference prompt."""
+        assert self._turns is not None
+        turns = self._turns[start : start + len(messages)]
+        rows = [
+            row
+            for row, count in enumerate(turns)
+            if prompts[row] is None or len(prompt_messages[row]) != count
+        ]
+        if not rows:
+            return None
+        where = self._where(start)
+        rendered = prompt_renders(
+            self.tokenizer,
+            [messages[row][: turns[row]] for row in rows],
+            where=lambda k: where(rows[k]),
+        )
+        boundary: list[str | None] = [None] * len(turns)
+        for row, prompt in zip(rows, rendered, strict=True):
+            boundary[row] = prompt
+        return boundary
+
+    def _texts(self, start: int, stop: int) -> Plan:
+        chat = self.split.chat
+        first = chat.texts[0].slice(start, stop - start).to_list()
+        if not chat.paired:
+            return Plan(first, True, "all")
+        second = chat.texts[1].slice(start, stop - start).to_list()
+        return Plan(
+            texts=[p + c for p, c in zip(first, second, strict=True)],
+            add_special_tokens=True,
+            supervision="after_prompt" if self.loss == "completion" else "all",
+            prompts=list(first),
+            prompt_add_special_tokens=True,
+        )

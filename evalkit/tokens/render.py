@@ -1,0 +1,248 @@
+"""Rendering conversations with a chat template, and encoding the renders.
+
+This is the one place where messages become the text and the token ids a
+model sees, for training (the whole conversation) and for inference (the
+prompt, ``add_generation_prompt=True``). Encoding follows what
+``apply_chat_template(tokenize=True)`` does - the render tokenized without
+adding special tokens, since the template writes its own - but in batches:
+rendering once and encoding many renders at a time is far faster than one
+``apply_chat_template`` call per example, and gives the same ids.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from evalkit.errors import EvalkitError, UsageError
+from evalkit.tokens.load import chat_template
+
+Messages = Sequence[dict[str, str]]
+
+
+class TemplateFailure(EvalkitError):
+    """The chat template refused a conversation (e.g. roles that do not alternate)."""
+
+
+def require_template(tokenizer: Any, where: str) -> str:
+    """The tokenizer's chat template, or a clear error naming where it was looked for."""
+    template = chat_template(tokenizer)
+    if template is None:
+        raise UsageError(
+            f"{where}: the tokenizer has no chat template (neither 'chat_template' in "
+            "tokenizer_config.json nor chat_template.jinja), so conversations cannot be "
+            "rendered; add the model family's template, or pass text columns"
+        )
+    return template
+
+
+GENERATION_MARKER = re.compile(r"\{%-?\s*generation\s*-?%\}")
+
+
+def has_generation_markers(template: str | None) -> bool:
+    """Whether a chat template marks the assistant's tokens with ``{% generation %}``."""
+    return template is not None and GENERATION_MARKER.search(template) is not None
+
+
+def render(tokenizer: Any, messages: Messages, *, add_generation_prompt: bool = False) -> str:
+    """One conversation rendered by the tokenizer's chat template, as text."""
+    text = tokenizer.apply_chat_template(
+        list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+    )
+    assert isinstance(text, str)
+    return text
+
+
+def _is_plain(messages: Messages) -> bool:
+    """Messages of plain strings only: what transformers' input conversion leaves as it is."""
+    return type(messages) is list and all(
+        type(message) is dict
+        and all(type(key) is str and type(value) is str for key, value in message.items())
+        for message in messages
+    )
+
+
+def _direct_renders(
+    tokenizer: Any, conversations: Sequence[Messages], add_generation_prompt: bool
+) -> list[str] | None:
+    """The renders from transformers' compiled template itself, or None where that is unsafe.
+
+    ``render_jinja_template`` first rebuilds every message out of plain JSON
+    values (so that rich objects never reach the sandbox) and aliases
+    reasoning fields; for messages that are plain strings already (what
+    evalkit.chat produces) both leave them unchanged, and skipping them halves
+    the cost of a render. The first conversation is rendered both ways, and
+    any difference sends the whole batch down the general path.
+    """
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+    except ImportError:  # a transformers without it: the general path
+        return None
+    if not conversations or not all(_is_plain(messages) for messages in conversations):
+        return None
+    compiled = _compile_jinja_template(chat_template(tokenizer))
+    variables = dict(tokenizer.special_tokens_map)
+
+    def one(messages: Messages) -> str:
+        return str(
+            compiled.render(
+                messages=messages,
+                tools=None,
+                documents=None,
+                add_generation_prompt=add_generation_prompt,
+                **variables,
+            )
+        )
+
+    first = one(conversations[0])
+    general, _ = _render_batch(
+        tokenizer, conversations[:1], add_generation_prompt=add_generation_prompt, spans=False
+    )
+    if general != [first]:
+        return None
+    return [first, *(one(messages) for messages in conversations[1:])]
+
+
+def _render_batch(
+    tokenizer: Any,
+    conversations: Sequence[Messages],
+    *,
+    add_generation_prompt: bool,
+    spans: bool,
+) -> tuple[list[str], list[list[tuple[int, int]]]]:
+    """transformers' own renderer over the whole batch: what apply_chat_template renders.
+
+    ``render_jinja_template`` is the function ``apply_chat_template`` calls,
+    with the tokenizer's special tokens as template variables; calling it
+    once for all conversations skips the per-call set-up of
+    ``apply_chat_template``, which costs as much as the render itself.
+    """
+    try:
+        from transformers.utils.chat_template_utils import render_jinja_template
+    except ImportError:  # pragma: no cover - transformers older than the extra asks for
+        raise UsageError(
+            "rendering chat templates needs transformers >= 4.51: "
+            "pip install -U 'evalkit[tokenize]'"
+        ) from None
+    template = chat_template(tokenizer)
+    rendered: Any = render_jinja_template(
+        conversations=[list(messages) for messages in conversations],
+        chat_template=template,
+        add_generation_prompt=add_generation_prompt,
+        return_assistant_tokens_mask=spans,
+        **tokenizer.special_tokens_map,
+    )
+    renders, indices = rendered
+    found = [[(int(s), int(e)) for s, e in row] for row in indices] if spans else []
+    return list(renders), found
+
+
+def _failing_row(
+    tokenizer: Any,
+    conversations: Sequence[Messages],
+    add_generation_prompt: bool,
+    where: Callable[[int], str],
+) -> TemplateFailure | None:
+    """The first conversation the template refuses, as an error naming its row."""
+    for row, messages in enumerate(conversations):
+        try:
+            _render_batch(
+                tokenizer, [messages], add_generation_prompt=add_generation_prompt, spans=False
+            )
+        except Exception as error:  # a template may raise anything; the user needs one line
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            return TemplateFailure(
+                f"{where(row)}: the chat template refused this conversation "
+                f"({type(error).__name__}: {first[:200]})"
+            )
+    return None
+
+
+def _rendered(
+    tokenizer: Any,
+    conversations: Sequence[Messages],
+    *,
+    add_generation_prompt: bool,
+    spans: bool,
+    where: Callable[[int], str],
+) -> tuple[list[str], list[list[tuple[int, int]]]]:
+    if not conversations:
+        return [], []
+    try:
+        if not spans:
+            direct = _direct_renders(tokenizer, conversations, add_generation_prompt)
+            if direct is not None:
+                return direct, []
+        return _render_batch(
+            tokenizer, conversations, add_generation_prompt=add_generation_prompt, spans=spans
+        )
+    except EvalkitError:
+        raise
+    except Exception as error:  # find the row that broke the batch, and name it
+        failure = _failing_row(tokenizer, conversations, add_generation_prompt, where)
+        if failure is not None:
+            raise failure from None
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise TemplateFailure(
+            f"the chat template failed ({type(error).__name__}: {first[:200]})"
+        ) from None
+
+
+def render_all(
+    tokenizer: Any,
+    conversations: Sequence[Messages],
+    *,
+    add_generation_prompt: bool = False,
+    where: Callable[[int], str] = lambda row: f"row {row + 1}",
+) -> list[str]:
+    """Every conversation rendered; a template error names the row (``where``)."""
+    renders, _ = _rendered(
+        tokenizer,
+        conversations,
+        add_generation_prompt=add_generation_prompt,
+        spans=False,
+        where=where,
+    )
+    return renders
+
+
+def render_with_generation_spans(
+    tokenizer: Any,
+    conversations: Sequence[Messages],
+    *,
+    where: Callable[[int], str] = lambda row: f"row {row + 1}",
+) -> tuple[list[str], list[list[tuple[int, int]]]]:
+    """Training renders and, per render, the character spans of its ``{% generation %}`` blocks.
+
+    These spans are what ``apply_chat_template(return_assistant_tokens_mask=True)``
+    turns into its assistant mask: the template says which text is the model's.
+    """
+    return _rendered(tokenizer, conversations, add_generation_prompt=False, spans=True, where=where)
+
+
+def encode_renders(
+    tokenizer: Any, renders: Sequence[str], *, offsets: bool = False
+) -> list[list[int]] | Any:
+    """Token ids of rendered texts, as ``apply_chat_template(tokenize=True)`` gives them.
+
+    With ``offsets`` the whole batch encoding is returned (``input_ids`` and
+    ``offset_mapping``), for mapping characters of the render to tokens.
+    """
+    encoded = tokenizer(
+        list(renders),
+        add_special_tokens=False,
+        return_offsets_mapping=offsets,
+        return_attention_mask=False,
+    )
+    return encoded if offsets else encoded["input_ids"]
+
+
+def prompt_renders(
+    tokenizer: Any,
+    prompts: Sequence[Messages],
+    *,
+    where: Callable[[int], str] = lambda row: f"row {row + 1}",
+) -> list[str]:
+    """The inference prompts: each conversation's prompt with the generation prompt added."""
+    return render_all(tokenizer, prompts, add_generation_prompt=True, where=where)
