@@ -2,10 +2,12 @@
 
 Parsing and schema validation are per-output Python calls (orjson,
 jsonschema-rs), bound by one core each; with ``workers`` parsing processes,
-``workers - 1`` are subprocesses and this process parses its share of the
-chunks itself, while the subprocesses work (it would otherwise only wait for
-them, and every subprocess costs ~0.15 CPU-seconds to start and its share of
-pipe traffic). Every process runs the very same
+``workers - 1`` are subprocesses and this process parses chunks itself while
+the result it needs next is not back yet (it would otherwise only wait, and
+every subprocess costs ~0.15 CPU-seconds to start and its share of pipe
+traffic); a subprocess takes the next chunk whenever it has room, so the
+busier this process is, the more the subprocesses parse. Every process runs
+the very same
 :func:`~evalkit.contract.batch.parse_distinct`, chunk by chunk, and results
 are read back in input order, so verdicts and output bytes do not depend on
 the worker count.
