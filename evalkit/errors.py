@@ -70,6 +70,28 @@ class DuplicateIds(InvalidTable):
     """An id occurs more than once where every id must be unique."""
 
 
+class ModelLoadError(EvalkitError):
+    """A model, adapter or merged folder cannot be loaded as it stands (names the folder)."""
+
+
+class AdapterMismatch(ModelLoadError):
+    """An adapter does not fit the base it is loaded on (shapes or modules differ)."""
+
+
+class DeviceUnavailable(UsageError):
+    """The device or dtype asked for is not available on this machine."""
+
+
+class ArtifactChanged(EvalkitError):
+    """A file pinned by a run changed or disappeared after the run (names the file)."""
+
+
+class WorkerFailed(EvalkitError):
+    """The fresh process of a reload check ended without a result (a bug, exit 3)."""
+
+    exit_code = 3
+
+
 class NotAnAdapter(UnreadableFile):
     """A folder given as an adapter holds no PEFT adapter (no adapter_config.json or weights)."""
 

@@ -77,6 +77,7 @@ echo "== 6. gate candidate-b: better on average and no rule broken -> passes (ex
 evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
   --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
 echo "   -> exit 0: candidate-b passes"
+
 echo
 echo "== 7. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
 echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
@@ -150,6 +151,46 @@ fi
 echo "   -> exit 1: stop_token fails on every example (and pad_is_eos warns: pad is now the eos)"
 
 echo
+echo "== 10. generate with a model: a base + LoRA adapter from local folders (examples/model/),"
+echo "   on the first 12 test conversations of the chat split (reference answers left out)"
+echo "   (the example model is TINY AND RANDOM: its outputs are GARBAGE, and scoring them says"
+echo "    so. The point is the mechanics - loading, rendering, batching, pinning, reloading -"
+echo "    which are the same for a 7B model and its adapter.)"
+mkdir -p "$OUT/model"
+head -n 12 "$OUT/chat-split/test.jsonl" > "$OUT/model/test-chat.jsonl"
+evalkit generate --base examples/model/base --adapter examples/model/adapter \
+  --data "$OUT/model/test-chat.jsonl" --id ticket_id --text messages \
+  --out "$OUT/model/run" --max-new-tokens 32 --batch-size 4
+head -2 "$OUT/model/run/predictions.jsonl"
+echo
+evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/model/test-chat.jsonl" \
+  --pred "$OUT/model/run/predictions.jsonl" --out "$OUT/model/score" --name tiny-random-adapter \
+  --no-ledger | head -8
+echo "   -> every output is no_json: the contract sees garbage as garbage"
+
+echo
+echo "== 11. reload-check: a fresh process reloads what run.json pins and regenerates controls"
+evalkit reload-check "$OUT/model/run" --n 8
+
+echo
+echo "== 11b. merge the adapter into the base: saved in float32 it passes; saved in bf16 it fails"
+python examples/model/merge.py --base examples/model/base --adapter examples/model/adapter \
+  --out "$OUT/model/merged-fp32"
+evalkit reload-check "$OUT/model/run" --n 12 --merged "$OUT/model/merged-fp32" --quiet
+echo "   -> exit 0: the fp32 merge gives the scored tokens"
+python examples/model/merge.py --base examples/model/base --adapter examples/model/adapter \
+  --out "$OUT/model/merged-bf16" --save-dtype bfloat16
+status=0
+evalkit reload-check "$OUT/model/run" --n 12 --merged "$OUT/model/merged-bf16" \
+  --json "$OUT/model/reload-bf16.json" || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected reload-check to fail on the bf16-saved merge (exit 1), got exit $status" >&2
+  exit 1
+fi
+echo "   -> exit 1: the bf16-saved merge is not the artifact that was scored"
+
+echo
 echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
 echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html;"
-echo "  $OUT/tokens/report.html shows sampled conversations token by token"
+echo "  $OUT/tokens/report.html shows sampled conversations token by token;"
+echo "  $OUT/model/ has the generate run and the reload reports"

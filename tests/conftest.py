@@ -10,6 +10,9 @@ import pytest
 
 from evalkit.cli import main
 
+# Session-scoped tiny models for the model commands (built only when a test asks).
+pytest_plugins = ["model_fixtures"]
+
 ROOT = Path(__file__).resolve().parents[1]
 TICKETS = ROOT / "examples" / "tickets" / "tickets.jsonl"
 

@@ -47,7 +47,10 @@ def test_unknown_command_is_a_usage_error() -> None:
     assert "No such command" in completed.stderr
 
 
-HEAVY = ("polars", "pyarrow", "sklearn", "pandera", "numpy", "scipy", "pydantic", "jsonschema")
+HEAVY = (
+    "polars", "pyarrow", "sklearn", "pandera", "numpy", "scipy", "pydantic", "jsonschema",
+    "torch", "transformers", "peft",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("command", [[], *([name] for name in sorted(COMMANDS))])

@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from evalkit.leakage.models import AuditReport
+from evalkit.model.records import ReloadReport, RunRecord
 from evalkit.plan.models import PlanResult
 from evalkit.provenance.ledger_state import LedgerReport
 from evalkit.provenance.models import AdapterCard
@@ -32,6 +33,8 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (SplitManifest, "split-manifest"),
         (ScoreSummary, "score-summary"),
         (AuditReport, "audit-report"),
+        (RunRecord, "generate-run"),
+        (ReloadReport, "reload-report"),
         (PlanResult, "plan-result"),
         (AdapterCard, "adapter-card"),
         (LedgerReport, "ledger-report"),

@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ledger": ("evalkit.cli.ledger_cmd", "ledger_command"),
     "plan": ("evalkit.cli.plan_cmd", "plan_command"),
     "tokens": ("evalkit.cli.tokens_cmd", "tokens_command"),
+    "generate": ("evalkit.cli.generate_cmd", "generate_command"),
+    "reload-check": ("evalkit.cli.reload_check_cmd", "reload_check_command"),
 }
 
 INTERNAL_ERROR_EXIT = 3
@@ -61,6 +63,11 @@ class _State:
     debug = False
 
 
+def debug_enabled() -> bool:
+    """Whether ``--debug`` was given (a command passes it on to a child process)."""
+    return _State.debug
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="evalkit")
 @click.option("--debug", is_flag=True, help="Show the full traceback when something fails.")
@@ -79,6 +86,8 @@ def cli(debug: bool) -> None:
     Before renting:   evalkit plan    - GPU memory of load, train, eval, export
     Provenance:       evalkit card    - what a PEFT adapter is, without loading it
                       evalkit ledger  - how often each test set was looked at
+    Models ([hf]):    evalkit generate - greedy predictions, every input pinned
+                      evalkit reload-check - the pinned artifact gives the same tokens
 
     Exit codes: 0 done/pass, 1 a check found a problem, 2 bad input or usage,
     3 internal error (a bug: please report it with --debug output).

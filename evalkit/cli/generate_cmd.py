@@ -1,0 +1,145 @@
+"""``evalkit generate``: the command-line face of :func:`evalkit.model.generate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+DEVICES = ["auto", "cpu", "cuda"]
+DTYPES = ["auto", "float32", "bfloat16", "float16"]
+
+
+@click.command("generate")
+@click.option(
+    "--base",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Base model folder (config.json + weights), or a merged model folder.",
+)
+@click.option(
+    "--adapter",
+    type=click.Path(path_type=Path),
+    help="PEFT adapter folder, loaded on --base in eval mode (omit: the base alone).",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(path_type=Path),
+    help="Tokenizer folder (default: the adapter folder if it has one, else --base).",
+)
+@click.option(
+    "--data",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The split to answer (JSONL, CSV or Parquet), e.g. a test split of evalkit split.",
+)
+@click.option("--id", "id_column", required=True, metavar="COL", help="Id column of the split.")
+@click.option(
+    "--text",
+    "text_columns",
+    required=True,
+    multiple=True,
+    metavar="COL",
+    help="Conversation column; twice for TRL's prompt/completion pair.",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Output folder for predictions.jsonl, tokens.parquet, run.json.",
+)
+@click.option(
+    "--max-new-tokens",
+    default=256,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="At most this many tokens per output.",
+)
+@click.option(
+    "--batch-size",
+    default=8,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Prompts decoded together (left-padded).",
+)
+@click.option(
+    "--device",
+    type=click.Choice(DEVICES),
+    default="auto",
+    show_default=True,
+    help="auto: CUDA when torch sees a GPU, else the CPU.",
+)
+@click.option(
+    "--dtype",
+    type=click.Choice(DTYPES),
+    default="auto",
+    show_default=True,
+    help="auto: float32 on the CPU; on CUDA the saved 16-bit dtype, else float32.",
+)
+@click.option("--force", is_flag=True, help="Replace an existing --out folder written by generate.")
+@click.option("--quiet", "-q", is_flag=True, help="Print only the output folder; no progress bar.")
+def generate_command(
+    base: Path,
+    adapter: Path | None,
+    tokenizer: Path | None,
+    data: Path,
+    id_column: str,
+    text_columns: tuple[str, ...],
+    out: Path,
+    max_new_tokens: int,
+    batch_size: int,
+    device: str,
+    dtype: str,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Generate greedy predictions from local model folders, with every input pinned.
+
+    Loads --base (and --adapter through PEFT, in eval mode) from local
+    folders only - nothing is downloaded. Each prompt is the conversation
+    without its last assistant turn, rendered with the tokenizer's chat
+    template and the generation prompt (the render `evalkit tokens`
+    checks). Decoding is greedy (argmax; the sampling and penalty settings
+    of generation_config.json are not applied, and run.json lists them), in
+    left-padded batches, longest prompts first.
+
+    \b
+    Writes OUT/predictions.jsonl  {<id>, output}: what `evalkit score` reads
+           OUT/tokens.parquet     prompt and output ids, top logits per token
+           OUT/run.json           sha256 of the base config and weights, adapter,
+                                  tokenizer, template and data; settings,
+                                  device, dtype, library versions
+
+    \b
+    Example:
+      evalkit generate --base examples/model/base --adapter examples/model/adapter \\
+        --data test.jsonl --id ticket_id --text messages --out run/
+
+    Then `evalkit reload-check run/` proves the pinned artifact still gives
+    these tokens. Needs the [hf] extra (torch, transformers, peft).
+
+    Exit codes: 0 generated; 2 bad input (a folder without a model, an
+    adapter of another base, no chat template, --device cuda without a GPU,
+    an existing --out without --force).
+    """
+    from evalkit.io import check_new_output
+    from evalkit.model.generate import generate
+    from evalkit.model.records import RUN_FILE
+    from evalkit.report.model_summary import render_generate_summary
+
+    check_new_output(out, force, inputs=[base, adapter, tokenizer, data], marker=RUN_FILE)
+    result = generate(
+        base,
+        data,
+        id_column=id_column,
+        text_columns=text_columns,
+        adapter=adapter,
+        tokenizer=tokenizer,
+        max_new_tokens=max_new_tokens,
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        progress=not quiet,
+    )
+    run = result.write(out, force=force)
+    click.echo(str(out) if quiet else render_generate_summary(run, result.batches, str(out)))

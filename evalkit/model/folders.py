@@ -1,0 +1,182 @@
+"""What a model, adapter or tokenizer folder holds, and the files a run pins.
+
+No torch here: ``reload-check`` verifies every pinned hash before it starts
+the process that imports torch, so a changed file is reported in a second,
+not after a model load. A folder is judged by its files: ``config.json``
+plus weights make a model, ``adapter_config.json`` plus adapter weights an
+adapter, and the tokenizer files (those transformers reads) a tokenizer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import MalformedFile, ModelLoadError, UnreadableFile
+from evalkit.io import sha256_file
+from evalkit.tokens.load import TOKENIZER_FILES, check_local_folder
+
+# Weights transformers loads from a model folder (single file or shards + index).
+WEIGHT_SUFFIXES = (".safetensors", ".bin")
+WEIGHT_PREFIXES = ("model", "pytorch_model")
+WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+MODEL_CONFIG_FILES = ("config.json", "generation_config.json")
+ADAPTER_CONFIG = "adapter_config.json"
+ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
+# Every file of a tokenizer folder that can change how text becomes ids.
+TOKENIZER_PIN_FILES = (
+    *TOKENIZER_FILES,
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.jinja",
+    "chat_template.json",
+    "merges.txt",
+    "vocab.txt",
+)
+
+
+def _is_weight_file(path: Path) -> bool:
+    name = path.name
+    return (name.endswith(WEIGHT_SUFFIXES) and name.startswith(WEIGHT_PREFIXES)) or (
+        name in WEIGHT_INDEXES
+    )
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The model weight files of ``folder`` (shards and their index included), sorted."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and _is_weight_file(p))
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path``, or a one-line error naming it."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise MalformedFile(f"{path}: not readable as JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise MalformedFile(f"{path}: expected a JSON object, found {type(value).__name__}")
+    return value
+
+
+def check_model_folder(folder: Path, what: str = "model") -> dict[str, Any]:
+    """The ``config.json`` of a model folder, refusing a folder that holds no model."""
+    check_local_folder(folder, what)
+    config = folder / "config.json"
+    if (folder / ADAPTER_CONFIG).is_file() and not config.is_file():
+        hint = (
+            "pass it as --adapter and the model it was trained on as --base"
+            if what == "model"
+            else "merge it first (PEFT merge_and_unload, then save_pretrained)"
+        )
+        raise ModelLoadError(
+            f"{folder}: is an adapter folder (adapter_config.json), not a {what}; {hint}"
+        )
+    if not config.is_file():
+        raise ModelLoadError(
+            f"{folder}: holds no model (no config.json); pass the folder save_pretrained wrote"
+        )
+    if not weight_files(folder):
+        raise ModelLoadError(
+            f"{folder}: has a config.json but no weights (model.safetensors, "
+            "model-*.safetensors or pytorch_model*.bin); the download or save is incomplete"
+        )
+    return read_json(config)
+
+
+def check_adapter_folder(folder: Path) -> dict[str, Any]:
+    """The ``adapter_config.json`` of a PEFT adapter folder, refusing anything else."""
+    check_local_folder(folder, "adapter")
+    config = folder / ADAPTER_CONFIG
+    if not config.is_file():
+        hint = (
+            " (it looks like a model folder: pass it as --base)"
+            if (folder / "config.json").is_file()
+            else ""
+        )
+        raise ModelLoadError(f"{folder}: holds no PEFT adapter (no adapter_config.json){hint}")
+    if not any((folder / name).is_file() for name in ADAPTER_WEIGHTS):
+        raise ModelLoadError(
+            f"{folder}: has adapter_config.json but no adapter_model.safetensors; the save "
+            "is incomplete"
+        )
+    return read_json(config)
+
+
+def has_tokenizer(folder: Path) -> bool:
+    """Whether ``folder`` holds tokenizer files (so a tokenizer loads from it)."""
+    return any((folder / name).is_file() for name in TOKENIZER_FILES)
+
+
+@dataclass(frozen=True)
+class Pins:
+    """The files of a folder that decide what a run computes, with their sha256."""
+
+    folder: str
+    """The folder as given."""
+    files: dict[str, str]
+    """File name -> sha256, sorted by name."""
+
+
+def pin_files(folder: Path, names: list[str]) -> Pins:
+    """sha256 of each named file of ``folder`` that exists."""
+    present = sorted(name for name in set(names) if (folder / name).is_file())
+    return Pins(str(folder), {name: sha256_file(folder / name) for name in present})
+
+
+def model_pins(folder: Path) -> Pins:
+    """The config, generation config and weight files of a model folder."""
+    names = [*MODEL_CONFIG_FILES, *(p.name for p in weight_files(folder))]
+    return pin_files(folder, names)
+
+
+def adapter_pins(folder: Path) -> Pins:
+    """The adapter config and weights of a PEFT adapter folder."""
+    return pin_files(folder, [ADAPTER_CONFIG, *ADAPTER_WEIGHTS])
+
+
+def tokenizer_pins(folder: Path) -> Pins:
+    """The tokenizer files of a folder."""
+    return pin_files(folder, list(TOKENIZER_PIN_FILES))
+
+
+def combined_sha256(files: dict[str, str]) -> str:
+    """One sha256 over several files' names and hashes (order-independent)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(f"{name}\0{files[name]}\n".encode())
+    return digest.hexdigest()
+
+
+def changed_pins(folder: Path, pinned: dict[str, str], *, weights: bool = False) -> str | None:
+    """The first problem with a pinned folder now: a changed, missing or new file.
+
+    Returns one line naming the file, or None when every pinned file has its
+    pinned sha256. With ``weights``, a weight file that was not there at the
+    run (a new shard) counts as a change too: transformers would load it.
+    """
+    if not folder.is_dir():
+        return f"{folder}: the folder the run pinned no longer exists"
+    for name in sorted(pinned):
+        path = folder / name
+        if not path.is_file():
+            return f"{path}: pinned by the run but no longer exists"
+        now = sha256_file(path)
+        if now != pinned[name]:
+            return (
+                f"{path}: changed since the run (sha256 {pinned[name][:12]}… then, {now[:12]}… now)"
+            )
+    if weights:
+        for path in weight_files(folder):
+            if path.name not in pinned:
+                return f"{path}: a weight file that was not there at the run"
+    return None
+
+
+def require_file(path: Path) -> None:
+    """Refuse a path that is not an existing file."""
+    if not path.is_file():
+        raise UnreadableFile(f"{path}: no such file")

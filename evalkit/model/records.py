@@ -1,0 +1,235 @@
+"""The persisted records of the model commands: ``run.json`` and the reload report.
+
+``run.json`` pins everything a generation depended on, so that the outputs
+that were scored can be traced to files on disk and reproduced:
+``reload-check`` reads it, checks every hash, and regenerates. Its JSON
+Schema is committed in ``docs/schemas/``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from evalkit.provenance.models import AdapterCard
+
+RUN_VERSION = 1
+REPORT_VERSION = 1
+RUN_FILE = "run.json"
+PREDICTIONS_FILE = "predictions.jsonl"
+TOKENS_FILE = "tokens.parquet"
+
+Id = str | int
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+
+class FolderPins(_Model):
+    """A folder and the sha256 of each file of it that decides the outputs."""
+
+    path: str
+    """The folder as given."""
+    files: dict[str, str]
+    """File name -> sha256 of its bytes."""
+
+
+class BasePins(FolderPins):
+    """The base (or merged) model folder."""
+
+    config_sha256: str
+    """sha256 of ``config.json``."""
+    weights_sha256: str
+    """One sha256 over the weight files' names and hashes (shards and index included)."""
+
+
+class AdapterPins(FolderPins):
+    """The PEFT adapter folder."""
+
+    weights_sha256: str
+    """sha256 of the adapter weights file."""
+    base_model_name_or_path: str | None
+    """What ``adapter_config.json`` says the adapter was trained on (provenance only)."""
+    card: AdapterCard
+    """The adapter card (``evalkit card ADAPTER --base BASE``): what the adapter is, its
+    canonical weights hash and the problems found against the base."""
+
+
+class TokenizerPins(FolderPins):
+    """The tokenizer the prompts were rendered and encoded with."""
+
+    sha256: str
+    """sha256 of the tokenizer files as ``evalkit tokens`` and the adapter card hash them
+    (so a run, a tokens report and a card can be matched)."""
+    chat_template_sha256: str | None
+    """sha256 of the chat template's text (what decides every render)."""
+    vocab_size: int
+    """``len(tokenizer)``: its tokens, added ones included."""
+
+
+class GenerationSettings(_Model):
+    """How the outputs were decoded."""
+
+    strategy: Literal["greedy"]
+    """Argmax of the raw logits at every step (no sampling, no beams, no penalties)."""
+    max_new_tokens: int
+    """At most this many tokens per output."""
+    batch_size: int
+    """Prompts per batch."""
+    padding_side: Literal["left"]
+    """Prompts of a batch are left-padded, with an attention mask."""
+    batch_order: Literal["longest_first"]
+    """Prompts are batched longest first (ties in row order); ``tokens.parquet`` records
+    each one's batch."""
+    eos_token_ids: list[int]
+    """Decoding of an example stops at the first of these ids."""
+    pad_token_id: int
+    """The id of the (masked) left padding."""
+    top_k_logits: int
+    """How many of the highest logits ``tokens.parquet`` keeps per generated token."""
+    model_generation_config: dict[str, Any]
+    """The model folder's ``generation_config.json`` as read."""
+    not_applied: dict[str, Any]
+    """Settings of ``generation_config.json`` that greedy decoding did not apply (sampling,
+    penalties, lengths: a server that applies them decodes differently)."""
+
+
+class DeviceInfo(_Model):
+    """Where the outputs were computed."""
+
+    type: Literal["cpu", "cuda"]
+    """The device type."""
+    name: str
+    """The GPU's name, or the CPU architecture."""
+    cuda: str | None
+    """The CUDA version torch was built with (null for a CPU build)."""
+
+
+class DataInfo(_Model):
+    """The split the prompts came from."""
+
+    path: str
+    """The data file as given."""
+    sha256: str
+    """sha256 of its bytes."""
+    n: int
+    """Rows (examples) generated for."""
+    id_column: str
+    """The id column (the key of ``predictions.jsonl``)."""
+    text_columns: list[str]
+    """The conversation column(s) read."""
+
+
+class OutputsInfo(_Model):
+    """The files the run wrote beside ``run.json``."""
+
+    predictions_sha256: str
+    """sha256 of ``predictions.jsonl``."""
+    tokens_sha256: str
+    """sha256 of ``tokens.parquet``."""
+    stopped_at_eos: int
+    """Outputs that ended with an eos token."""
+    stopped_at_length: int
+    """Outputs cut at ``max_new_tokens``."""
+
+
+class RunRecord(_Model):
+    """``run.json``: what ``evalkit generate`` ran, pinned."""
+
+    format_version: int
+    """Version of this file's format (bumped on any incompatible change)."""
+    evalkit_version: str
+    """The evalkit that wrote it."""
+    kind: Literal["base", "base+adapter"]
+    """What generated: the base (or a merged folder) alone, or the base with the adapter."""
+    base: BasePins
+    """The base (or merged) model folder."""
+    adapter: AdapterPins | None
+    """The adapter folder (null without one)."""
+    tokenizer: TokenizerPins
+    """The tokenizer folder."""
+    generation: GenerationSettings
+    """How the outputs were decoded."""
+    device: DeviceInfo
+    """Where."""
+    dtype: Literal["float32", "bfloat16", "float16"]
+    """The dtype the weights were loaded in."""
+    versions: dict[str, str | None]
+    """Versions of python, evalkit, torch, transformers, peft, tokenizers, safetensors,
+    accelerate."""
+    data: DataInfo
+    """The split."""
+    outputs: OutputsInfo
+    """The files written."""
+
+
+class TokenInfo(_Model):
+    """One token: its id and its text."""
+
+    id: int
+    """The token id."""
+    text: str
+    """The token decoded alone (special tokens shown)."""
+
+
+class Divergence(_Model):
+    """Where a reloaded control example first differs from the run."""
+
+    id: Id
+    """The example's id."""
+    part: Literal["prompt", "output"]
+    """``prompt``: the prompt renders to other ids now; ``output``: the generated ids differ."""
+    position: int
+    """Index of the first differing token in that part (0-based)."""
+    run_token: TokenInfo | None
+    """The run's token there (null when the run's sequence ended before)."""
+    reload_token: TokenInfo | None
+    """The reload's token there (null when the reload's sequence ended before)."""
+    max_logit_diff: float | None
+    """Largest |reload − run| logit there, over the run's top-k tokens (null for a prompt)."""
+    reload_gap: float | None
+    """How far the reload prefers its token there: its logit of its token minus its logit of
+    the run's token (a tiny gap is a near tie flipped by rounding)."""
+    run_gap: float | None
+    """The run's logit of its token minus its logit of the reload's token (null when the
+    reload's token was not among the run's top-k)."""
+    run_length: int
+    """Tokens in the run's sequence (prompt or output)."""
+    reload_length: int
+    """Tokens in the reload's sequence."""
+
+
+class ReloadReport(_Model):
+    """What ``evalkit reload-check`` found."""
+
+    format_version: int
+    """Version of this report's format (bumped on any incompatible change)."""
+    evalkit_version: str
+    """The evalkit that wrote it."""
+    run: str
+    """The run folder checked."""
+    artifact: Literal["base", "base+adapter", "merged"]
+    """What was reloaded: the run's own folders, or a merged folder (``--merged``)."""
+    merged: FolderPins | None
+    """The merged folder and its files' sha256 (null without ``--merged``)."""
+    device: Literal["cpu", "cuda"]
+    """Where the reload ran."""
+    dtype: Literal["float32", "bfloat16", "float16"]
+    """The dtype it loaded the weights in."""
+    seed: int
+    """Seed of the choice of control examples."""
+    controls: list[Id]
+    """The control examples' ids, in data order."""
+    regenerated: int
+    """Examples regenerated: the controls' whole batches, so each is decoded in the layout
+    it was decoded in by the run."""
+    identical: int
+    """Control examples whose prompt and output ids equal the run's."""
+    differences: list[Divergence]
+    """One per control example that differs."""
+    pins_checked: list[str]
+    """Every file whose pinned sha256 was verified before loading."""
+    verdict: Literal["pass", "fail"]
+    """``pass`` when every control example is identical."""

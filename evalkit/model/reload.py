@@ -1,0 +1,98 @@
+"""``evalkit reload-check``: the shipped artifact, reloaded in a fresh process, gives the
+scored tokens.
+
+The parent (this module) verifies every hash ``run.json`` pins without
+importing torch, then starts ``python -m evalkit.model.worker`` - a new
+interpreter that loads the run's folders (or ``--merged DIR``), regenerates
+N seeded control examples and compares their token ids with
+``tokens.parquet`` - and reads its report back.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import EvalkitError, UsageError, WorkerFailed
+from evalkit.model.records import ReloadReport
+
+WORKER_MODULE = "evalkit.model.worker"
+
+
+def _worker_error(error: dict[str, Any]) -> EvalkitError:
+    """The worker's error as the same kind of error here (its exit code kept)."""
+    code = int(error.get("exit_code", 3))
+    message = str(error.get("message", "no message"))
+    if code == 3:
+        return WorkerFailed(f"internal error in the reload process: {message} (rerun with --debug)")
+    failure = EvalkitError(message)
+    failure.exit_code = code
+    return failure
+
+
+def reload_check(
+    run_dir: Path | str,
+    *,
+    n: int = 16,
+    seed: int = 0,
+    merged: Path | str | None = None,
+    device: str | None = None,
+    dtype: str | None = None,
+    progress: bool = False,
+    debug: bool = False,
+) -> ReloadReport:
+    """Reload what ``run_dir/run.json`` pins in a new process and compare tokens.
+
+    Every pinned hash is checked first (a changed file raises
+    :class:`~evalkit.errors.ArtifactChanged`, exit 2); then ``n`` control
+    examples chosen by ``seed`` are regenerated, each in its run batch, and
+    compared id for id. ``merged`` loads a merged model folder instead of the
+    run's base and adapter; ``device``/``dtype`` default to the run's.
+    """
+    from evalkit.model.folders import check_model_folder
+    from evalkit.model.pins import merged_pins, read_run, verify_pins
+    from evalkit.model.runtime import hub_offline_environment, python_executable
+
+    if n < 1:
+        raise UsageError(f"--n {n}: check at least one control example")
+    folder = Path(run_dir)
+    run = read_run(folder)
+    merged_path = Path(merged) if merged is not None else None
+    if merged_path is not None:
+        check_model_folder(merged_path, "merged model")
+    checked = verify_pins(run, folder, merged=merged_path)
+    request = {
+        "run_dir": str(folder),
+        "n": n,
+        "seed": seed,
+        "merged": str(merged_path) if merged_path is not None else None,
+        "merged_pins": (merged_pins(merged_path).model_dump() if merged_path is not None else None),
+        "device": device,
+        "dtype": dtype,
+        "progress": progress,
+        "debug": debug,
+        "pins_checked": checked,
+    }
+    with tempfile.TemporaryDirectory(prefix="evalkit-reload-") as scratch:
+        request_path = Path(scratch) / "request.json"
+        result_path = Path(scratch) / "result.json"
+        request_path.write_text(json.dumps(request), encoding="utf-8")
+        completed = subprocess.run(
+            [python_executable(), "-m", WORKER_MODULE, str(request_path), str(result_path)],
+            env=hub_offline_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
+        if not result_path.is_file():
+            raise WorkerFailed(
+                f"the reload process ended with exit code {completed.returncode} and no result "
+                "(out of memory? rerun with --debug)"
+            )
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+    if "error" in result:
+        raise _worker_error(result["error"])
+    return ReloadReport.model_validate(result["report"])
