@@ -49,13 +49,7 @@ def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
     """(contract key, gold column) for every column the gold file must have."""
     if contract.gold_answer is not None:
         return answers.required_columns(contract)
-    named = [("id", contract.id_column)]
-    if contract.class_column:
-        named.append(("class", contract.class_column))
-    named += [(f"fields.{name}.gold", spec.gold) for name, spec in contract.fields.items()]
-    for index, item in enumerate(contract.slices):
-        named += [(f"slices[{index}].where.{column}", column) for column in item.where]
-    return named
+    return [("id", contract.id_column), *contract.gold_references]
 
 
 def check_gold_columns(path: Path, contract: Contract, contract_label: str) -> None:
