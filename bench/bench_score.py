@@ -148,7 +148,11 @@ def reference_score(gold_path: Path, pred_path: Path, out: Path) -> dict[str, in
 
     contract = yaml.safe_load(CONTRACT.read_text())
     validator = jsonschema.Draft202012Validator(contract["output"]["schema"])
-    gold = pl.read_parquet(gold_path).to_dicts()
+    if gold_path.suffix == ".jsonl":
+        with gold_path.open() as handle:
+            gold = [json.loads(line) for line in handle]
+    else:
+        gold = pl.read_parquet(gold_path).to_dicts()
     outputs = {}
     with pred_path.open() as handle:
         for line in handle:
@@ -238,8 +242,14 @@ def _tree_rss_bytes(root: int) -> int:
     return total
 
 
-def run_evalkit(gold: Path, pred: Path, out: Path) -> dict[str, float]:
-    """``python -m evalkit score`` in a fresh process: seconds, peak tree RSS, peak process RSS."""
+def run_evalkit(
+    gold: Path, pred: Path, out: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> dict[str, float]:
+    """``python -m evalkit score`` in a fresh process: seconds, peak tree RSS, peak process RSS.
+
+    ``env`` and ``cwd`` choose the checkout that runs (``python -m`` puts the
+    working directory first on the path).
+    """
     command = [
         sys.executable, "-m", "evalkit", "score", "--contract", str(CONTRACT), "--gold", str(gold),
         "--pred", str(pred), "--out", str(out), "--force", "-q",
@@ -247,7 +257,10 @@ def run_evalkit(gold: Path, pred: Path, out: Path) -> dict[str, float]:
     time_file = out.parent / "time.txt"
     started = time.perf_counter()
     process = subprocess.Popen(
-        ["/usr/bin/time", "-v", "-o", str(time_file), *command], stdout=subprocess.DEVNULL
+        ["/usr/bin/time", "-v", "-o", str(time_file), *command],
+        stdout=subprocess.DEVNULL,
+        env=env,
+        cwd=cwd,
     )
     peak = 0
     stop = threading.Event()

@@ -10,9 +10,12 @@ stderr and its exit code; Ctrl-C exits 130; a traceback is shown only with
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 import traceback
+from typing import NoReturn
 
 import click
 
@@ -95,8 +98,50 @@ def cli(debug: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the console script: run a command and map errors to exit codes."""
-    args = sys.argv[1:] if argv is None else argv
+    """Entry point of the console script: run a command and map errors to exit codes.
+
+    Called with ``argv`` it ends in ``SystemExit``, like any click program. As
+    the console script (no ``argv``) the process then ends at once, without
+    the interpreter's teardown (see :func:`_end_now`).
+    """
+    try:
+        _run(sys.argv[1:] if argv is None else argv)
+    except SystemExit as done:
+        if argv is not None or sys.gettrace() is not None or sys.getprofile() is not None:
+            raise  # a caller, a coverage tracer or a profiler still has work to do
+        _end_now(done.code)
+
+
+def _end_now(code: object) -> NoReturn:
+    """End the process with ``code`` as ``sys.exit`` would, skipping the teardown.
+
+    By now every output is complete, closed and renamed into place; what the
+    interpreter's teardown would add is freeing every module and object one
+    by one: 0.1-0.3 s after scoring 500k outputs, a tenth of a split of 100k
+    items, time nobody needs.
+    """
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        print(code, file=sys.stderr)
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        # A closed pipe (evalkit ... | head) leaves nothing more to say.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
+
+
+def _run(args: list[str]) -> None:
+    """Run the command line ``args``; always ends in ``SystemExit`` with the exit code."""
+    # pydantic looks for plugins (validation hooks for observability tools) in
+    # the entry points of every installed distribution the first time a model
+    # is built: ~30 ms in an environment with the ML extras, on every command,
+    # for hooks a command-line run has no use for. Set the variable (to "" for
+    # none disabled) to choose otherwise.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     # --debug works anywhere on the line: after an error, people append it.
     _State.debug = "--debug" in args
     args = [arg for arg in args if arg != "--debug"]

@@ -157,32 +157,38 @@ def score_command(
     Exit codes: 0 scored; 2 bad input (unknown contract key, missing column,
     corrupt predictions line, duplicate ids, existing --out without --force).
     """
-    from evalkit.cli._score_provenance import provenance_options, record_look
-    from evalkit.io import check_new_output
-    from evalkit.report.html.score import render_score_html
-    from evalkit.report.score_summary import render_score_summary
-    from evalkit.scoring.engine import OnDuplicate, score
+    from evalkit.io import check_new_output, hash_early
+    from evalkit.scoring.processes import early_workers
 
     check_new_output(
         out, force, inputs=[contract_path, gold_path, pred_path], marker="summary.json"
     )
-    provenance = provenance_options(
-        gold_path, card_path, adapter_dir, base_model, base_revision, ledger_path, no_ledger
-    )
-    result = score(
-        contract_path,
-        gold_path,
-        pred_path,
-        name=name,
-        pred_format=pred_format,
-        id_col=id_col,
-        output_col=output_col,
-        on_duplicate=cast(OnDuplicate, on_duplicate),
-        workers=workers,
-        card=provenance.card,
-        base=provenance.base,
-        ledger=provenance.ledger,
-    )
+    # The inputs are hashed and the parsing subprocesses start before the
+    # imports below, so that both run beside this process's own start-up.
+    hash_early([gold_path, pred_path])
+    with early_workers(pred_path, workers):
+        from evalkit.cli._score_provenance import provenance_options, record_look
+        from evalkit.report.html.score import render_score_html
+        from evalkit.report.score_summary import render_score_summary
+        from evalkit.scoring.engine import OnDuplicate, score
+
+        provenance = provenance_options(
+            gold_path, card_path, adapter_dir, base_model, base_revision, ledger_path, no_ledger
+        )
+        result = score(
+            contract_path,
+            gold_path,
+            pred_path,
+            name=name,
+            pred_format=pred_format,
+            id_col=id_col,
+            output_col=output_col,
+            on_duplicate=cast(OnDuplicate, on_duplicate),
+            workers=workers,
+            card=provenance.card,
+            base=provenance.base,
+            ledger=provenance.ledger,
+        )
     report = render_score_html(result.summary).encode("utf-8")
     result.write(out, force=force, extra_files={"report.html": report})
     ledger_line = record_look(provenance.ledger, result.summary, purpose)

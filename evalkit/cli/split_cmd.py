@@ -172,12 +172,15 @@ def split_command(
         --stratify category --id ticket_id --text messages --near-dup 0.8 \
         --sizes 840,180,180 --seed 7
     """
-    from evalkit.io import check_new_output
-    from evalkit.report.split_summary import render_split_summary
-    from evalkit.splitting.api import split
+    from evalkit.io import check_new_output, hash_early
 
     # --freeze may sit inside --out: it is read before the folder is replaced.
     check_new_output(out, force, inputs=[input_file, tokenizer], marker="manifest.json")
+    hash_early([input_file, *([freeze] if freeze is not None else [])])  # beside the imports
+
+    from evalkit.report.split_summary import render_split_summary
+    from evalkit.splitting.api import split
+
     result = split(
         input_file,
         group=list(group),

@@ -40,22 +40,45 @@ outputs.
 from __future__ import annotations
 
 from itertools import compress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from evalkit.contract.parse import (
-    _FENCE,
-    _JSON_START,
+from evalkit.contract.parsed import (
     ABSENT,
+    FENCE,
+    JSON_START,
     NULL,
     NUMBER,
     STRING,
-    OutputParser,
     parsed_schema,
     value_cell,
 )
 
 if TYPE_CHECKING:
     import polars as pl
+
+
+class _Rules(Protocol):
+    @property
+    def extract(self) -> str: ...
+
+    @property
+    def fields(self) -> tuple[str, ...]: ...
+
+
+class OutputParser(Protocol):
+    """What parsing in bulk asks of :class:`evalkit.contract.parse.OutputParser`
+    (which uses this module, so this module does not import it)."""
+
+    @property
+    def spec(self) -> _Rules: ...
+
+    @property
+    def validator(self) -> Any: ...
+
+    def parse(self, text: str | None) -> tuple[str | None, str | None, Any]: ...
+
+    def schema_error(self, value: Any) -> tuple[str, str]: ...
+
 
 # Every character for which Python's str.isspace() is true (what str.strip()
 # removes); polars' own whitespace differs (U+001C..U+001F). Pinned by a test.
@@ -67,7 +90,7 @@ PYTHON_WHITESPACE = (
 # runs from the end of the first opening to the next ``` (or the end). polars
 # finds both ends with two replacements, which need no capture group (with one,
 # its regex engine is ~4x slower). A test pins the pattern's shape.
-FENCE_OPENING, FENCE_REST = _FENCE.pattern.split("(.*?)")
+FENCE_OPENING, FENCE_REST = FENCE.pattern.split("(.*?)")
 UP_TO_BODY = "(?s)^.*?" + FENCE_OPENING
 FROM_CLOSING = "(?s)```.*"
 
@@ -101,7 +124,7 @@ def _pieces(parser: OutputParser, outputs: pl.Series) -> pl.Series:
     if parser.spec.extract == "strict" or not len(text):
         return pieces
     first = text.str.slice(0, 1)
-    prose = ((first != "") & ~first.is_in(list(_JSON_START) + list(PYTHON_WHITESPACE))).fill_null(
+    prose = ((first != "") & ~first.is_in(list(JSON_START) + list(PYTHON_WHITESPACE))).fill_null(
         False
     )
     fenced = text.str.contains("```", literal=True).fill_null(False)

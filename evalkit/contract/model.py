@@ -260,10 +260,19 @@ class Contract(_Strict):
     @property
     def gold_columns(self) -> list[str]:
         """Every gold column the contract reads, in a stable order."""
-        columns = [self.id_column]
+        named = [self.id_column, *(name for _, name in self.gold_references)]
+        return list(dict.fromkeys(named))
+
+    @property
+    def gold_references(self) -> list[tuple[str, str]]:
+        """(contract key, gold name) of every gold name besides the id, in a stable order.
+
+        The key says where the contract names it, for errors that must point at the rule.
+        """
+        named: list[tuple[str, str]] = []
         if self.class_column:
-            columns.append(self.class_column)
-        columns += [spec.gold for spec in self.fields.values()]
-        for item in self.slices:
-            columns += list(item.where)
-        return list(dict.fromkeys(columns))
+            named.append(("class", self.class_column))
+        named += [(f"fields.{name}.gold", spec.gold) for name, spec in self.fields.items()]
+        for index, item in enumerate(self.slices):
+            named += [(f"slices[{index}].where.{column}", column) for column in item.where]
+        return named

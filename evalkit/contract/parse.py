@@ -30,6 +30,20 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalkit.contract.batch import parse_outputs
+from evalkit.contract.parsed import ABSENT as ABSENT
+from evalkit.contract.parsed import ARRAY as ARRAY
+from evalkit.contract.parsed import BOOLEAN as BOOLEAN
+from evalkit.contract.parsed import FENCE as _FENCE
+from evalkit.contract.parsed import JSON_START as _JSON_START
+from evalkit.contract.parsed import KINDS as KINDS
+from evalkit.contract.parsed import NOTHING as _NOTHING
+from evalkit.contract.parsed import NULL as NULL
+from evalkit.contract.parsed import NUMBER as NUMBER
+from evalkit.contract.parsed import OBJECT as OBJECT
+from evalkit.contract.parsed import STRING as STRING
+from evalkit.contract.parsed import parsed_schema as parsed_schema
+from evalkit.contract.parsed import value_cell
 from evalkit.contract.validation import build_explainer, compile_fast, explain
 
 if TYPE_CHECKING:
@@ -44,22 +58,8 @@ INVALID_JSON = "invalid_json"
 UNKNOWN_LABEL = "unknown_label"
 MAX_CANDIDATES = 16
 
-# Kinds of a predicted field value (column k<i> of parsed outputs).
-ABSENT, NULL, STRING, NUMBER, BOOLEAN, ARRAY, OBJECT = range(7)
-KINDS = ("absent", "null", "string", "number", "boolean", "array", "object")
-_KIND_OF: dict[type, int] = {
-    type(None): NULL,
-    int: NUMBER,
-    float: NUMBER,
-    bool: BOOLEAN,
-    list: ARRAY,
-    dict: OBJECT,
-}
-_NOTHING = object()
-_JSON_START = frozenset('{["-0123456789tfn')
 DETAIL_LIMIT = 200
 
-_FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+.-]*[ \t]*\r?\n?(.*?)(?:```|\Z)", re.DOTALL)
 # A "{" that opens something key-like: a quoted key, an empty object, or a bare word and ":".
 _OBJECT_START = re.compile(r"\{\s*(?:[\"'}]|[A-Za-z_][\w-]*\s*:)")
 
@@ -162,7 +162,11 @@ class OutputParser:
             try:
                 value = self._loads(stripped)
             except self._decode_error as error:
-                whole_error = error
+                # Without its traceback: the exception outlives this block, and its
+                # traceback's frames (this call's, and every caller's up to the
+                # loop over a chunk) would form a cycle that keeps a whole chunk's
+                # values alive until the garbage collector runs (GBs at 10M rows).
+                whole_error = error.with_traceback(None)
         if value is _NOTHING:
             found = self._extract(stripped, whole_error)
             if len(found) == 3:
@@ -261,21 +265,6 @@ class OutputParser:
         return tuple(cells)
 
 
-def value_cell(item: Any) -> tuple[int, str | None]:
-    """``(kind, text)`` of one field value: a string as is, anything else as JSON text."""
-    if type(item) is str:
-        return STRING, item
-    if item is _NOTHING:
-        return ABSENT, None
-    if item is None:
-        return NULL, "null"
-    import orjson
-
-    return _KIND_OF.get(type(item), OBJECT), orjson.dumps(
-        item, option=orjson.OPT_SORT_KEYS
-    ).decode()
-
-
 def parse_frame(parser: OutputParser, texts: list[str | None] | pl.Series) -> pl.DataFrame:
     """Parsed columns of many outputs, one row per output (what workers return).
 
@@ -284,17 +273,5 @@ def parse_frame(parser: OutputParser, texts: list[str | None] | pl.Series) -> pl
     """
     import polars as pl
 
-    from evalkit.contract.batch import parse_outputs
-
     outputs = texts if isinstance(texts, pl.Series) else pl.Series(texts, dtype=pl.String)
     return parse_outputs(parser, outputs)
-
-
-def parsed_schema(n_fields: int) -> dict[str, Any]:
-    """The polars schema of parsed outputs: error, error_detail, then k<i>, v<i> per field."""
-    import polars as pl
-
-    schema: dict[str, Any] = {"error": pl.String, "error_detail": pl.String}
-    for index in range(n_fields):
-        schema |= {f"k{index}": pl.UInt8, f"v{index}": pl.String}
-    return schema

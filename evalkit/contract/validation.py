@@ -14,7 +14,8 @@ decimal, and ``format`` an annotation that is never asserted; its first error
 names the category (``schema:<keyword>``). The Python ``jsonschema``
 validator is used for what it does best: checking the schema against its
 meta-schema when the contract loads, and finding the most relevant error
-inside ``anyOf``/``oneOf`` for the message. Its ``pattern``,
+inside ``anyOf``/``oneOf`` for the message (the meta-schema check runs
+only for a schema jsonschema-rs' own meta-schema check rejects, to word why). Its ``pattern``,
 ``patternProperties``, ``additionalProperties`` and ``multipleOf`` are
 delegated to jsonschema-rs so that it agrees with the verdict (tests pin the
 edge cases on both). Remote ``$ref`` is never fetched.
@@ -86,16 +87,42 @@ def check_schema(schema: dict[str, Any]) -> None:
     ``jsonschema`` checks the structure (with the most relevant error); the
     regular expressions are then checked by compiling with jsonschema-rs,
     because it is the engine that will run them (ECMA-262, not Python's re).
+    A schema that jsonschema-rs finds valid against its meta-schema skips the
+    ``jsonschema`` check: the two agree on meta-validity (tests compare them on
+    random schemas), and importing ``jsonschema`` costs more than loading the
+    whole contract otherwise; only a schema it rejects gets ``jsonschema``'s
+    most relevant error, worded as always.
     """
-    import jsonschema
-    from jsonschema.exceptions import best_match
-
     declared = schema.get("$schema")
     if declared is not None and declared not in KNOWN_DRAFTS:
         raise SchemaProblem(
             f"$schema {declared!r} is not a known JSON Schema draft; use "
             "https://json-schema.org/draft/2020-12/schema or leave $schema out"
         )
+    if not meta_valid_fast(schema):
+        _check_meta_schema(schema)
+    compile_fast(schema)
+
+
+def meta_valid_fast(schema: Any) -> bool:
+    """Whether jsonschema-rs finds ``schema`` valid against its draft's meta-schema.
+
+    Anything it cannot take (a YAML date, an unknown draft) counts as not
+    valid here, which only sends the schema to ``jsonschema``'s check.
+    """
+    import jsonschema_rs
+
+    try:
+        return bool(jsonschema_rs.meta.is_valid(schema))
+    except Exception:  # the full check decides instead
+        return False
+
+
+def _check_meta_schema(schema: dict[str, Any]) -> None:
+    """``jsonschema``'s meta-schema check; raise SchemaProblem naming its most relevant error."""
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     error = best_match(cls(cls.META_SCHEMA).iter_errors(schema))
     if error is not None:
@@ -103,7 +130,6 @@ def check_schema(schema: dict[str, Any]) -> None:
             f"[{part!r}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
         )
         raise SchemaProblem(f"at schema{where}: {_one_line(error.message)}")
-    compile_fast(schema)
 
 
 def _one_line(text: str, limit: int = 200) -> str:

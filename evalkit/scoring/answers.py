@@ -32,17 +32,6 @@ if TYPE_CHECKING:
     from evalkit.contract.model import Contract
 
 
-def answer_columns(contract: Contract) -> list[tuple[str, str]]:
-    """(contract key, gold name) for every gold name besides the id, in a stable order."""
-    named: list[tuple[str, str]] = []
-    if contract.class_column:
-        named.append(("class", contract.class_column))
-    named += [(f"fields.{name}.gold", spec.gold) for name, spec in contract.fields.items()]
-    for index, item in enumerate(contract.slices):
-        named += [(f"slices[{index}].where.{column}", column) for column in item.where]
-    return named
-
-
 def file_columns(contract: Contract, present: list[str]) -> list[str]:
     """The columns of the gold file that reading answers may need (a Parquet projection):
     the id, the conversations, and any gold name that is also a column."""
@@ -164,7 +153,7 @@ def read_answer_gold(
         )
     references = chat.reference_answers().to_list()
     parsed = _parsed_answers(references, ids.to_list(), contract, path, label)
-    named = answer_columns(contract)
+    named = contract.gold_references
     known = {key for answer in parsed for key in answer}
     properties = (contract.output.json_schema or {}).get("properties") or {}
     from_answers = [name for _, name in named if name in known or name in properties]

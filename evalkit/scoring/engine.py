@@ -26,6 +26,7 @@ from evalkit.io import read_table, sha256_file, table_format
 from evalkit.scoring import aggregate, answers
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.predictions import predictions_sha256, read_predictions
+from evalkit.scoring.processes import estimated_rows, resolve_workers
 from evalkit.scoring.result import ScoreResult
 from evalkit.scoring.summary import (
     BaseModelInfo,
@@ -35,7 +36,7 @@ from evalkit.scoring.summary import (
     PredictionsInfo,
     ScoreSummary,
 )
-from evalkit.scoring.workers import ParsePool, resolve_workers
+from evalkit.scoring.workers import ParsePool
 
 if TYPE_CHECKING:
     import polars as pl
@@ -48,13 +49,7 @@ def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
     """(contract key, gold column) for every column the gold file must have."""
     if contract.gold_answer is not None:
         return answers.required_columns(contract)
-    named = [("id", contract.id_column)]
-    if contract.class_column:
-        named.append(("class", contract.class_column))
-    named += [(f"fields.{name}.gold", spec.gold) for name, spec in contract.fields.items()]
-    for index, item in enumerate(contract.slices):
-        named += [(f"slices[{index}].where.{column}", column) for column in item.where]
-    return named
+    return [("id", contract.id_column), *contract.gold_references]
 
 
 def check_gold_columns(path: Path, contract: Contract, contract_label: str) -> None:
@@ -77,19 +72,18 @@ def check_gold_columns(path: Path, contract: Contract, contract_label: str) -> N
 
 
 def _read_gold_columns(path: Path, contract: Contract) -> pl.DataFrame:
-    """The gold table; from Parquet only the columns the contract names (when all exist)."""
+    """The gold table; only the columns the contract names (when all exist)."""
     import polars as pl
 
-    if table_format(path) == "parquet" and path.is_file():
-        try:
-            present = pl.read_parquet_schema(path)
-        except (pl.exceptions.PolarsError, OSError):
-            return read_table(path)  # reports the problem in its own words
-        if contract.gold_answer is not None:
+    if contract.gold_answer is not None:
+        if table_format(path) == "parquet" and path.is_file():
+            try:
+                present = pl.read_parquet_schema(path)
+            except (pl.exceptions.PolarsError, OSError):
+                return read_table(path)  # reports the problem in its own words
             return pl.read_parquet(path, columns=answers.file_columns(contract, list(present)))
-        if all(column in present for column in contract.gold_columns):
-            return pl.read_parquet(path, columns=contract.gold_columns)
-    return read_table(path)
+        return read_table(path)
+    return read_table(path, columns=contract.gold_columns)
 
 
 def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFrame:
@@ -221,19 +215,9 @@ def _align(gold: pl.DataFrame, predictions: pl.DataFrame) -> tuple[pl.DataFrame,
     return table, unknown_ids, example  # type: ignore[return-value]
 
 
-def _estimated_rows(path: Path) -> int:
-    """A rough row count from the file size (100 bytes a row), before reading anything."""
-    try:
-        if path.is_dir():
-            return sum(item.stat().st_size for item in path.rglob("*") if item.is_file()) // 100
-        return path.stat().st_size // 100
-    except OSError:
-        return 0
-
-
 def _early_pool(contract: Contract, pred_path: Path, workers: int | None) -> Any:
     """Start parser workers now, so their start-up overlaps with reading the files."""
-    n_workers = resolve_workers(workers, _estimated_rows(pred_path))
+    n_workers = resolve_workers(workers, estimated_rows(pred_path))
     if contract.output.parse != "json" or n_workers <= 1:
         return nullcontext(None)
     return ParsePool(ParserSpec.from_contract(contract), n_workers)

@@ -2,10 +2,12 @@
 
 Parsing and schema validation are per-output Python calls (orjson,
 jsonschema-rs), bound by one core each; with ``workers`` parsing processes,
-``workers - 1`` are subprocesses and this process parses its share of the
-chunks itself, while the subprocesses work (it would otherwise only wait for
-them, and every subprocess costs ~0.15 CPU-seconds to start and its share of
-pipe traffic). Every process runs the very same
+``workers - 1`` are subprocesses and this process parses chunks itself while
+the result it needs next is not back yet (it would otherwise only wait, and
+every subprocess costs ~0.15 CPU-seconds to start and its share of pipe
+traffic); a subprocess takes the next chunk whenever it has room, so the
+busier this process is, the more the subprocesses parse. Every process runs
+the very same
 :func:`~evalkit.contract.batch.parse_distinct`, chunk by chunk, and results
 are read back in input order, so verdicts and output bytes do not depend on
 the worker count.
@@ -19,46 +21,24 @@ process whose polars thread pool is running.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
 import pickle
 import queue
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from evalkit.contract.batch import parse_distinct
 from evalkit.contract.parse import OutputParser, ParserSpec
+from evalkit.scoring.processes import stop, take_started
 
 if TYPE_CHECKING:
     import polars as pl
 
 CHUNK_ROWS = 50_000
-# Below this many outputs a pool costs more (start-up, imports) than it saves.
-PARALLEL_MIN_ROWS = 150_000
 _LENGTH_BYTES = 8
-
-
-def available_cores() -> int:
-    """Cores this process may run on (respects CPU affinity, unlike ``os.cpu_count``)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
-def resolve_workers(workers: int | None, n_rows: int) -> int:
-    """How many processes parse: ``workers`` if given, else every core for large inputs."""
-    if workers is not None:
-        return max(1, workers)
-    if n_rows < PARALLEL_MIN_ROWS:
-        return 1
-    return max(1, min(available_cores(), 8))
 
 
 def _send(stream: IO[bytes], payload: bytes) -> None:
@@ -133,26 +113,12 @@ class ParsePool:
         self._local: OutputParser | None = None
         self._processes: list[subprocess.Popen[bytes]] = []
         if workers > 1:
-            self._processes = [self._start() for _ in range(workers - 1)]
-
-    def _start(self) -> subprocess.Popen[bytes]:
-        import evalkit
-
-        root = str(Path(evalkit.__file__).resolve().parents[1])
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-        process = subprocess.Popen(
-            [sys.executable, "-m", "evalkit.scoring._worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            # Not in the terminal's process group: Ctrl-C goes to the parent,
-            # which closes the pipes, and that ends the worker.
-            start_new_session=True,
-        )
-        assert process.stdin is not None
-        _send(process.stdin, pickle.dumps(self.spec))
-        return process
+            # Subprocesses started early (evalkit score starts them before its
+            # own imports) are taken first; each gets the spec as its first message.
+            self._processes = take_started(workers - 1)
+            for process in self._processes:
+                assert process.stdin is not None
+                _send(process.stdin, pickle.dumps(self.spec))
 
     def __enter__(self) -> ParsePool:
         return self
@@ -161,24 +127,8 @@ class ParsePool:
         self.close()
 
     def close(self) -> None:
-        """Stop the workers: end their input and output (a worker blocked on either
-        exits at once), wait briefly, and kill any that linger."""
-        # Output first: a worker blocked on writing a result then fails and
-        # exits, which unblocks a feeding thread that may hold the input's lock.
-        for process in self._processes:
-            if process.stdout is not None and not process.stdout.closed:
-                with contextlib.suppress(OSError, ValueError):
-                    process.stdout.close()
-        for process in self._processes:
-            if process.stdin is not None and not process.stdin.closed:
-                with contextlib.suppress(OSError, ValueError):
-                    process.stdin.close()
-        for process in self._processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        """Stop the workers (see :func:`evalkit.scoring.processes.stop`)."""
+        stop(self._processes)
         self._processes = []
 
     def parse_chunks(self, pieces: list[pl.Series]) -> Iterator[ParsedChunk]:
@@ -202,38 +152,58 @@ class ParsePool:
         return ParsedChunk(*parse_distinct(self._local, chunk))
 
     def _parse_shared(self, chunks: Iterator[pl.Series]) -> Iterator[ParsedChunk]:
-        count = len(self._processes) + 1
-        # Chunk i goes to subprocess i % count, or to this process when that
-        # is count - 1. A producer thread fills one small queue per process
-        # and one feeding thread per subprocess drains its queue, so memory
-        # stays bounded and a worker blocked on writing a result never
-        # deadlocks a parent blocked on writing the next chunk.
-        queues: list[queue.Queue[pl.Series | None]] = [queue.Queue(maxsize=2) for _ in range(count)]
-        here = queues[-1]
-        progress = _Progress()
-        producer = threading.Thread(target=_produce, args=(chunks, queues, progress), daemon=True)
-        feeders = [
-            threading.Thread(target=self._feed, args=(process, queues[index]), daemon=True)
-            for index, process in enumerate(self._processes)
+        """Chunks parsed by whichever process is free, yielded in order.
+
+        A subprocess takes the next chunk whenever it has fewer than
+        ``IN_FLIGHT`` (a feeding thread each); this process parses one only
+        while the result it needs next is not there yet. So the subprocesses
+        take the larger share when this process is busy reading gold and
+        matching (measured: with a fixed half each, the subprocess waited
+        for this process). One reading thread per subprocess reads each
+        result as soon as it is due, so a subprocess never waits on a full
+        pipe, and a subprocess blocked on writing never deadlocks a parent
+        blocked on writing the next chunk.
+        """
+        board = _Board(chunks, len(self._processes))
+        results: list[queue.Queue[ParsedChunk | BaseException]] = [
+            queue.Queue() for _ in self._processes
         ]
-        for thread in (producer, *feeders):
-            thread.start()
+        for owner, process in enumerate(self._processes):
+            feeding = threading.Thread(target=self._feed, args=(owner, process, board))
+            reading = threading.Thread(
+                target=self._read, args=(owner, process, board, results[owner])
+            )
+            for thread in (feeding, reading):
+                thread.daemon = True
+                thread.start()
+        ahead: dict[int, ParsedChunk] = {}  # chunks this process parsed while waiting
         index = 0
-        ahead: ParsedChunk | None = None  # this process's next chunk, parsed early
-        while progress.wait_for(index):
-            if index % count == count - 1:
-                parsed = ahead if ahead is not None else self._parse_here(_take(here))
-                ahead = None
-            else:
-                # Parse this process's next chunk while the subprocess works on
-                # this one, instead of waiting for it.
-                if (index + 1) % count == count - 1 and progress.wait_for(index + 1):
-                    ahead = self._parse_here(_take(here))
-                parsed = self._receive_parsed(self._processes[index % count])
+        while True:
+            if index in ahead:
+                yield ahead.pop(index)
+                index += 1
+                continue
+            owner = board.owner(index)
+            if owner == _LOCAL:  # every subprocess is full: parse it here
+                claimed = board.claim(_LOCAL)
+                if claimed is None:
+                    break
+                ahead[claimed[0]] = self._parse_here(claimed[1])
+                continue
+            if owner == _END:
+                break
+            assert isinstance(owner, int)
+            waiting = results[owner]
+            if waiting.empty() and (claimed := board.claim(_LOCAL)) is not None:
+                ahead[claimed[0]] = self._parse_here(claimed[1])  # instead of waiting
+                continue
+            parsed = waiting.get()
+            if isinstance(parsed, BaseException):
+                raise parsed
             yield parsed
             index += 1
-        if progress.error is not None:
-            raise progress.error
+        if board.error is not None:
+            raise board.error
 
     @staticmethod
     def _receive_parsed(process: subprocess.Popen[bytes]) -> ParsedChunk:
@@ -247,45 +217,117 @@ class ParsePool:
         return ParsedChunk(pl.read_ipc(io.BytesIO(frame)), pl.read_ipc(io.BytesIO(rows))["row"])
 
     @staticmethod
-    def _feed(process: subprocess.Popen[bytes], chunks: queue.Queue[pl.Series | None]) -> None:
+    def _feed(owner: int, process: subprocess.Popen[bytes], board: _Board) -> None:
         assert process.stdin is not None
         try:
-            while (chunk := chunks.get()) is not None:
-                _send(process.stdin, _frame_bytes(chunk.to_frame("output")))
+            while (claimed := board.claim(owner)) is not None:
+                _send(process.stdin, _frame_bytes(claimed[1].to_frame("output")))
+                del claimed  # the chunk's memory goes once it is sent
         except (BrokenPipeError, OSError, ValueError, KeyboardInterrupt):
             return  # the worker died or the run was interrupted; the reader reports it
+        finally:
+            board.leave(owner)
+
+    @classmethod
+    def _read(
+        cls,
+        owner: int,
+        process: subprocess.Popen[bytes],
+        board: _Board,
+        results: queue.Queue[ParsedChunk | BaseException],
+    ) -> None:
+        # Only a result that is due is read: a thread blocked on reading would
+        # hold the pipe's lock when the pool closes it.
+        while board.due(owner):
+            try:
+                results.put(cls._receive_parsed(process))
+            except BaseException as error:  # the worker died: the consumer raises it
+                results.put(error)
+                return
+            board.done(owner)
 
 
-class _Progress:
-    """How many chunks the producer has queued, and whether it has finished."""
+_LOCAL = -1  # the owner of a chunk parsed by this process
+_END = -2  # no chunk with this index: the chunks have run out
+IN_FLIGHT = 2  # chunks a subprocess holds at once: one parsing, one arriving
 
-    def __init__(self) -> None:
+
+class _Board:
+    """Which process parses which chunk: chunks go out in order, one at a time, to
+    whoever asks first; a subprocess asks again once a result of its own is read."""
+
+    def __init__(self, chunks: Iterator[pl.Series], subprocesses: int) -> None:
+        self._chunks = chunks
         self._condition = threading.Condition()
-        self._produced = 0
+        self._owners: list[int] = []  # owner of each chunk handed out so far
+        self._in_flight = [0] * subprocesses
+        self._taking = [True] * subprocesses  # whose feeding thread still runs
         self._finished = False
         self.error: BaseException | None = None
 
-    def add(self) -> None:
+    def claim(self, owner: int) -> tuple[int, pl.Series] | None:
+        """The next chunk for ``owner`` (its index and outputs), or None when none is
+        left. A subprocess first waits while it holds ``IN_FLIGHT`` chunks."""
         with self._condition:
-            self._produced += 1
+            if owner != _LOCAL:
+                self._condition.wait_for(
+                    lambda: self._finished or self._in_flight[owner] < IN_FLIGHT
+                )
+            if self._finished:
+                return None
+            try:
+                chunk = next(self._chunks)
+            except StopIteration:
+                self._finish()
+                return None
+            except BaseException as failure:  # re-raised by the consumer
+                self._finish(failure)
+                return None
+            self._owners.append(owner)
+            if owner != _LOCAL:
+                self._in_flight[owner] += 1
+            self._condition.notify_all()
+            return len(self._owners) - 1, chunk
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        self._finished, self.error = True, error
+        self._condition.notify_all()
+
+    def owner(self, index: int) -> int:
+        """Who has chunk ``index``: a subprocess, ``_LOCAL`` when it is not handed out
+        yet and no subprocess can take it now, or ``_END`` when the chunks ran out
+        before it. While a subprocess has room, it is left the chunk."""
+        with self._condition:
+            self._condition.wait_for(
+                lambda: index < len(self._owners) or self._finished or not self._room()
+            )
+            if index < len(self._owners):
+                return self._owners[index]
+            return _END if self._finished else _LOCAL
+
+    def _room(self) -> bool:
+        return any(
+            taking and held < IN_FLIGHT
+            for taking, held in zip(self._taking, self._in_flight, strict=True)
+        )
+
+    def leave(self, owner: int) -> None:
+        """Subprocess ``owner`` takes no more chunks (they ran out, or it failed)."""
+        with self._condition:
+            self._taking[owner] = False
             self._condition.notify_all()
 
-    def finish(self, error: BaseException | None = None) -> None:
+    def due(self, owner: int) -> bool:
+        """Wait until subprocess ``owner`` owes a result; False when it never will."""
         with self._condition:
-            self._finished, self.error = True, error
+            self._condition.wait_for(lambda: self._in_flight[owner] > 0 or self._finished)
+            return self._in_flight[owner] > 0
+
+    def done(self, owner: int) -> None:
+        """A result of subprocess ``owner`` was read: it may take another chunk."""
+        with self._condition:
+            self._in_flight[owner] -= 1
             self._condition.notify_all()
-
-    def wait_for(self, index: int) -> bool:
-        """True once chunk ``index`` exists; False when the producer ended before it."""
-        with self._condition:
-            self._condition.wait_for(lambda: self._produced > index or self._finished)
-            return self._produced > index
-
-
-def _take(chunks: queue.Queue[pl.Series | None]) -> pl.Series:
-    chunk = chunks.get()
-    assert chunk is not None, "the producer queues every chunk before its end marker"
-    return chunk
 
 
 def _chunks(pieces: list[pl.Series]) -> Iterator[pl.Series]:
@@ -317,24 +359,12 @@ def _chunks(pieces: list[pl.Series]) -> Iterator[pl.Series]:
         yield pl.concat(pending, rechunk=True) if len(pending) > 1 else pending[0]
 
 
-def _produce(
-    chunks: Iterator[pl.Series], queues: list[queue.Queue[pl.Series | None]], progress: _Progress
-) -> None:
-    error: BaseException | None = None
-    try:
-        for index, chunk in enumerate(chunks):
-            queues[index % len(queues)].put(chunk)
-            progress.add()
-    except BaseException as failure:  # reported by the reader
-        error = failure
-    finally:
-        for waiting in queues:
-            waiting.put(None)
-        progress.finish(error)
-
-
 def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     """Worker loop: read the parser spec, then parse chunks until the input ends."""
+    # Imported before waiting for the spec: a worker started early does this
+    # while the parent is still busy with its own imports.
+    import jsonschema_rs  # noqa: F401
+    import orjson  # noqa: F401
     import polars as pl
 
     first = _receive(source)

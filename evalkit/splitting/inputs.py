@@ -2,7 +2,10 @@
 
 Option errors quote the bad value and say what would work; table errors are
 collected by pandera (all failures at once, lazily) and reported as one line
-about the first, with the count of the rest. The ``--text`` columns are only
+about the first, with the count of the rest. A valid table never pays for
+pandera (its import alone takes longer than a whole split of 100k items): the
+same checks run first as polars expressions, and pandera is built and run only
+when one of them fails, for its report. The ``--text`` columns are only
 required to exist here: whether they hold text or conversations (and whether
 each conversation is well formed) is :func:`evalkit.chat.read_chat`'s to say.
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -93,21 +97,61 @@ def check_table(
     stratify: str | None,
     text: Sequence[str] = (),
 ) -> None:
-    """Validate the input table with pandera; raise one clear error for the first failure."""
-    import pandera.polars as pa
+    """Validate the input table; raise one clear error for the first failure.
 
+    :func:`passes_checks` decides a valid table with polars alone; only a table
+    that fails one of its checks goes through the pandera schema, whose lazy
+    report words the error (so the messages are pandera's findings, as always).
+    """
     if not group:
         raise UsageError("--group: give at least one group column")
     named = [*group, *(c for c in (id_column, stratify) if c is not None), *text]
     require_columns(frame, named, source)
     if frame.height == 0:
         raise InvalidTable(f"{source}: the table has no rows; nothing to split")
+    if passes_checks(frame, id_column=id_column):
+        return
+    _report_failures(frame, source=source, id_column=id_column)
+
+
+def passes_checks(frame: pl.DataFrame, *, id_column: str | None) -> bool:
+    """True when ``frame`` passes every check of :func:`_table_schema`, decided by polars.
+
+    Each check uses the expressions of pandera's polars backend (nulls and, in
+    a float column, NaN count as missing; ``is_duplicated`` for uniqueness),
+    so a table passes here only if it passes there. A column whose type the
+    expressions do not cover is left to pandera (False). A new check goes
+    here and into :func:`_table_schema` together.
+    """
+    checks: list[pl.Expr] = []
+    if id_column is not None:
+        dtype = frame.schema[id_column]
+        if dtype.is_nested() or dtype == pl.Object:
+            return False
+        present = pl.col(id_column).is_not_null()
+        if dtype.is_float():
+            present = present & pl.col(id_column).is_not_nan()
+        unique = pl.col(id_column).is_duplicated().not_()
+        checks += [present.all().alias("present"), unique.all().alias("unique")]
+    return all(frame.select(checks).row(0)) if checks else True
+
+
+def _table_schema(id_column: str | None) -> Any:
+    """The pandera schema of a split's input: a unique id in every row."""
+    import pandera.polars as pa
+
     columns: dict[str, pa.Column] = {}
     if id_column is not None:
         columns[id_column] = pa.Column(unique=True, nullable=False)
-    schema = pa.DataFrameSchema(columns)
+    return pa.DataFrameSchema(columns)
+
+
+def _report_failures(frame: pl.DataFrame, *, source: str, id_column: str | None) -> None:
+    """Run the pandera schema lazily (every failure collected) and raise about the first."""
+    import pandera.polars as pa
+
     try:
-        schema.validate(frame, lazy=True)
+        _table_schema(id_column).validate(frame, lazy=True)
     except pa.errors.SchemaErrors as errors:
         raise _first_failure(errors.failure_cases, source, id_column) from None
 

@@ -11,11 +11,14 @@ with the signed number written in the cell.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from evalkit.comparison.models import ConfusionComparison
 from evalkit.report.html.charts import MatrixCell, Row, matrix_chart
 from evalkit.report.html.page import Html, Section, figure, join, paragraph
-from evalkit.scoring.summary import ConfusionMatrix
+
+if TYPE_CHECKING:  # types only: the score report need not build the comparison models
+    from evalkit.comparison.models import ConfusionComparison
+    from evalkit.scoring.summary import ConfusionMatrix
 
 NO_CLASS = "(no valid output)"
 
