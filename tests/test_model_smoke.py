@@ -247,6 +247,27 @@ def test_the_same_seed_trains_on_the_same_rows_to_the_same_losses(tiny: TinyMode
     assert losses(0) == losses(0)
 
 
+def test_gradient_checkpointing_recomputes_the_same_steps(tiny: TinyModels) -> None:
+    from evalkit.model.load import load_model
+    from evalkit.model.smoke import prepare
+    from evalkit.model.training import enable_checkpointing, new_adapter, to_tensors, train_steps
+
+    batches = prepare(tiny.base, tiny.data, text=["messages"], method="lora", r=None,
+                      targets=None, steps=STEPS, seq_len=SEQ_LEN, batch=BATCH, lr=1e-3,
+                      max_new_tokens=4, grad_checkpointing=True, device="cpu", dtype="auto",
+                      seed=0, tokenizer=None, loss=None).batches  # fmt: skip
+
+    def losses(checkpointing: bool) -> list[float]:
+        loaded = load_model(tiny.base, device="cpu")
+        new_adapter(loaded, r=8, targets=["q_proj", "v_proj"], seed=0)
+        if checkpointing:
+            enable_checkpointing(loaded)
+            assert any(getattr(m, "gradient_checkpointing", False) for m in loaded.model.modules())
+        return train_steps(loaded.model, [to_tensors(b, "cpu") for b in batches], lr=1e-3)
+
+    assert losses(True) == pytest.approx(losses(False), rel=1e-6)
+
+
 def test_full_fine_tuning_saves_and_reloads_the_model(run_cli, tiny, tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli.generate_cmd import DEVICES, DTYPES
+from evalkit.cli._model_options import device_options
 
 
 @click.command("smoke")
@@ -73,20 +73,7 @@ from evalkit.cli.generate_cmd import DEVICES, DTYPES
     type=click.Path(path_type=Path),
     help="Tokenizer folder (default: --base).",
 )
-@click.option(
-    "--device",
-    type=click.Choice(DEVICES),
-    default="auto",
-    show_default=True,
-    help="auto: CUDA when torch sees a GPU, else the CPU.",
-)
-@click.option(
-    "--dtype",
-    type=click.Choice(DTYPES),
-    default="auto",
-    show_default=True,
-    help="auto: float32 on the CPU; on CUDA the saved 16-bit dtype, else float32.",
-)
+@device_options
 @click.option(
     "--seed",
     default=0,

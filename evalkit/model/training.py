@@ -46,9 +46,10 @@ def train_everything(loaded: LoadedModel) -> None:
 
 def enable_checkpointing(loaded: LoadedModel) -> None:
     """transformers' per-layer gradient checkpointing (non-reentrant: LoRA needs no input grad)."""
-    loaded.model.gradient_checkpointing_enable(
-        gradient_checkpointing_kwargs={"use_reentrant": False}
-    )
+    with runtime.quiet_warnings():  # transformers 5 renames it; the old name still works
+        loaded.model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False}
+        )
 
 
 def trainable_parameters(model: Any) -> int:

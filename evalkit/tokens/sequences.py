@@ -29,6 +29,9 @@ from evalkit.tokens.plan import SplitPlanner
 
 IGNORE_INDEX = -100
 """The label of a token the loss is not on (PyTorch's and transformers' convention)."""
+SCAN_FACTOR, MIN_SCAN = 50, 2048
+"""Rows looked at for ``steps x batch`` usable ones: at most the larger of 50 per row wanted
+and 2,048."""
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,15 @@ def choose_sequences(
     data: TrainingData, tokenizer: Any, *, steps: int, batch: int, seq_len: int, seed: int
 ) -> Chosen:
     """``steps x batch`` rows in seeded order, each keeping a supervised token within
-    ``seq_len``; the order starts over when the split has fewer such rows."""
+    ``seq_len``; the order starts over when fewer such rows are found (among the first
+    ``max(50 x steps x batch, 2048)`` rows looked at)."""
     wanted = steps * batch
     usable: list[TrainingSequence] = []
     skipped = 0
-    for row in seeded_order(len(data.split.chat), seed):
+    order = seeded_order(len(data.split.chat), seed)
+    # A split whose rows mostly do not fit is not scanned to its end, one render at a time.
+    looked_at = order[: max(SCAN_FACTOR * wanted, MIN_SCAN)]
+    for row in looked_at:
         sequence = training_sequence(data, tokenizer, row)
         if sequence.targets(seq_len) == 0:
             skipped += 1
@@ -157,8 +164,9 @@ def choose_sequences(
         if len(usable) == wanted:
             break
     if not usable:
+        every = "no row" if len(looked_at) == len(order) else f"none of {len(looked_at)} rows"
         raise UsageError(
-            f"{data.split.path}: no row keeps a supervised token (loss: {data.loss}) within "
+            f"{data.split.path}: {every} keeps a supervised token (loss: {data.loss}) within "
             f"the first {seq_len} tokens; raise --seq-len (evalkit tokens --max-seq-length "
             f"{seq_len} shows the truncation)"
         )
