@@ -256,7 +256,9 @@ def _phases(phases: _Phases, prepared: Prepared, progress: bool) -> None:
         phases.phase("train"),
         Progress(progress).stage("training", len(tensors), "steps") as tick,
     ):
-        outcome.losses = train_steps(loaded.model, tensors, lr=prepared.settings.lr, advance=tick)
+        train_steps(
+            loaded.model, tensors, lr=prepared.settings.lr, advance=tick, losses=outcome.losses
+        )
     if not finite(outcome.losses):
         step = next(i for i, loss in enumerate(outcome.losses, 1) if not math.isfinite(loss))
         outcome.problems.append(

@@ -102,29 +102,32 @@ def train_steps(
     *,
     lr: float,
     advance: Callable[[int], object] = lambda _count: None,
+    losses: list[float] | None = None,
 ) -> list[float]:
     """One AdamW step per batch; the loss of each step (computed before its update).
 
-    The optimizer and the gradients are freed at the end, so what is
-    measured next (generation, saving) holds what those phases hold.
+    Each loss is appended to ``losses`` as its step ends (so a step that runs
+    out of memory leaves the earlier ones). The optimizer and the gradients
+    are freed at the end, so what is measured next (generation, saving) holds
+    what those phases hold.
     """
     torch = runtime.torch_module()
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=lr)
     model.train()
-    losses: list[float] = []
+    found: list[float] = [] if losses is None else losses
     with runtime.quiet_warnings():
         for tensors in batches:
             loss = supervised_loss(forward_logits(model, tensors), tensors.labels)
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            losses.append(float(loss.detach()))
+            found.append(float(loss.detach()))
             del loss
             advance(1)
     del optimizer
     model.eval()
-    return losses
+    return found
 
 
 def finite(values: Sequence[float]) -> bool:
