@@ -41,6 +41,8 @@ _EXPORTS: dict[str, str] = {
     "generate": "evalkit.model.generate",
     "reload_check": "evalkit.model.reload",
     "load_model": "evalkit.model.load",
+    "smoke": "evalkit.model.smoke",
+    "SmokeReport": "evalkit.model.smoke_records",
     "adapter_card": "evalkit.provenance.card",
     "load_card": "evalkit.provenance.card",
     "AdapterCard": "evalkit.provenance.models",

@@ -74,6 +74,10 @@ class ModelLoadError(EvalkitError):
     """A model, adapter or merged folder cannot be loaded as it stands (names the folder)."""
 
 
+class OutOfDeviceMemory(ModelLoadError):
+    """The device ran out of memory while a model loaded (names the folder, device and dtype)."""
+
+
 class AdapterMismatch(ModelLoadError):
     """An adapter does not fit the base it is loaded on (shapes or modules differ)."""
 

@@ -190,7 +190,15 @@ fi
 echo "   -> exit 1: the bf16-saved merge is not the artifact that was scored"
 
 echo
+echo "== 12. smoke: 3 real LoRA steps of the example model on the chat split at 512 tokens,"
+echo "   each phase measured beside evalkit plan's bound, the adapter reloaded in a fresh process"
+echo "   (on the CPU the figures are process RSS: they show the mechanics, not the GPU plan)"
+evalkit smoke --base examples/model/base --data "$OUT/chat-split/train.jsonl" --text messages \
+  --seq-len 512 --batch 2 --json "$OUT/model/smoke.json"
+echo "   -> exit 0: finite losses, and the reloaded adapter gives the trained logits"
+
+echo
 echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
 echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html;"
 echo "  $OUT/tokens/report.html shows sampled conversations token by token;"
-echo "  $OUT/model/ has the generate run and the reload reports"
+echo "  $OUT/model/ has the generate run, the reload reports and smoke.json"

@@ -1,7 +1,7 @@
 """The JSON Schemas of evalkit's persisted outputs, generated from the models and committed.
 
-Readers of manifest.json, summary.json, the audit report, card.json and ledger
-reports (people, and tools in other languages) get a schema in docs/schemas/;
+Readers of manifest.json, summary.json, the audit report, card.json, ledger and
+smoke reports (people, and tools in other languages) get a schema in docs/schemas/;
 this test fails when a model changes and its committed schema was not
 regenerated (EVALKIT_UPDATE_GOLDEN=1).
 """
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from evalkit.leakage.models import AuditReport
 from evalkit.model.records import ReloadReport, RunRecord
+from evalkit.model.smoke_records import SmokeReport
 from evalkit.plan.models import PlanResult
 from evalkit.provenance.ledger_state import LedgerReport
 from evalkit.provenance.models import AdapterCard
@@ -39,6 +40,7 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (AdapterCard, "adapter-card"),
         (LedgerReport, "ledger-report"),
         (TokensReport, "tokens-report"),
+        (SmokeReport, "smoke-report"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type[BaseModel], name: str) -> None:

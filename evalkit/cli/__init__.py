@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tokens": ("evalkit.cli.tokens_cmd", "tokens_command"),
     "generate": ("evalkit.cli.generate_cmd", "generate_command"),
     "reload-check": ("evalkit.cli.reload_check_cmd", "reload_check_command"),
+    "smoke": ("evalkit.cli.smoke_cmd", "smoke_command"),
 }
 
 INTERNAL_ERROR_EXIT = 3
@@ -84,6 +85,7 @@ def cli(debug: bool) -> None:
                       evalkit gate    - CI verdict: exit 0 pass, 1 fail
                       evalkit contract - check a contract, print its schema
     Before renting:   evalkit plan    - GPU memory of load, train, eval, export
+                      evalkit smoke   - a few real steps, measured beside the plan ([hf])
     Provenance:       evalkit card    - what a PEFT adapter is, without loading it
                       evalkit ledger  - how often each test set was looked at
     Models ([hf]):    evalkit generate - greedy predictions, every input pinned

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-DEVICES = ["auto", "cpu", "cuda"]
-DTYPES = ["auto", "float32", "bfloat16", "float16"]
+from evalkit.cli._model_options import device_options
 
 
 @click.command("generate")
@@ -62,20 +61,7 @@ DTYPES = ["auto", "float32", "bfloat16", "float16"]
     type=click.IntRange(min=1),
     help="Prompts decoded together (left-padded).",
 )
-@click.option(
-    "--device",
-    type=click.Choice(DEVICES),
-    default="auto",
-    show_default=True,
-    help="auto: CUDA when torch sees a GPU, else the CPU.",
-)
-@click.option(
-    "--dtype",
-    type=click.Choice(DTYPES),
-    default="auto",
-    show_default=True,
-    help="auto: float32 on the CPU; on CUDA the saved 16-bit dtype, else float32.",
-)
+@device_options
 @click.option("--force", is_flag=True, help="Replace an existing --out folder written by generate.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the output folder; no progress bar.")
 def generate_command(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli.generate_cmd import DEVICES, DTYPES
+from evalkit.cli._model_options import DEVICES, DTYPES
 
 
 @click.command("reload-check")

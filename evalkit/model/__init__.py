@@ -14,9 +14,11 @@ Loading, for every command that runs a model (``generate``,
 * :func:`resolve_device` / :func:`resolve_dtype` - ``auto|cpu|cuda`` and
   ``auto|float32|bfloat16|float16`` with the rules of ``docs/generate.md``.
 
-Commands: :func:`generate` (greedy predictions, ``run.json`` pins) and
+Commands: :func:`generate` (greedy predictions, ``run.json`` pins),
 :func:`reload_check` (the pinned artifact, reloaded in a fresh process,
-gives the same tokens).
+gives the same tokens) and :func:`smoke` (a few real training steps, each
+phase's peak memory measured beside ``evalkit plan``'s bound, the saved
+adapter reloaded in a fresh process).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ _EXPORTS: dict[str, str] = {
     "reload_check": "evalkit.model.reload",
     "RunRecord": "evalkit.model.records",
     "ReloadReport": "evalkit.model.records",
+    "smoke": "evalkit.model.smoke",
+    "SmokeReport": "evalkit.model.smoke_records",
 }
 
 __all__ = sorted(_EXPORTS)

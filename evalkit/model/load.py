@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import AdapterMismatch, ModelLoadError
+from evalkit.errors import AdapterMismatch, ModelLoadError, OutOfDeviceMemory
 from evalkit.model import runtime
 from evalkit.model.folders import (
     ADAPTER_WEIGHTS,
@@ -98,6 +98,11 @@ def load_base(folder: Path | str, *, device: str = "auto", dtype: str = "auto") 
             model = transformers.AutoModelForCausalLM.from_pretrained(str(base), **options)
             model.to(resolved_device)
     except Exception as error:  # the library raises many types; the user needs one line
+        if isinstance(error, runtime.torch_module().cuda.OutOfMemoryError):
+            raise OutOfDeviceMemory(
+                f"{base}: {resolved_device} ran out of memory loading this model in "
+                f"{resolved_dtype} ({_first_line(error)})"
+            ) from None
         raise ModelLoadError(
             f"{base}: transformers cannot load this model ({type(error).__name__}: "
             f"{_first_line(error)})"

@@ -10,27 +10,13 @@ N seeded control examples and compares their token ids with
 
 from __future__ import annotations
 
-import json
-import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from evalkit.errors import EvalkitError, UsageError, WorkerFailed
+from evalkit.errors import UsageError
 from evalkit.model.records import ReloadReport
 
 WORKER_MODULE = "evalkit.model.worker"
-
-
-def _worker_error(error: dict[str, Any]) -> EvalkitError:
-    """The worker's error as the same kind of error here (its exit code kept)."""
-    code = int(error.get("exit_code", 3))
-    message = str(error.get("message", "no message"))
-    if code == 3:
-        return WorkerFailed(f"internal error in the reload process: {message} (rerun with --debug)")
-    failure = EvalkitError(message)
-    failure.exit_code = code
-    return failure
 
 
 def reload_check(
@@ -53,8 +39,8 @@ def reload_check(
     run's base and adapter; ``device``/``dtype`` default to the run's.
     """
     from evalkit.model.folders import check_model_folder
+    from evalkit.model.fresh import run_worker
     from evalkit.model.pins import merged_pins, read_run, verify_pins
-    from evalkit.model.runtime import hub_offline_environment, python_executable
 
     if n < 1:
         raise UsageError(f"--n {n}: check at least one control example")
@@ -77,22 +63,5 @@ def reload_check(
         "pins_checked": checked,
     }
     with tempfile.TemporaryDirectory(prefix="evalkit-reload-") as scratch:
-        request_path = Path(scratch) / "request.json"
-        result_path = Path(scratch) / "result.json"
-        request_path.write_text(json.dumps(request), encoding="utf-8")
-        completed = subprocess.run(
-            [python_executable(), "-m", WORKER_MODULE, str(request_path), str(result_path)],
-            env=hub_offline_environment(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            check=False,
-        )
-        if not result_path.is_file():
-            raise WorkerFailed(
-                f"the reload process ended with exit code {completed.returncode} and no result "
-                "(out of memory? rerun with --debug)"
-            )
-        result = json.loads(result_path.read_text(encoding="utf-8"))
-    if "error" in result:
-        raise _worker_error(result["error"])
-    return ReloadReport.model_validate(result["report"])
+        report = run_worker(WORKER_MODULE, request, Path(scratch), what="reload")
+    return ReloadReport.model_validate(report)

@@ -13,14 +13,12 @@ a :class:`~evalkit.model.records.ReloadReport` (or the error) as JSON.
 
 from __future__ import annotations
 
-import json
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
 from evalkit._version import __version__
-from evalkit.errors import ArtifactChanged, DeviceUnavailable, EvalkitError
+from evalkit.errors import ArtifactChanged, DeviceUnavailable
 from evalkit.model.records import REPORT_VERSION, TOKENS_FILE, Divergence, ReloadReport, RunRecord
 
 
@@ -146,21 +144,9 @@ def check(request: dict[str, Any]) -> ReloadReport:
 
 def main(argv: list[str]) -> int:
     """Read the request, run the check, write the report or the error; exit 0 either way."""
-    request_path, result_path = Path(argv[0]), Path(argv[1])
-    request = json.loads(request_path.read_text(encoding="utf-8"))
-    try:
-        result: dict[str, Any] = {"report": check(request).model_dump(mode="json")}
-    except EvalkitError as error:
-        if request.get("debug"):
-            traceback.print_exc()
-        result = {"error": {"message": error.message, "exit_code": error.exit_code}}
-    except Exception as error:  # a bug: reported by the parent as an internal error
-        if request.get("debug"):
-            traceback.print_exc()
-        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        result = {"error": {"message": f"{type(error).__name__}: {first}", "exit_code": 3}}
-    result_path.write_text(json.dumps(result), encoding="utf-8")
-    return 0
+    from evalkit.model.fresh import worker_main
+
+    return worker_main(argv, lambda request: check(request).model_dump(mode="json"))
 
 
 if __name__ == "__main__":

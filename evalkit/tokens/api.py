@@ -97,9 +97,10 @@ def _tokenizer_info(tokenizer: Any, folder: Path, stops: list[int]) -> Tokenizer
     )
 
 
-def _settings(
+def measure_settings(
     tokenizer: Any, stops: list[int], max_seq_length: int | None, mode: TruncationMode
 ) -> Settings:
+    """The tokenizer facts every row is measured against (shared with ``evalkit smoke``)."""
     pad = tokenizer.pad_token_id
     return Settings(
         stop_ids=frozenset(stops),
@@ -176,7 +177,7 @@ def check_tokens(
         sample=sample,
         seed=seed,
     )
-    settings = _settings(loaded, stops, max_seq_length, truncation_mode)
+    settings = measure_settings(loaded, stops, max_seq_length, truncation_mode)
     context = Context(
         tokenizer=loaded,
         conversations=conversations,

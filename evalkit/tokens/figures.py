@@ -202,6 +202,25 @@ def _runs(plan: Plan, row: int, encoding: Any, n: int, boundary: int | None) -> 
     return [(boundary, n - 1)] if boundary is not None and boundary < n else []
 
 
+def supervised_runs(
+    tokenizer: Any, plan: Plan, settings: Settings, encodings: Sequence[Any]
+) -> list[list[TokenRun]]:
+    """The supervised token runs of each row of an encoded plan: the loss mask, as measured.
+
+    What :func:`measure` counts as supervised for every row, for a caller
+    that trains on the rows (``evalkit smoke``) instead of measuring them.
+    """
+    chunk = _Chunk(plan.texts, list(encodings), [encoding.ids for encoding in encodings])
+    matches: list[PromptMatch | None] = [None] * chunk.size
+    if plan.supervision == "after_prompt":
+        matches = _matches(tokenizer, plan, settings, plan.prompts, chunk)
+    boundaries = _boundaries(tokenizer, plan, settings, matches, chunk)
+    return [
+        _runs(plan, offset, encoding, len(chunk.ids[offset]), boundaries[offset])
+        for offset, encoding in enumerate(chunk.encodings)
+    ]
+
+
 Planner = Callable[[int, int], Plan]
 """Rows ``start:stop`` of a split -> their plan (rendering happens here)."""
 

@@ -1,0 +1,85 @@
+"""Running a check in a fresh Python process, and reading its result back.
+
+A reload is proven only in a new interpreter: nothing of the process that
+trained, merged or generated (weights in memory, a module left in training
+mode, a patched function, a cached kernel choice) can then make it pass.
+``reload-check`` and ``smoke`` both start ``python -m <worker> REQUEST.json
+RESULT.json``; the worker writes ``{"report": …}`` or ``{"error": {message,
+exit_code}}``, so an evalkit error in the child is the same one-line error
+(and exit code) in the parent, and a bug is exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import EvalkitError, WorkerFailed
+
+
+def worker_error(error: dict[str, Any], what: str) -> EvalkitError:
+    """The worker's error as the same kind of error here (its exit code kept)."""
+    code = int(error.get("exit_code", 3))
+    message = str(error.get("message", "no message"))
+    if code == 3:
+        return WorkerFailed(f"internal error in the {what} process: {message} (rerun with --debug)")
+    failure = EvalkitError(message)
+    failure.exit_code = code
+    return failure
+
+
+def run_worker(module: str, request: dict[str, Any], scratch: Path, *, what: str) -> Any:
+    """Run ``python -m module`` on ``request`` in a new interpreter; its report, or its error.
+
+    ``scratch`` is a folder the request and result files are written in.
+    The child's stdout is discarded (libraries print there); its stderr
+    passes through, so ``--debug`` tracebacks reach the user.
+    """
+    from evalkit.model.runtime import hub_offline_environment, python_executable
+
+    request_path = scratch / "request.json"
+    result_path = scratch / "result.json"
+    request_path.write_text(json.dumps(request), encoding="utf-8")
+    completed = subprocess.run(
+        [python_executable(), "-m", module, str(request_path), str(result_path)],
+        env=hub_offline_environment(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        check=False,
+    )
+    if not result_path.is_file():
+        raise WorkerFailed(
+            f"the {what} process ended with exit code {completed.returncode} and no result "
+            "(out of memory? rerun with --debug)"
+        )
+    result = json.loads(result_path.read_text(encoding="utf-8"))
+    if "error" in result:
+        raise worker_error(result["error"], what)
+    return result["report"]
+
+
+def worker_main(argv: list[str], compute: Callable[[dict[str, Any]], Any]) -> int:
+    """A worker's ``main``: read the request, compute, write the report or the error.
+
+    Always exits 0: the parent reads the outcome from the result file.
+    """
+    request_path, result_path = Path(argv[0]), Path(argv[1])
+    request = json.loads(request_path.read_text(encoding="utf-8"))
+    try:
+        result: dict[str, Any] = {"report": compute(request)}
+    except EvalkitError as error:
+        if request.get("debug"):
+            traceback.print_exc()
+        result = {"error": {"message": error.message, "exit_code": error.exit_code}}
+    except Exception as error:  # a bug: reported by the parent as an internal error
+        if request.get("debug"):
+            traceback.print_exc(file=sys.stderr)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        result = {"error": {"message": f"{type(error).__name__}: {first}", "exit_code": 3}}
+    result_path.write_text(json.dumps(result), encoding="utf-8")
+    return 0

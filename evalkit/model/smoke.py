@@ -1,0 +1,305 @@
+"""``evalkit smoke``: a few real steps, measured phase by phase beside ``evalkit plan``.
+
+read (base folder, tokenizer, split) -> validate (options through the
+plan's own checks, the device, the data) -> plan (the bound of every phase
+under exactly the settings that run) -> run (:mod:`evalkit.model.smoke_run`:
+load, train, generate, save, reload in a fresh process) -> a
+:class:`~evalkit.model.smoke_records.SmokeReport`. Everything that can be
+wrong with the input is found before the model loads.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from evalkit._version import __version__
+from evalkit.errors import UsageError
+from evalkit.model.smoke_records import (
+    PHASE_NAMES,
+    SMOKE_VERSION,
+    MemoryMeasure,
+    PhasePeak,
+    SmokeData,
+    SmokeReport,
+    SmokeSettings,
+)
+from evalkit.plan.models import PlanResult
+from evalkit.tokens.models import Loss
+from evalkit.tokens.sequences import Batch, TrainingData
+
+SmokeMethod = Literal["lora", "full"]
+METHODS: tuple[str, ...] = ("lora", "full")
+# The plan's --precision for the dtype the run trains in (pure 16-bit, or fp32).
+PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+GB = 10**9
+DIGITS = 4
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything read and checked before the model loads."""
+
+    base: Path
+    tokenizer_folder: Path
+    device: str
+    dtype: str
+    method: SmokeMethod
+    data: TrainingData
+    batches: list[Batch]
+    skipped_rows: int
+    prompts: list[list[int]]
+    plan: PlanResult
+    bounds: dict[str, int]
+    settings: SmokeSettings
+
+
+def _check_numbers(steps: int, seq_len: int, batch: int, lr: float, max_new_tokens: int) -> None:
+    for value, option in ((steps, "--steps"), (seq_len, "--seq-len"), (batch, "--batch")):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{option}: must be a positive integer, got {value!r}")
+    if max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens: must be a positive integer, got {max_new_tokens!r}")
+    if not (isinstance(lr, float | int) and math.isfinite(lr) and lr > 0):
+        raise UsageError(f"--lr: must be a positive finite number, got {lr!r}")
+
+
+def _tokenizer(base: Path, tokenizer: Path | None) -> tuple[Any, Path]:
+    from evalkit.errors import ModelLoadError
+    from evalkit.model.folders import has_tokenizer
+    from evalkit.model.load import choose_tokenizer_folder
+    from evalkit.tokens.load import load_tokenizer, require_fast
+    from evalkit.tokens.render import require_template
+
+    folder = choose_tokenizer_folder(base, None, tokenizer)
+    if tokenizer is None and not has_tokenizer(folder):
+        raise ModelLoadError(
+            f"{folder}: holds no tokenizer files (tokenizer.json, tokenizer_config.json); "
+            "pass --tokenizer DIR, the tokenizer the model is trained with"
+        )
+    loaded = load_tokenizer(folder)
+    require_fast(loaded, folder)
+    require_template(loaded, str(folder))
+    return loaded, folder
+
+
+def prepare(
+    base: Path | str,
+    data: Path | str,
+    *,
+    text: Sequence[str],
+    method: str,
+    r: int | None,
+    targets: str | None,
+    steps: int,
+    seq_len: int,
+    batch: int,
+    lr: float,
+    max_new_tokens: int,
+    grad_checkpointing: bool,
+    device: str,
+    dtype: str,
+    seed: int,
+    tokenizer: Path | str | None,
+    loss: Loss | None,
+) -> Prepared:
+    """Read and check every input, choose the rows, and plan exactly this run."""
+    from evalkit.model import runtime
+    from evalkit.model.folders import check_model_folder
+    from evalkit.plan import load_model_shape, phase_bounds, plan_shape, resolve_options
+    from evalkit.tokens.api import measure_settings
+    from evalkit.tokens.load import chat_template, stop_token_ids
+    from evalkit.tokens.render import has_generation_markers
+    from evalkit.tokens.sequences import (
+        choose_sequences,
+        make_batches,
+        prompt_ids,
+        read_training_split,
+    )
+
+    if method not in METHODS:
+        raise UsageError(f"--method {method!r}: smoke trains one of {', '.join(METHODS)}")
+    chosen_method = cast(SmokeMethod, method)
+    _check_numbers(steps, seq_len, batch, lr, max_new_tokens)
+    if seed < 0:
+        raise UsageError(f"--seed: must be >= 0, got {seed}")
+    base_path = Path(base)
+    config = check_model_folder(base_path)
+    shape = load_model_shape(base_path)
+    # The plan's own checks, before anything slow: --r/--targets with full, an unknown target.
+    resolve_options(shape, method=chosen_method, r=r, targets=targets, seq_len=seq_len)
+    resolved_device = runtime.resolve_device(device)
+    resolved_dtype = runtime.resolve_dtype(dtype, resolved_device, config)
+    loaded_tokenizer, folder = _tokenizer(
+        base_path, Path(tokenizer) if tokenizer is not None else None
+    )
+    stops = stop_token_ids(loaded_tokenizer, folder)
+    settings = measure_settings(loaded_tokenizer, stops, seq_len, "keep_start")
+    training = read_training_split(
+        Path(data),
+        text,
+        loaded_tokenizer,
+        settings=settings,
+        markers=has_generation_markers(chat_template(loaded_tokenizer)),
+        loss=loss,
+    )
+    chosen = choose_sequences(
+        training, loaded_tokenizer, steps=steps, batch=batch, seq_len=seq_len, seed=seed
+    )
+    pad = settings.pad_id if settings.pad_id is not None else 0
+    batches = make_batches(chosen, batch=batch, seq_len=seq_len, pad_id=pad)
+    prompts = prompt_ids(training, loaded_tokenizer, batches[0].rows)
+    options = resolve_options(
+        shape,
+        method=chosen_method,
+        r=r,
+        targets=targets,
+        seq_len=seq_len,
+        batch=batch,
+        grad_checkpointing=grad_checkpointing,
+        precision=PRECISION[resolved_dtype],  # type: ignore[arg-type]
+        # torch.optim.AdamW's default on a GPU: the foreach kernel, with its sqrt temporary.
+        optimizer="adamw-foreach",
+        attention="sdpa",
+        eval_batch=len(prompts),
+        eval_tokens=max(len(ids) for ids in prompts) + max_new_tokens,
+        export="adapter" if method == "lora" else None,
+    )
+    return Prepared(
+        base=base_path,
+        tokenizer_folder=folder,
+        device=resolved_device,
+        dtype=resolved_dtype,
+        method=chosen_method,
+        data=training,
+        batches=batches,
+        skipped_rows=chosen.without_targets,
+        prompts=prompts,
+        plan=plan_shape(shape, options),
+        bounds=phase_bounds(shape, options),
+        settings=SmokeSettings(
+            method=chosen_method,
+            r=options.r,
+            targets=list(options.targets),
+            seq_len=seq_len,
+            batch=batch,
+            lr=float(lr),
+            grad_checkpointing=grad_checkpointing,
+            dtype=resolved_dtype,  # type: ignore[arg-type]
+            max_new_tokens=max_new_tokens,
+            seed=seed,
+        ),
+    )
+
+
+def _gb(amount: int | None) -> float | None:
+    return None if amount is None else round(amount / GB, DIGITS)
+
+
+def _phases(prepared: Prepared, peaks: dict[str, int], comparable: bool) -> dict[str, PhasePeak]:
+    phases = {}
+    for name in PHASE_NAMES:
+        measured = peaks.get(name)
+        bound = prepared.bounds[name]
+        ratio = round(bound / measured, DIGITS) if comparable and measured else None
+        phases[name] = PhasePeak(measured_gb=_gb(measured), bound_gb=_gb(bound) or 0.0, ratio=ratio)
+    return phases
+
+
+def smoke(
+    base: Path | str,
+    data: Path | str,
+    *,
+    text: str | Sequence[str],
+    method: str = "lora",
+    r: int | None = None,
+    targets: str | None = None,
+    steps: int = 3,
+    seq_len: int = 2048,
+    batch: int = 1,
+    lr: float = 1e-4,
+    max_new_tokens: int = 16,
+    grad_checkpointing: bool = False,
+    device: str = "auto",
+    dtype: str = "auto",
+    seed: int = 0,
+    tokenizer: Path | str | None = None,
+    loss: Loss | None = None,
+    progress: bool = False,
+    debug: bool = False,
+) -> SmokeReport:
+    """Run ``steps`` real optimizer steps of ``method`` on ``data`` and measure every phase.
+
+    The base in ``base`` is loaded on ``device`` in ``dtype``; a new LoRA
+    adapter of rank ``r`` (PEFT's default targets unless ``targets``), or
+    the whole model, trains with AdamW on batches of ``batch`` rows of the
+    conversations in ``text``, each cut and padded to ``seq_len`` tokens, the
+    loss on the tokens ``evalkit tokens`` reports as supervised. Then a short
+    greedy generation, the adapter (or model) saved and reloaded in a fresh
+    process, its logits compared with the trained model's. Each phase's
+    peak is measured beside the plan's bound for exactly these settings.
+    Bad input raises an ``EvalkitError`` (exit 2) before the model loads; a
+    failed step or reload is in the report (``verdict`` ``fail``).
+    """
+    from evalkit.io import sha256_file
+    from evalkit.model.generate import device_record
+    from evalkit.model.memory import NOTES
+    from evalkit.model.smoke_run import run_phases
+
+    columns = [text] if isinstance(text, str) else list(text)
+    prepared = prepare(
+        base,
+        data,
+        text=columns,
+        method=method,
+        r=r,
+        targets=targets,
+        steps=steps,
+        seq_len=seq_len,
+        batch=batch,
+        lr=lr,
+        max_new_tokens=max_new_tokens,
+        grad_checkpointing=grad_checkpointing,
+        device=device,
+        dtype=dtype,
+        seed=seed,
+        tokenizer=tokenizer,
+        loss=loss,
+    )
+    outcome = run_phases(prepared, progress=progress, debug=debug)
+    measured = list(outcome.peaks.values())
+    split = prepared.data.split
+    return SmokeReport(
+        format_version=SMOKE_VERSION,
+        evalkit_version=__version__,
+        base=str(prepared.base),
+        tokenizer=str(prepared.tokenizer_folder),
+        data=SmokeData(
+            path=str(split.path),
+            sha256=sha256_file(split.path),
+            rows=len(split.chat),
+            text_columns=columns,
+            loss=prepared.data.loss,
+            skipped_rows=prepared.skipped_rows,
+        ),
+        settings=prepared.settings,
+        plan=prepared.plan,
+        device=device_record(prepared.device),
+        memory=MemoryMeasure(
+            kind=outcome.measure, comparable=outcome.comparable, note=NOTES[outcome.measure]
+        ),
+        measured_peak_gb=_gb(max(measured)) if measured else None,
+        phases=_phases(prepared, outcome.peaks, outcome.comparable),
+        steps=steps,
+        losses=[value if math.isfinite(value) else None for value in outcome.losses],
+        batches=[list(b.rows) for b in prepared.batches],
+        targets=[b.targets for b in prepared.batches],
+        trainable_params=outcome.trainable,
+        generation=outcome.generation,
+        reload=outcome.reload,
+        problems=outcome.problems,
+        verdict="fail" if outcome.problems else "pass",
+    )
