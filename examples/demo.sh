@@ -7,6 +7,8 @@ OUT=demo-out
 rm -rf "$OUT"
 mkdir -p "$OUT"
 
+echo "######## Before training: the data, the tokens, the GPU ########"
+echo
 echo "== 1. split 1,200 tickets into 840/180/180, conversations kept whole"
 evalkit split examples/tickets/tickets.jsonl --out "$OUT/split-plain" \
   --group conversation_id --stratify category --id ticket_id --text text \
@@ -33,70 +35,14 @@ evalkit audit "$OUT/split" --id ticket_id --text text --group conversation_id --
 echo "   -> exit 0: no group, id, exact or near-duplicate leak"
 
 echo
-echo "== 2. simulate predictions of a baseline and two fine-tuned candidates"
-echo "   (SIMULATED: generated from the gold labels with fences, prose, truncations and"
-echo "    wrong classes; see examples/tickets/simulate_predictions.py - no model runs here)"
-python examples/tickets/simulate_predictions.py "$OUT/split/test.parquet" \
-  --out "$OUT/predictions" --seed 11
-
-echo
-echo "== 3. score each against the ticket-triage contract: format and content, per class"
-evalkit contract check contracts/ticket-triage.yaml > "$OUT/contract.normalized.yaml"
-head -2 "$OUT/contract.normalized.yaml"
-for name in baseline candidate-a candidate-b; do
-  echo
-  evalkit score --contract contracts/ticket-triage.yaml --gold "$OUT/split/test.parquet" \
-    --pred "$OUT/predictions/$name.jsonl" --out "$OUT/score/$name" --name "$name"
-done
-
-echo
-echo "== 3b. the test-set ledger: each score above was one look at the test split"
-echo "   (score appends to $OUT/split/evalkit-ledger.jsonl; three looks: 'reused')"
-evalkit ledger "$OUT/split/test.parquet"
-
-echo
-echo "== 4. compare both candidates with the baseline, example by example, and rank them"
-echo "   (report.html: the same comparison as charts, one self-contained page to open offline)"
-evalkit compare "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \
-  --out "$OUT/compare"
-
-echo
-echo "== 5. gate candidate-a: better on average, but legal_threat is broken -> blocked (exit 1)"
-status=0
-evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-a" \
-  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" \
-  --html "$OUT/gate/candidate-a.html" || status=$?
-if [ "$status" -ne 1 ]; then
-  echo "demo: expected evalkit gate to block candidate-a with exit 1, got exit $status" >&2
-  exit 1
-fi
-echo "   -> exit $status: candidate-a is blocked; the walkthrough continues"
-
-echo
-echo "== 6. gate candidate-b: better on average and no rule broken -> passes (exit 0)"
-evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
-  --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
-echo "   -> exit 0: candidate-b passes"
-
-echo
-echo "== 7. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
-echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
-evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
-  --eval-batch 8 --eval-tokens 1024 --export merge --json "$OUT/plan/llama-2-13b-qlora.json"
-echo
-echo "   the same cycle exporting the adapter alone:"
-evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
-  --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
-
-echo
-echo "== 8. the same tickets as training conversations (system prompt, ticket, JSON answer)"
+echo "== 2. the same tickets as training conversations (system prompt, ticket, JSON answer)"
 echo "   (examples/tickets/tickets_chat.jsonl; python examples/tickets/generate.py --format messages)"
 evalkit split examples/tickets/tickets_chat.jsonl --out "$OUT/chat-split" \
   --group conversation_id --stratify category --id ticket_id --text messages \
   --sizes 840,180,180 --seed 7 --near-dup 0.8 --format jsonl
 
 echo
-echo "== 8b. audit it: the shared system prompt is not compared (default --roles), no leak"
+echo "== 2b. audit it: the shared system prompt is not compared (default --roles), no leak"
 evalkit audit "$OUT/chat-split" --id ticket_id --text messages --group conversation_id
 echo "   -> exit 0. Comparing the shared system prompt too (--roles system,user) is wrong:"
 status=0
@@ -113,21 +59,7 @@ print(f"   -> exit 1: {counts['near_duplicates']:,} near-duplicate pairs that on
 PY
 
 echo
-echo "== 8c. the test split's prompts (reference answers left out) as OpenAI Batch requests"
-evalkit prompts "$OUT/chat-split/test.jsonl" --id ticket_id --text messages \
-  --out "$OUT/prompts/test.batch.jsonl" --model ticket-triage-ft --max-tokens 200
-
-echo
-echo "== 8d. SIMULATED Batch output files for those requests, scored with gold read from"
-echo "   the reference answers (contracts/ticket-triage-chat.yaml: gold_answer)"
-python examples/tickets/simulate_predictions.py "$OUT/chat-split/test.jsonl" \
-  --batch-input "$OUT/prompts/test.batch.jsonl" --out "$OUT/chat-predictions" --seed 11
-evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/chat-split/test.jsonl" \
-  --pred "$OUT/chat-predictions/candidate-b.batch-output.jsonl" --pred-format openai-batch \
-  --out "$OUT/score-chat/candidate-b" --name candidate-b
-
-echo
-echo "== 9. the chat split as the model will see it: rendered by the example tokenizer's chat"
+echo "== 3. the chat split as the model will see it: rendered by the example tokenizer's chat"
 echo "   template (examples/tokenizer), loss on the assistant turns, checked at 512 tokens"
 evalkit tokens "$OUT/chat-split" --tokenizer examples/tokenizer --text messages --id ticket_id \
   --max-seq-length 512 --json "$OUT/tokens/report.json" --html "$OUT/tokens/report.html"
@@ -151,7 +83,38 @@ fi
 echo "   -> exit 1: stop_token fails on every example (and pad_is_eos warns: pad is now the eos)"
 
 echo
-echo "== 10. generate with a model: a base + LoRA adapter from local folders (examples/model/),"
+echo "== 4. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
+echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export merge --json "$OUT/plan/llama-2-13b-qlora.json"
+echo
+echo "   the same cycle exporting the adapter alone:"
+evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
+  --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
+
+echo
+echo "== 5. smoke: 3 real LoRA steps of the example model on the chat split at 512 tokens,"
+echo "   each phase measured beside evalkit plan's bound, the adapter reloaded in a fresh process"
+echo "   (on the CPU the figures are process RSS: they show the mechanics, not the GPU plan)"
+evalkit smoke --base examples/model/base --data "$OUT/chat-split/train.jsonl" --text messages \
+  --seq-len 512 --batch 2 --json "$OUT/model/smoke.json"
+echo "   -> exit 0: finite losses, and the reloaded adapter gives the trained logits"
+
+echo
+echo "######## After training: the adapter, its predictions, the verdict ########"
+echo
+echo "== 6. what the example adapter is, read from its PEFT folder without torch: evalkit card"
+status=0
+evalkit card examples/model/adapter --base examples/model/base --out "$OUT/card.json" || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected evalkit card to flag the unpinned base (exit 1), got exit $status" >&2
+  exit 1
+fi
+echo "   -> exit 1: unpinned_base (the adapter names its base by a path, not a pinned commit;"
+echo "      --base-revision pins a Hub base, and generate pins a local one by its hashes)"
+
+echo
+echo "== 7. generate with a model: a base + LoRA adapter from local folders (examples/model/),"
 echo "   on the first 12 test conversations of the chat split (reference answers left out)"
 echo "   (the example model is TINY AND RANDOM: its outputs are GARBAGE, and scoring them says"
 echo "    so. The point is the mechanics - loading, rendering, batching, pinning, reloading -"
@@ -164,16 +127,17 @@ evalkit generate --base examples/model/base --adapter examples/model/adapter \
 head -2 "$OUT/model/run/predictions.jsonl"
 echo
 evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/model/test-chat.jsonl" \
-  --pred "$OUT/model/run/predictions.jsonl" --out "$OUT/model/score" --name tiny-random-adapter \
+  --pred "$OUT/model/run/predictions.jsonl" --card "$OUT/card.json" --out "$OUT/model/score" \
+  --name tiny-random-adapter \
   --no-ledger | head -8
 echo "   -> every output is no_json: the contract sees garbage as garbage"
 
 echo
-echo "== 11. reload-check: a fresh process reloads what run.json pins and regenerates controls"
+echo "== 8. reload-check: a fresh process reloads what run.json pins and regenerates controls"
 evalkit reload-check "$OUT/model/run" --n 8
 
 echo
-echo "== 11b. merge the adapter into the base: saved in float32 it passes; saved in bf16 it fails"
+echo "== 8b. merge the adapter into the base: saved in float32 it passes; saved in bf16 it fails"
 python examples/model/merge.py --base examples/model/base --adapter examples/model/adapter \
   --out "$OUT/model/merged-fp32"
 evalkit reload-check "$OUT/model/run" --n 12 --merged "$OUT/model/merged-fp32" --quiet
@@ -190,12 +154,64 @@ fi
 echo "   -> exit 1: the bf16-saved merge is not the artifact that was scored"
 
 echo
-echo "== 12. smoke: 3 real LoRA steps of the example model on the chat split at 512 tokens,"
-echo "   each phase measured beside evalkit plan's bound, the adapter reloaded in a fresh process"
-echo "   (on the CPU the figures are process RSS: they show the mechanics, not the GPU plan)"
-evalkit smoke --base examples/model/base --data "$OUT/chat-split/train.jsonl" --text messages \
-  --seq-len 512 --batch 2 --json "$OUT/model/smoke.json"
-echo "   -> exit 0: finite losses, and the reloaded adapter gives the trained logits"
+echo "== 9. the test split's prompts (reference answers left out) as OpenAI Batch requests"
+evalkit prompts "$OUT/chat-split/test.jsonl" --id ticket_id --text messages \
+  --out "$OUT/prompts/test.batch.jsonl" --model ticket-triage-ft --max-tokens 200
+
+echo
+echo "== 9b. SIMULATED Batch output files for those requests, scored with gold read from"
+echo "   the reference answers (contracts/ticket-triage-chat.yaml: gold_answer)"
+python examples/tickets/simulate_predictions.py "$OUT/chat-split/test.jsonl" \
+  --batch-input "$OUT/prompts/test.batch.jsonl" --out "$OUT/chat-predictions" --seed 11
+evalkit score --contract contracts/ticket-triage-chat.yaml --gold "$OUT/chat-split/test.jsonl" \
+  --pred "$OUT/chat-predictions/candidate-b.batch-output.jsonl" --pred-format openai-batch \
+  --out "$OUT/score-chat/candidate-b" --name candidate-b
+
+echo
+echo "== 10. simulate predictions of a baseline and two fine-tuned candidates"
+echo "   (SIMULATED: generated from the gold labels with fences, prose, truncations and"
+echo "    wrong classes; see examples/tickets/simulate_predictions.py - no model runs here)"
+python examples/tickets/simulate_predictions.py "$OUT/split/test.parquet" \
+  --out "$OUT/predictions" --seed 11
+
+echo
+echo "== 10b. score each against the ticket-triage contract: format and content, per class"
+evalkit contract check contracts/ticket-triage.yaml > "$OUT/contract.normalized.yaml"
+head -2 "$OUT/contract.normalized.yaml"
+for name in baseline candidate-a candidate-b; do
+  echo
+  evalkit score --contract contracts/ticket-triage.yaml --gold "$OUT/split/test.parquet" \
+    --pred "$OUT/predictions/$name.jsonl" --out "$OUT/score/$name" --name "$name"
+done
+
+echo
+echo "== 11. the test-set ledger: each score above was one look at the test split"
+echo "   (score appends to $OUT/split/evalkit-ledger.jsonl; three looks: 'reused')"
+evalkit ledger "$OUT/split/test.parquet"
+
+echo
+echo "== 12. compare both candidates with the baseline, example by example, and rank them"
+echo "   (report.html: the same comparison as charts, one self-contained page to open offline)"
+evalkit compare "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \
+  --out "$OUT/compare"
+
+echo
+echo "== 13. gate candidate-a: better on average, but legal_threat is broken -> blocked (exit 1)"
+status=0
+evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-a" \
+  --junit "$OUT/gate/candidate-a.junit.xml" --markdown "$OUT/gate/candidate-a.md" \
+  --html "$OUT/gate/candidate-a.html" || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected evalkit gate to block candidate-a with exit 1, got exit $status" >&2
+  exit 1
+fi
+echo "   -> exit $status: candidate-a is blocked; the walkthrough continues"
+
+echo
+echo "== 14. gate candidate-b: better on average and no rule broken -> passes (exit 0)"
+evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
+  --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
+echo "   -> exit 0: candidate-b passes"
 
 echo
 echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"

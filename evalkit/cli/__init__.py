@@ -76,20 +76,23 @@ def cli(debug: bool) -> None:
     """evalkit keeps fine-tuning experiments honest.
 
     \b
-    Before training:  evalkit split   - group-aware, exact, stratified splits
-                      evalkit audit   - leakage between existing splits
-                      evalkit tokens  - the data as the model sees it
-    Evaluation input: evalkit prompts - a split's conversations as Batch requests
-    After training:   evalkit score   - format validity and accuracy per class
-                      evalkit compare - paired regression report vs a baseline
-                      evalkit gate    - CI verdict: exit 0 pass, 1 fail
-                      evalkit contract - check a contract, print its schema
-    Before renting:   evalkit plan    - GPU memory of load, train, eval, export
-                      evalkit smoke   - a few real steps, measured beside the plan ([hf])
-    Provenance:       evalkit card    - what a PEFT adapter is, without loading it
-                      evalkit ledger  - how often each test set was looked at
-    Models ([hf]):    evalkit generate - greedy predictions, every input pinned
-                      evalkit reload-check - the pinned artifact gives the same tokens
+    Before training:   split        - group-aware, exact, stratified splits
+                       audit        - leakage between existing splits
+                       tokens       - the data as the model sees it (chat template, mask)
+                       plan         - GPU memory of load, train, eval, export
+                       smoke        - a few real steps, measured beside the plan [hf]
+    Evaluation inputs: prompts      - a split's conversations as Batch requests
+                       generate     - greedy predictions, every input pinned [hf]
+    After training:    card         - what a PEFT adapter is, without loading it
+                       score        - format validity and accuracy per class
+                       ledger       - how often each test set was looked at
+                       compare      - paired regression report vs a baseline
+                       gate         - CI verdict: exit 0 pass, 1 fail
+                       contract     - check a contract, print its schema
+    Before shipping:   reload-check - the shipped artifact gives the scored tokens [hf]
+
+    Conversations (messages, ShareGPT, prompt-completion) are read wherever a
+    command takes --text. Nothing is downloaded: models are local folders.
 
     Exit codes: 0 done/pass, 1 a check found a problem, 2 bad input or usage,
     3 internal error (a bug: please report it with --debug output).
