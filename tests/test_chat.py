@@ -407,3 +407,16 @@ def test_split_refuses_content_types_it_could_not_write_back(tmp_path: Path, run
     )
     assert_one_line_error(result, "mixed.jsonl", "'messages'", "mixes value types")
     assert not (tmp_path / "out").exists()
+
+
+def test_text_parts_whose_text_is_null_in_every_row_are_bad_input(tmp_path: Path) -> None:
+    # polars types a field that is null in every row as Null, not String: the
+    # vectorised path must still report the message, not fail on the type.
+    rows = [{"messages": [{"role": "user", "content": [{"type": "text", "text": None}]}]}]
+    path = write_jsonl(tmp_path / "c.jsonl", rows)
+    with pytest.raises(InvalidConversation, match=r"c\.jsonl:1: .*message 0: content part 0"):
+        chat_from_file(path)
+    frame = read_table(path)
+    frame.write_parquet(tmp_path / "c.parquet")
+    with pytest.raises(InvalidConversation, match=r"row 1: .*message 0: content part 0"):
+        read_chat(read_table(tmp_path / "c.parquet"), "messages", source="c.parquet")

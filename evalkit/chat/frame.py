@@ -131,7 +131,10 @@ def _content_columns(fields: dict[str, Any], key: str) -> tuple[pl.Expr, pl.Expr
         return content.fill_null(""), missing, pl.lit(0, dtype=pl.Int64)
     element = pl.element()
     part_type = element.struct.field("type") if "type" in parts else pl.lit(None, pl.String)
-    part_text = element.struct.field("text") if "text" in parts else pl.lit(None, pl.String)
+    # A field null in every row is typed Null, which list.join refuses: cast to text.
+    part_text = (
+        element.struct.field("text").cast(pl.String) if "text" in parts else pl.lit(None, pl.String)
+    )
     is_text = (part_type == "text").fill_null(False)
     text = (
         content.list.eval(part_text.filter(is_text & element.is_not_null()))
