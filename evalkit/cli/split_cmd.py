@@ -202,4 +202,4 @@ def split_command(
         out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force
     )
     if not quiet:
-        click.echo(render_split_summary(result.manifest, str(out)))
+        click.echo(render_split_summary(result.record, str(out)))

@@ -9,10 +9,12 @@ caller can inspect a split before anything touches the disk.
 
 from __future__ import annotations
 
-import json
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, SupportsIndex
 
 import numpy as np
 import polars as pl
@@ -34,25 +36,40 @@ from evalkit.splitting.groups import (
 )
 from evalkit.splitting.inputs import check_names, check_table, resolve_targets
 from evalkit.splitting.lengths import load_tokenizer, row_lengths
-from evalkit.splitting.manifest import (
+from evalkit.splitting.record import (
     Freezing,
     InputInfo,
+    ManifestRecord,
     Merging,
-    SplitManifest,
     SplitOptions,
     TextInfo,
+    manifest_text,
 )
 from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, Problem, required_classes
 
+if TYPE_CHECKING:
+    from evalkit.splitting.manifest import SplitManifest
+
 
 @dataclass(frozen=True)
 class SplitResult:
-    """A finished split: the rows of each split, the assignments and the manifest."""
+    """A finished split: the rows of each split, the assignments and the manifest.
+
+    ``record`` is the manifest as plain data, what :meth:`write` writes;
+    ``manifest`` the same as the validated pydantic model, built on first use.
+    """
 
     frames: dict[str, pl.DataFrame]
     assignments: pl.DataFrame
-    manifest: SplitManifest
+    record: ManifestRecord
+
+    @cached_property
+    def manifest(self) -> SplitManifest:
+        """The manifest as the :class:`~evalkit.splitting.manifest.SplitManifest` model."""
+        from evalkit.splitting.manifest import SplitManifest
+
+        return SplitManifest.model_validate(self.record.to_json())
 
     def write(self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False) -> None:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
@@ -61,14 +78,13 @@ class SplitResult:
         once everything succeeded; an existing ``out`` needs ``force``, and is
         never replaced if it holds the input or is a folder this did not write.
         """
-        source = self.manifest.input.path
+        source = self.record.input.path
         inputs = [Path(source)] if source is not None else []
         with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
             for name, frame in self.frames.items():
                 write_table(frame, staging / f"{name}.{fmt}", fmt)
             write_table(self.assignments, staging / "assignments.parquet", "parquet")
-            manifest = self.manifest.model_dump(mode="json")
-            text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+            text = manifest_text(self.record)
             (staging / "manifest.json").write_text(text, encoding="utf-8")
 
 
@@ -113,17 +129,17 @@ def split(
     options = SplitOptions(
         group=list(group),
         stratify=stratify,
-        sizes=list(sizes) if sizes is not None else None,
-        ratios=list(ratios) if ratios is not None else None,
+        sizes=[_whole(size, "--sizes") for size in sizes] if sizes is not None else None,
+        ratios=[float(ratio) for ratio in ratios] if ratios is not None else None,
         names=list(names),
-        seed=seed,
+        seed=_whole(seed, "--seed"),
         id=id_column,
         text=text_columns[0] if text_columns else None,
         completion=text_columns[1] if len(text_columns) > 1 else None,
         roles=list(compared_roles) if roles is not None else None,
         null_group=null_group,
-        tolerance=tolerance,
-        near_dup=near_dup,
+        tolerance=_whole(tolerance, "--tolerance") if tolerance is not None else None,
+        near_dup=float(near_dup) if near_dup is not None else None,
         freeze=str(freeze) if freeze is not None else None,
         tokenizer=str(tokenizer) if tokenizer is not None else None,
     )
@@ -168,9 +184,9 @@ def split(
         lengths,
         "tokens" if loaded_tokenizer is not None else "chars",
     )
-    manifest = SplitManifest(
+    record = ManifestRecord(
         evalkit_version=__version__,
-        seed=seed,
+        seed=options.seed,
         input=InputInfo(
             path=str(path) if path is not None else None,
             sha256=sha256_file(path) if path is not None else None,
@@ -187,14 +203,24 @@ def split(
         freezing=grouping.freezing,
         quality=quality,
     )
-    _check_tolerance(manifest, source)
+    _check_tolerance(record, source)
     order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
     split_column = pl.Series("split", [*options.names, None], dtype=pl.String).gather(row_split)
     return SplitResult(
         frames=_split_frames(frame, row_split, options.names, order),
         assignments=_assignments(frame, group, id_column, split_column, order),
-        manifest=manifest,
+        record=record,
     )
+
+
+def _whole(value: SupportsIndex | float, option: str) -> int:
+    """``value`` as an int, as the manifest model reads it (a float only if whole)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise UsageError(f"{option}: a whole number, got {value!r}") from None
 
 
 def _text_columns(text: str | Sequence[str] | None) -> list[str]:
@@ -285,7 +311,7 @@ def _grouping(
     return _Grouping(key_group, row_group, n_groups, n_null, pinned, merging, freezing)
 
 
-def _check_tolerance(manifest: SplitManifest, source: str) -> None:
+def _check_tolerance(manifest: ManifestRecord, source: str) -> None:
     """Raise ``InfeasibleSplit`` when a count misses its target by more than --tolerance."""
     tolerance = manifest.options.tolerance
     if tolerance is None or manifest.quality.max_count_deviation <= tolerance:
