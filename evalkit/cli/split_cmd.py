@@ -178,8 +178,11 @@ def split_command(
     check_new_output(out, force, inputs=[input_file, tokenizer], marker="manifest.json")
     hash_early([input_file, *([freeze] if freeze is not None else [])])  # beside the imports
 
-    from evalkit.report.split_summary import render_split_summary
-    from evalkit.splitting.api import split
+    from evalkit.cli import heavy_imports
+
+    with heavy_imports():
+        from evalkit.report.split_summary import render_split_summary
+        from evalkit.splitting.api import split
 
     result = split(
         input_file,
