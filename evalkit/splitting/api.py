@@ -20,7 +20,6 @@ import numpy as np
 import polars as pl
 
 from evalkit._version import __version__
-from evalkit.chat import ChatColumn, Role, parse_roles, read_chat
 from evalkit.errors import InfeasibleSplit, InvalidTable, UsageError
 from evalkit.io import TableFormat, atomic_directory, read_table, sha256_file, write_table
 from evalkit.splitting.assign import assign_groups
@@ -49,6 +48,7 @@ from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, Problem, required_classes
 
 if TYPE_CHECKING:
+    from evalkit.chat import ChatColumn, Role
     from evalkit.splitting.manifest import SplitManifest
 
 
@@ -125,7 +125,7 @@ def split(
     duplicate).
     """
     text_columns = _text_columns(text)
-    compared_roles = parse_roles(roles)
+    compared_roles = _compared_roles(roles) if text_columns or roles is not None else ()
     options = SplitOptions(
         group=list(group),
         stratify=stratify,
@@ -152,7 +152,7 @@ def split(
     check_table(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
     )
-    chat = read_chat(frame, text_columns, source=source, path=path) if text_columns else None
+    chat = _read_chat(frame, text_columns, source, path) if text_columns else None
     if chat is not None and chat.retyped:
         raise InvalidTable(
             f"{source}: column {', '.join(map(repr, chat.columns))} mixes value types across "
@@ -233,6 +233,22 @@ def _text_columns(text: str | Sequence[str] | None) -> list[str]:
             f"--text: give one column, or two (prompt and completion); got {len(columns)}"
         )
     return columns
+
+
+def _compared_roles(roles: str | Sequence[str] | None) -> tuple[Role, ...]:
+    """The --roles turns; evalkit.chat is imported only for a split with --text or
+    --roles (~10 ms that a split without them does not need)."""
+    from evalkit.chat import parse_roles
+
+    return parse_roles(roles)
+
+
+def _read_chat(
+    frame: pl.DataFrame, columns: Sequence[str], source: str, path: Path | None
+) -> ChatColumn:
+    from evalkit.chat import read_chat
+
+    return read_chat(frame, columns, source=source, path=path)
 
 
 def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
