@@ -180,7 +180,8 @@ def split_command(
 
     from evalkit.cli import heavy_imports
 
-    with heavy_imports():
+    # Its matrix products (class vectors of a few hundred groups) use one BLAS thread.
+    with heavy_imports(blas_threads=1):
         from evalkit.report.split_summary import render_split_summary
         from evalkit.splitting.api import split
 
