@@ -420,3 +420,26 @@ def test_text_parts_whose_text_is_null_in_every_row_are_bad_input(tmp_path: Path
     frame.write_parquet(tmp_path / "c.parquet")
     with pytest.raises(InvalidConversation, match=r"row 1: .*message 0: content part 0"):
         read_chat(read_table(tmp_path / "c.parquet"), "messages", source="c.parquet")
+
+
+@pytest.mark.parametrize(
+    ("message", "fragment"),
+    [
+        ({"role": None, "content": "x"}, "no 'role'"),
+        ({"from": None, "value": "x"}, "no 'role'"),
+        ({"role": "user", "content": None}, "no 'content'"),
+        ({"from": "human", "value": None}, "no 'value'"),
+    ],
+)
+def test_message_keys_null_in_every_row_are_bad_input(
+    tmp_path: Path, message: dict[str, Any], fragment: str
+) -> None:
+    # A key null in every row is typed Null; the role names (replace_strict)
+    # must still be read as text and the message reported, on either format.
+    path = write_jsonl(tmp_path / "c.jsonl", [{"messages": [message]}] * 2)
+    with pytest.raises(InvalidConversation, match=rf"c\.jsonl:1: .*message 0: .*{fragment}"):
+        chat_from_file(path)
+    read_table(path).write_parquet(tmp_path / "c.parquet")
+    with pytest.raises(InvalidConversation, match=rf"row 1: .*message 0: .*{fragment}"):
+        read_chat(read_table(tmp_path / "c.parquet"), "messages", source="c.parquet")
+
