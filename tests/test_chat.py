@@ -443,3 +443,22 @@ def test_message_keys_null_in_every_row_are_bad_input(
     with pytest.raises(InvalidConversation, match=rf"row 1: .*message 0: .*{fragment}"):
         read_chat(read_table(tmp_path / "c.parquet"), "messages", source="c.parquet")
 
+
+def test_a_text_column_null_in_every_row_is_text() -> None:
+    # Typed Null, it must read as the String column it stands for (null texts).
+    frame = pl.DataFrame({"t": [None, None], "c": ["a", "b"]}, schema={"t": pl.Null, "c": pl.String})
+    chat = read_chat(frame, "t", source="f")
+    assert chat.kind == "text"
+    assert chat.char_lengths().to_list() == [None, None]
+    assert chat.compared_text().to_list() == [None, None]
+    paired = read_chat(frame, ["c", "t"], source="f")
+    assert paired.char_lengths().to_list() == [1, 1]
+    assert paired.compared_text().to_list() == ["a", "b"]
+
+
+def test_a_categorical_text_column_is_text() -> None:
+    # pandas' category dtype reaches polars from Parquet as Categorical.
+    frame = pl.DataFrame({"t": ["ab", "cde"]}).with_columns(pl.col("t").cast(pl.Categorical))
+    chat = read_chat(frame, "t", source="f")
+    assert chat.kind == "text"
+    assert chat.char_lengths().to_list() == [2, 3]

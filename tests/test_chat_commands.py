@@ -322,3 +322,18 @@ def test_audit_reads_jsonl_the_same_way_on_either_path(tmp_path: Path) -> None:
     assert from_files.counts.exact_duplicates == 16
     assert from_files.model_dump(exclude={"splits"}) == from_frames.model_dump(exclude={"splits"})
     assert from_files.group_leaks == from_frames.group_leaks
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_split_reads_a_text_column_null_in_every_row(run_cli, tmp_path: Path, paired: bool) -> None:
+    # polars types it Null; split's lengths once failed on it with a polars error.
+    rows = [{"id": f"i{i}", "g": f"g{i}", "p": f"a b {i}", "t": None} for i in range(4)]
+    path = write_jsonl(tmp_path / "t.jsonl", rows)
+    out = tmp_path / "split"
+    text = ["--text", "p", "--text", "t"] if paired else ["--text", "t"]
+    result = run_cli("split", path, "--out", out, "--group", "g", "--id", "id", *text,
+                     "--sizes", "2,2", "--names", "a,b")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    length = json.loads((out / "manifest.json").read_text())["splits"]["a"]["length"]
+    expected = {"min": 5, "p50": 5, "p95": 5, "max": 5, "unit": "chars"}
+    assert length == (expected if paired else None)

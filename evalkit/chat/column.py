@@ -272,8 +272,12 @@ def _read_column(
     dtype = series.dtype
     locate = _Location(source, path)
     jsonl = is_jsonl(path) and not exact
-    if dtype in (pl.String, pl.Null):
-        if jsonl and dtype == pl.String and series.str.contains(_JSON_LIKE).any():
+    if dtype == pl.Null or isinstance(dtype, pl.Categorical | pl.Enum):
+        # Null: a column null in every row, which string expressions refuse;
+        # Categorical: text that Parquet (pandas' category dtype) stores as a dictionary.
+        return "text", series.cast(pl.String)
+    if dtype == pl.String:
+        if jsonl and series.str.contains(_JSON_LIKE).any():
             assert path is not None
             if not arrow_agrees(path, column, dtype):
                 return _read_exact(frame, column, path)
