@@ -446,7 +446,9 @@ def test_message_keys_null_in_every_row_are_bad_input(
 
 def test_a_text_column_null_in_every_row_is_text() -> None:
     # Typed Null, it must read as the String column it stands for (null texts).
-    frame = pl.DataFrame({"t": [None, None], "c": ["a", "b"]}, schema={"t": pl.Null, "c": pl.String})
+    frame = pl.DataFrame(
+        {"t": [None, None], "c": ["a", "b"]}, schema={"t": pl.Null, "c": pl.String}
+    )
     chat = read_chat(frame, "t", source="f")
     assert chat.kind == "text"
     assert chat.char_lengths().to_list() == [None, None]
