@@ -177,6 +177,29 @@ def test_a_template_that_refuses_a_conversation_names_the_row(run_cli, tmp_path)
     assert_one_line_error(result, "train.jsonl:2", "System role not supported")
 
 
+@pytest.mark.parametrize(
+    ("template", "reason"),
+    [
+        ("{%- for message in messages %}{{ message['content'] }", "TemplateSyntaxError"),
+        ("{%- for message in messages %}{{ message['content'] | nosuch }}{%- endfor %}",
+         "No filter named 'nosuch'"),
+    ],
+)  # fmt: skip
+def test_a_template_that_does_not_compile_is_named_not_the_row(run_cli, tmp_path, template, reason):
+    # No conversation is at fault: the error names the template's file and line.
+    folder = build_tokenizer(tmp_path / "t", "chatml", template=template)
+    split = write_conversations(tmp_path / "train.jsonl", conversations(3, seed=1))
+    result = run_cli("tokens", split, "--tokenizer", folder, "--text", "messages")
+    where = (
+        "chat_template.jinja" if (folder / "chat_template.jinja").exists() else "tokenizer_config"
+    )
+    assert_one_line_error(result, where, "line 1", "does not compile", reason, "fix the template")
+    assert "train.jsonl" not in result.stderr
+    result = run_cli("split", split, "--out", tmp_path / "s", "--group", "id", "--text",
+                     "messages", "--tokenizer", folder, "--sizes", "2,1")  # fmt: skip
+    assert_one_line_error(result, where, "does not compile")
+
+
 def test_a_template_that_rewrites_the_answer_asks_for_markers(run_cli, tmp_path):
     template = (
         "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + "
