@@ -337,3 +337,21 @@ def test_split_reads_a_text_column_null_in_every_row(run_cli, tmp_path: Path, pa
     length = json.loads((out / "manifest.json").read_text())["splits"]["a"]["length"]
     expected = {"min": 5, "p50": 5, "p95": 5, "max": 5, "unit": "chars"}
     assert length == (expected if paired else None)
+
+
+def test_roles_that_no_turn_has_are_refused(run_cli, tmp_path: Path) -> None:
+    # Every item would compare as empty text: the audit would find nothing and exit 0.
+    train = write_jsonl(tmp_path / "train.jsonl", messages_rows(4))
+    test = write_jsonl(tmp_path / "test.jsonl", messages_rows(4))
+    result = run_cli("audit", train, test, "--id", "id", "--text", "messages", "--roles", "tool")
+    assert_one_line_error(result, "--roles tool", "no conversation has such a turn",
+                          "system, user, assistant")  # fmt: skip
+    result = run_cli("audit", train, test, "--id", "id", "--text", "messages", "--roles",
+                     "tool,user")  # fmt: skip
+    assert result.exit_code == 1, result.stderr  # the user turns are the same: leaks
+    out = tmp_path / "split"
+    result = run_cli("split", train, "--out", out, "--group", "g", "--text", "messages",
+                     "--roles", "tool", "--near-dup", "0.8", "--sizes", "2,2",
+                     "--names", "a,b")  # fmt: skip
+    assert_one_line_error(result, "--roles tool", "no conversation has such a turn")
+    assert not out.exists()

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from evalkit._version import __version__
-from evalkit.chat import ChatColumn, Role, parse_roles, read_chat
+from evalkit.chat import ChatColumn, Role, parse_roles, read_chat, require_compared_roles
 from evalkit.errors import InfeasibleSplit, InvalidTable, UsageError
 from evalkit.io import TableFormat, atomic_directory, read_table, sha256_file, write_table
 from evalkit.splitting.assign import assign_groups
@@ -263,6 +263,7 @@ def _grouping(
     if options.near_dup is not None and chat is not None:
         from evalkit.leakage import duplicate_components
 
+        require_compared_roles([chat], roles)
         compared = chat.compared_text(roles)
         clusters = duplicate_components(compared, options.near_dup, seed=options.seed)
         row_group, n_merged, largest = merge_clusters(key_group, np.asarray(clusters))
