@@ -355,3 +355,26 @@ def test_roles_that_no_turn_has_are_refused(run_cli, tmp_path: Path) -> None:
                      "--names", "a,b")  # fmt: skip
     assert_one_line_error(result, "--roles tool", "no conversation has such a turn")
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("messages", "reason"),
+    [
+        ([None, {"role": "user", "content": "x"}], "is null, not an object"),
+        ([{"role": "user", "content": [None, {"type": "text", "text": "a"}]}], "part 0 is null"),
+    ],
+)
+def test_audit_names_a_null_message_that_polars_cannot_take_from_arrow(
+    run_cli, tmp_path: Path, messages: list[Any], reason: str
+) -> None:
+    # pyarrow reads these lists, but polars.from_arrow fails on them when they come
+    # first ("offsets must not exceed the values length"): the audit must fall back to
+    # polars' own reader and name the message.
+    from evalkit.chat.sources import read_jsonl_exact
+
+    rows = [{"id": name, "g": "g", "messages": messages} for name in ("b", "d")]
+    test = write_jsonl(tmp_path / "test.jsonl", rows)
+    assert read_jsonl_exact(test) is None
+    train = write_jsonl(tmp_path / "train.jsonl", [GOOD_ROW | {"id": "c"}])
+    result = run_cli("audit", train, test, "--id", "id", "--text", "messages")
+    assert_one_line_error(result, f"{test}:1", "message 0", reason)

@@ -108,7 +108,8 @@ def read_jsonl_exact(path: Path) -> pl.DataFrame | None:
 
     pyarrow fails where polars would convert (a field that is text in one
     row and a list in another), and on what it cannot read at all (a byte
-    order mark, a line longer than a block, invalid JSON): the caller then
+    order mark, a line longer than a block, invalid JSON); polars fails to
+    take some of its arrays (a null message in a list of messages): the caller then
     reads the file with :func:`evalkit.io.read_table`, which says what is
     wrong. pyarrow also reads ISO-8601 strings as timestamps, which polars
     keeps as text; such a file is refused too, so that no value reads
@@ -128,7 +129,12 @@ def read_jsonl_exact(path: Path) -> pl.DataFrame | None:
         return None
     if any(_temporal(field.type) for field in table.schema):
         return None
-    frame = pl.from_arrow(table)
+    try:
+        frame = pl.from_arrow(table)
+    except (pl.exceptions.PolarsError, pa.ArrowException):
+        # polars refuses some arrays pyarrow builds (a null message beside real
+        # ones: "offsets must not exceed the values length"); read_table reads them.
+        return None
     assert isinstance(frame, pl.DataFrame)
     return frame
 
