@@ -464,3 +464,17 @@ def test_a_categorical_text_column_is_text() -> None:
     chat = read_chat(frame, "t", source="f")
     assert chat.kind == "text"
     assert chat.char_lengths().to_list() == [2, 3]
+
+
+def test_binary_content_is_named_binary_data() -> None:
+    # Parquet can hold bytes where text belongs; the message must not read "is a bytes".
+    frame = pl.DataFrame({"m": [[{"role": "user", "content": "x"}]]}).with_columns(
+        pl.col("m").list.eval(
+            pl.struct(
+                pl.element().struct.field("role"),
+                pl.element().struct.field("content").cast(pl.Binary),
+            )
+        )
+    )
+    with pytest.raises(InvalidConversation, match="message 0: 'content' is binary data; it must"):
+        read_chat(frame, "m", source="f")

@@ -59,6 +59,8 @@ def described(value: Any) -> str:
         return "null"
     if kind == "string":
         return "text"
+    if kind == "binary":
+        return "binary data"
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
@@ -76,6 +78,8 @@ def json_kind(value: Any) -> str:
         return "list"
     if isinstance(value, dict):
         return "object"
+    if isinstance(value, bytes | bytearray):
+        return "binary"  # a Parquet binary column; JSON has none
     return type(value).__name__
 
 
