@@ -437,3 +437,23 @@ def test_a_template_error_in_a_later_chunk_names_its_line(folders, tmp_path, mon
     monkeypatch.setattr(figures, "CHUNK_ROWS", 4)
     with pytest.raises(EvalkitError, match=r"train\.jsonl:14: the chat template refused"):
         check_tokens([split], tokenizer=folder, text="messages")
+
+
+@pytest.mark.parametrize("family", ["header", "turn"])
+def test_a_blank_answer_that_the_template_trims_is_an_empty_answer(folders, tmp_path, family):
+    # `| trim` renders a whitespace-only answer as nothing: that is no rewrite of the
+    # answer (which only markers could locate) but an answer with nothing to supervise.
+    chats = conversations(6, seed=5)
+    blank = {1: " \t ", 4: "   "}
+    for row, text in blank.items():
+        chats[row] = [*chats[row][:-1], {"role": "assistant", "content": text}]
+    split = write_conversations(tmp_path / "train.jsonl", chats)
+    result = check_tokens([split], tokenizer=folders[family], text="messages", id_column="id")
+    empty = result.report.check("empty_mask")
+    expected = [
+        f"c{row:03d}"
+        for row, chat in enumerate(chats)
+        if not any(m["content"].strip() for m in chat if m["role"] == "assistant")
+    ]
+    assert expected == ["c001", "c004"]
+    assert (empty.status, [e.id for e in empty.examples]) == ("fail", expected)

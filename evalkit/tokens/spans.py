@@ -78,7 +78,7 @@ def assistant_spans(
     index of the first assistant message that cannot be found instead, when
     the template rewrites the text (then only ``{% generation %}`` markers
     can say where the answer is). An empty assistant message supervises
-    nothing.
+    nothing, nor does one of whitespace that the template trims away.
     """
     last_assistant = max(
         (i for i, message in enumerate(messages) if message["role"] == "assistant"), default=-1
@@ -96,7 +96,8 @@ def assistant_spans(
             text = content.strip()  # templates often trim: `message['content'] | trim`
             found = _locate(render, text, start, closers)
         if found < 0:
-            if is_assistant:
+            # Whitespace the template trims away (`| trim`) is an empty answer, not a rewrite.
+            if is_assistant and content.strip():
                 return index
             continue
         end = found + len(text)
