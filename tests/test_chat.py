@@ -478,3 +478,24 @@ def test_binary_content_is_named_binary_data() -> None:
     )
     with pytest.raises(InvalidConversation, match="message 0: 'content' is binary data; it must"):
         read_chat(frame, "m", source="f")
+
+
+@pytest.mark.parametrize(
+    ("bad", "fix"),
+    [
+        ({"messages": None}, 'write each conversation as [{"role": ..., "content": ...}, ...]'),
+        ({"messages": [3]}, 'write each message as {"role": ..., "content": ...}'),
+        ({"messages": [{"role": "user"}]}, "give every message its text"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": None}]}]},
+            "give the part its text, or remove it",
+        ),
+    ],
+)
+def test_malformed_conversations_say_how_to_fix_them(
+    tmp_path: Path, bad: dict[str, Any], fix: str
+) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [GOOD, bad])
+    with pytest.raises(InvalidConversation, match=r"c\.jsonl:2: ") as raised:
+        chat_from_file(path)
+    assert fix in str(raised.value)
