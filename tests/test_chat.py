@@ -378,35 +378,41 @@ def test_a_normalised_column_written_and_read_again_is_unchanged(
         assert chat_from_file(second_path, "m").messages() == first
 
 
-def test_split_refuses_content_types_it_could_not_write_back(tmp_path: Path, run_cli) -> None:
-    # Audit and score read such a column exactly; split would write polars' converted values.
-    rows = [
-        {"id": "a", "g": "1", "messages": [{"role": "user", "content": "plain"}]},
-        {
-            "id": "b",
-            "g": "2",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
-        },
-    ]
-    path = write_jsonl(tmp_path / "mixed.jsonl", rows)
-    result = run_cli(
-        "split",
-        path,
-        "--out",
-        tmp_path / "out",
-        "--group",
-        "g",
-        "--id",
-        "id",
-        "--text",
-        "messages",
-        "--sizes",
-        "1,1",
-        "--names",
-        "train,test",
-    )
-    assert_one_line_error(result, "mixed.jsonl", "'messages'", "mixes value types")
-    assert not (tmp_path / "out").exists()
+def test_split_keeps_content_types_that_only_jsonl_can_write_back(tmp_path: Path, run_cli) -> None:
+    # OpenAI's vision fine-tuning files: string content in some messages, parts in others.
+    # polars converts such a column, so a split file written from the frame would change
+    # the values; only JSONL output, of the input's own lines, keeps them.
+    def row(index: int) -> dict[str, Any]:
+        parts = [{"type": "text", "text": f"what is in picture {index}"}]
+        parts.append({"type": "image_url", "image_url": {"url": f"file:///{index}.png"}})
+        messages = [
+            {"role": "user", "content": parts},
+            {"role": "assistant", "content": f"a cat {index}"},
+        ]
+        return {"id": f"i{index}", "g": str(index // 2), "messages": messages}
+
+    rows = [row(index) for index in (5, 1, 4, 0, 3, 2)]
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\r\n" for r in rows))
+    args = ["split", path, "--group", "g", "--id", "id", "--text", "messages",
+            "--sizes", "4,2", "--names", "train,test"]  # fmt: skip
+    for fmt in ("parquet", "csv"):
+        result = run_cli(*args, "--out", tmp_path / fmt, "--format", fmt)
+        assert_one_line_error(result, "mixed.jsonl", "'messages'", f"which {fmt} cannot keep",
+                              "--format jsonl")  # fmt: skip
+        assert not (tmp_path / fmt).exists()
+    out = tmp_path / "out"
+    result = run_cli(*args, "--out", out, "--format", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    assignments = pl.read_parquet(out / "assignments.parquet")
+    by_id = {r["id"]: r for r in rows}
+    for name in ("train", "test"):
+        written = [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
+        ids = sorted(assignments.filter(pl.col("split") == name)["id"].to_list())
+        assert written == [by_id[i] for i in ids]  # the values as written, sorted by id
+    assert "\r" not in (out / "train.jsonl").read_text()
+    audit = run_cli("audit", out, "--id", "id", "--text", "messages", "--group", "g")
+    assert audit.exit_code == 0, audit.stderr
 
 
 def test_text_parts_whose_text_is_null_in_every_row_are_bad_input(tmp_path: Path) -> None:

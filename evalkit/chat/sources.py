@@ -42,6 +42,11 @@ def _records(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield number, line
 
 
+def jsonl_lines(path: Path) -> list[bytes]:
+    """Every row of a JSONL file as written (no byte order mark, one newline), in row order."""
+    return [line.rstrip(b"\r\n") + b"\n" for _, line in _records(path)]
+
+
 def line_of_row(path: Path, row: int) -> int:
     """The line number of the 0-based ``row`` of a JSONL file (blank lines hold no row)."""
     for index, (number, _) in enumerate(_records(path)):
