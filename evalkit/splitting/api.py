@@ -75,8 +75,8 @@ class SplitResult:
         """
         source = self.manifest.input.path
         if self.lines is not None and fmt != "jsonl":
-            text = self.manifest.text
-            column = repr(text.columns[0]) if text is not None else "the text column"
+            info = self.manifest.text
+            column = repr(info.columns[0]) if info is not None else "the text column"
             raise InvalidTable(
                 f"{source}: column {column} holds content as text in some messages and as a "
                 f"list of parts in others, which {fmt} cannot keep; pass --format jsonl "
