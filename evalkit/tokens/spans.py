@@ -77,8 +77,11 @@ def assistant_spans(
     answer is not found inside the header that precedes it. Returns the
     index of the first assistant message that cannot be found instead, when
     the template rewrites the text (then only ``{% generation %}`` markers
-    can say where the answer is). An empty assistant message supervises
-    nothing, nor does one of whitespace that the template trims away.
+    can say where the answer is). A blank last answer supervises the token
+    that closes it (found right after the inference prompt, as ``{%
+    generation %}`` markers around content and closer would mark it); an
+    earlier blank assistant message, which has no such anchor, supervises
+    nothing.
     """
     last_assistant = max(
         (i for i, message in enumerate(messages) if message["role"] == "assistant"), default=-1
@@ -88,6 +91,14 @@ def assistant_spans(
     for index, message in enumerate(messages):
         content = message["content"]
         is_assistant = message["role"] == "assistant"
+        if index == last_assistant and not content.strip() and last_answer_from > 0:
+            # A blank answer: the render goes on from the inference prompt straight to
+            # the token that closes the turn, which is what the model learns to emit.
+            closed = closers.end_after(render, last_answer_from)
+            if closed is not None:
+                spans.append((last_answer_from, closed))
+                cursor = closed
+                continue
         if not content or (content.isspace() and not is_assistant):
             continue
         start = max(cursor, last_answer_from) if index == last_assistant else cursor
