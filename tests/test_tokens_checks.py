@@ -455,6 +455,7 @@ def test_a_blank_earlier_answer_that_the_template_trims_is_no_rewrite(folders, t
     )
     for sample in result.samples:
         ids, mask = expected[int(sample.id[1:])]
+        assert [t.id for t in sample.train] == ids, sample.id
         supervised = sum(t.supervised for t in sample.train)
         blank_turns = 1 if sample.id in ("c001", "c004") else 0  # its closing token
         assert supervised == sum(mask) - blank_turns, sample.id
