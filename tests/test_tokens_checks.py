@@ -480,3 +480,32 @@ def test_a_blank_last_answer_supervises_its_closing_token(folders, tmp_path, fam
         assert [int(t.supervised) for t in sample.train] == mask, sample.id
     assert result.report.check("empty_mask").status == "pass"
     assert result.report.check("stop_token").status == "pass"
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_answers_that_look_like_headers_or_padding_are_masked_as_transformers_does(
+    folders, tmp_path, family
+):
+    # "assistant" is also the role name in the header before it, followed by a special
+    # token (<|end_header_id|>); a padded answer a template trims leaves the header's
+    # whitespace just before it. Only the token that closes a turn counts as a closer.
+    answers = ["assistant", "model", "\n\nrefund please", "user", "  ok ok  "]
+    chats = []
+    for row, answer in enumerate(answers):
+        chats.append(
+            [
+                {"role": "user", "content": "refund please"},
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": "and the order?"},
+                {"role": "assistant", "content": answers[(row + 1) % len(answers)]},
+            ]
+        )
+    split = write_conversations(tmp_path / "train.jsonl", chats)
+    expected = reference(folders[f"{family}-marked"], chats)
+    result = check_tokens(
+        [split], tokenizer=folders[family], text="messages", id_column="id", sample=len(chats)
+    )
+    for sample in result.samples:
+        ids, mask = expected[int(sample.id[1:])]
+        assert [t.id for t in sample.train] == ids, sample.id
+        assert [int(t.supervised) for t in sample.train] == mask, sample.id
