@@ -1,0 +1,86 @@
+"""Device and dtype choices on a GPU, with torch's CUDA queries replaced (no GPU here).
+
+``--device auto`` must pick CUDA when torch sees one, and ``--dtype auto``
+must follow the saved dtype there, falling back from bf16 to fp16 on a GPU
+that only emulates bf16 (``torch.cuda.is_bf16_supported()`` alone says True
+on a T4). The fakes answer as torch's own functions do on each GPU class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from evalkit.errors import DeviceUnavailable, UsageError  # noqa: E402
+from evalkit.model import runtime  # noqa: E402
+
+
+def _gpu(monkeypatch: pytest.MonkeyPatch, *, capability: int, emulates_bf16: bool) -> None:
+    """A GPU of compute capability ``capability``.0, as torch.cuda reports it."""
+
+    def is_bf16_supported(including_emulation: bool = True) -> bool:
+        return capability >= 8 or (including_emulation and emulates_bf16)
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", is_bf16_supported)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (capability, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: f"GPU sm_{capability}0")
+
+
+def test_auto_picks_cuda_when_torch_sees_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    _gpu(monkeypatch, capability=8, emulates_bf16=True)
+    assert runtime.resolve_device("auto") == "cuda"
+    assert runtime.resolve_device("cpu") == "cpu"
+
+
+def test_auto_is_the_cpu_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert runtime.resolve_device("auto") == "cpu"
+    with pytest.raises(DeviceUnavailable, match="--device cuda: no CUDA GPU"):
+        runtime.resolve_device("cuda")
+    with pytest.raises(UsageError, match="--device 'tpu'"):
+        runtime.resolve_device("tpu")
+
+
+@pytest.mark.parametrize(
+    ("config", "ampere", "turing"),
+    [
+        ({"dtype": "bfloat16"}, "bfloat16", "float16"),
+        ({"torch_dtype": "bfloat16"}, "bfloat16", "float16"),
+        ({"torch_dtype": "torch.bfloat16"}, "bfloat16", "float16"),
+        ({"dtype": "float16"}, "float16", "float16"),
+        ({"dtype": "float32"}, "float32", "float32"),
+        ({}, "float32", "float32"),
+    ],
+)
+def test_auto_dtype_on_cuda_follows_the_saved_dtype(
+    monkeypatch: pytest.MonkeyPatch, config: dict[str, Any], ampere: str, turing: str
+) -> None:
+    _gpu(monkeypatch, capability=8, emulates_bf16=True)
+    assert runtime.resolve_dtype("auto", "cuda", config) == ampere
+    # A T4 (sm_75): is_bf16_supported() is True by emulation, yet bf16 is not native.
+    _gpu(monkeypatch, capability=7, emulates_bf16=True)
+    assert torch.cuda.is_bf16_supported()
+    assert runtime.resolve_dtype("auto", "cuda", config) == turing
+    assert runtime.resolve_dtype("auto", "cpu", config) == "float32"
+
+
+def test_an_older_torch_without_the_emulation_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    _gpu(monkeypatch, capability=7, emulates_bf16=True)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda: True)  # torch < 2.4
+    assert runtime.resolve_dtype("auto", "cuda", {"dtype": "bfloat16"}) == "float16"
+
+
+def test_explicit_dtypes(monkeypatch: pytest.MonkeyPatch) -> None:
+    _gpu(monkeypatch, capability=7, emulates_bf16=True)
+    assert runtime.resolve_dtype("bfloat16", "cuda") == "bfloat16"  # asked for: emulated
+    _gpu(monkeypatch, capability=6, emulates_bf16=False)
+    with pytest.raises(DeviceUnavailable, match=r"GPU sm_60.*no bfloat16 support"):
+        runtime.resolve_dtype("bfloat16", "cuda")
+    assert runtime.resolve_dtype("float16", "cuda") == "float16"
+    with pytest.raises(UsageError, match="--dtype 'int8'"):
+        runtime.resolve_dtype("int8", "cuda")
+    assert runtime.torch_dtype("bfloat16") is torch.bfloat16
