@@ -11,6 +11,7 @@ test, that the input really is one it cannot (or should not) use.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,55 @@ def test_an_unquantized_copy_still_loads(tiny: TinyModels, tmp_path: Path) -> No
     base = _with_config(tiny, tmp_path, auto_map=None, quantization_config=None)
     loaded = load_base(base, device="cpu", dtype="float32")
     assert loaded.model.config.model_type == "llama"
+
+
+def _gpt2(tmp_path: Path, tiny: TinyModels, positions: int) -> Path:
+    """A tiny GPT-2 (learned absolute positions, context under config.json's n_positions)."""
+    import torch
+    from transformers import AutoModelForCausalLM, GPT2Config
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=1024, n_embd=16, n_layer=1, n_head=2, n_positions=positions,
+                        bos_token_id=2, eos_token_id=2)  # fmt: skip
+    folder = tmp_path / "gpt2"
+    AutoModelForCausalLM.from_config(config).save_pretrained(str(folder))
+    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
+        if (tiny.base / name).is_file():
+            shutil.copy(tiny.base / name, folder)
+    return folder
+
+
+def test_new_tokens_beyond_the_context_are_refused_before_decoding(
+    run_cli, tiny: TinyModels, tmp_path: Path
+) -> None:
+    """GPT-2 indexes past its position table there (a torch IndexError); evalkit refuses first."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from evalkit.model.load import load_model
+    from evalkit.model.prompts import read_prompts
+
+    loaded = load_model(tiny.base, device="cpu")
+    prompts = read_prompts(tiny.data, "ticket_id", ["messages"], loaded.tokenizer,
+                           tokenizer_folder=loaded.tokenizer_folder)  # fmt: skip
+    longest = max(len(ids) for ids in prompts.prompt_ids)
+    base = _gpt2(tmp_path, tiny, positions=longest + 3)
+    model = AutoModelForCausalLM.from_pretrained(str(base))
+    row = max(range(len(prompts.ids)), key=lambda r: len(prompts.prompt_ids[r]))
+    with pytest.raises(IndexError):  # what the user would have seen
+        model(torch.tensor([prompts.prompt_ids[row] + [0] * 4]))
+    result = run_cli(*_generate(tiny, tmp_path / "o", "--base", base, "--max-new-tokens", 4))
+    assert_one_line_error(result, f"id {prompts.ids[row]!r}", "--max-new-tokens is 4",
+                          f"context of {longest + 3} (n_positions)",
+                          "--max-new-tokens 3 or less")  # fmt: skip
+    result = run_cli(*_generate(tiny, tmp_path / "o2", "--base", base, "--max-new-tokens", 3))
+    assert result.exit_code == 0, result.stderr
+
+
+def test_smoke_refuses_a_seq_len_beyond_the_context(
+    run_cli, tiny: TinyModels, tmp_path: Path
+) -> None:
+    base = _gpt2(tmp_path, tiny, positions=48)
+    result = run_cli(*_smoke(tiny, base))  # --seq-len 64
+    assert_one_line_error(result, "--seq-len 64", "context of 48 tokens", "(n_positions)",
+                          "--seq-len 48 or less")  # fmt: skip

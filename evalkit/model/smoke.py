@@ -83,6 +83,19 @@ def _refuse_quantized(config: dict[str, Any], base: Path) -> None:
         )
 
 
+def _check_context(config: dict[str, Any], base: Path, seq_len: int) -> None:
+    """Every row is padded to --seq-len, so it must fit in the model's context."""
+    from evalkit.model.folders import context_length
+
+    context = context_length(config)
+    if context is not None and seq_len > context[1]:
+        key, limit = context
+        raise UsageError(
+            f"--seq-len {seq_len}: beyond the context of {limit} tokens of "
+            f"{base / 'config.json'} ({key}); use --seq-len {limit} or less"
+        )
+
+
 def _tokenizer(base: Path, tokenizer: Path | None) -> tuple[Any, Path]:
     from evalkit.errors import ModelLoadError
     from evalkit.model.folders import has_tokenizer
@@ -145,6 +158,7 @@ def prepare(
     base_path = Path(base)
     config = check_model_folder(base_path)
     _refuse_quantized(config, base_path)
+    _check_context(config, base_path, seq_len)
     shape = load_model_shape(base_path)
     # The plan's own checks, before anything slow: --r/--targets with full, an unknown target.
     resolve_options(shape, method=chosen_method, r=r, targets=targets, seq_len=seq_len)
