@@ -84,3 +84,31 @@ def test_explicit_dtypes(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UsageError, match="--dtype 'int8'"):
         runtime.resolve_dtype("int8", "cuda")
     assert runtime.torch_dtype("bfloat16") is torch.bfloat16
+
+
+def test_running_out_of_gpu_memory_while_decoding_is_one_line(
+    run_cli, tiny, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch's OutOfMemoryError names the batch and the fix, exit 2, not an internal error."""
+    from conftest import assert_one_line_error
+
+    from evalkit.model import decode
+
+    real = decode.decode_batch
+    calls: list[int] = []
+
+    def second_batch_runs_out(loaded: Any, prompts: Any, settings: Any, **kw: Any) -> Any:
+        calls.append(len(prompts))
+        if len(calls) == 2:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(loaded, prompts, settings, **kw)
+
+    monkeypatch.setattr(decode, "decode_batch", second_batch_runs_out)
+    out = tmp_path / "run"
+    result = run_cli("generate", "--base", tiny.base, "--adapter", tiny.adapter, "--data",
+                     tiny.data, "--id", "ticket_id", "--text", "messages", "--out", out,
+                     "--max-new-tokens", 2, "--batch-size", 4, "--device", "cpu")  # fmt: skip
+    assert_one_line_error(result, "ran out of memory decoding batch 2 of 3", "(4 prompts",
+                          "up to 2 new", "Tried to allocate 2.00 GiB",
+                          "lower --batch-size (it was 4) or --max-new-tokens")  # fmt: skip
+    assert not out.exists()
