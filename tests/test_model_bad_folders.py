@@ -223,3 +223,37 @@ def test_smoke_refuses_a_seq_len_beyond_the_context(
     result = run_cli(*_smoke(tiny, base))  # --seq-len 64
     assert_one_line_error(result, "--seq-len 64", "context of 48 tokens", "(n_positions)",
                           "--seq-len 48 or less")  # fmt: skip
+
+
+def _adapter_with(tiny: TinyModels, tmp_path: Path, **changes: Any) -> Path:
+    adapter = tiny.copy("adapter", tmp_path)
+    config = json.loads((adapter / "adapter_config.json").read_text())
+    config.update(changes)
+    (adapter / "adapter_config.json").write_text(json.dumps(config))
+    return adapter
+
+
+def test_an_adapter_config_whose_rank_is_not_its_weights(
+    run_cli, tiny: TinyModels, tmp_path: Path
+) -> None:
+    """Not another base: the base's widths fit, the config's r does not (PEFT: size mismatch)."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    saved = json.loads((tiny.adapter / "adapter_config.json").read_text())["r"]
+    adapter = _adapter_with(tiny, tmp_path, r=saved // 2)
+    base = AutoModelForCausalLM.from_pretrained(str(tiny.base))
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        PeftModel.from_pretrained(base, str(adapter))
+    result = run_cli(*_generate(tiny, tmp_path / "o", "--adapter", adapter))
+    assert_one_line_error(result, str(adapter / "adapter_config.json"),
+                          "rank does not match its weights", f"[{saved}, ",
+                          f"[{saved // 2}, ", "do not belong together")  # fmt: skip
+    assert "trained on another model" not in result.stderr
+
+
+def test_an_unknown_peft_type_names_the_key(run_cli, tiny: TinyModels, tmp_path: Path) -> None:
+    adapter = _adapter_with(tiny, tmp_path, peft_type="NOT_A_METHOD")
+    result = run_cli(*_generate(tiny, tmp_path / "o", "--adapter", adapter))
+    assert_one_line_error(result, str(adapter / "adapter_config.json"),
+                          "'peft_type' is 'NOT_A_METHOD'", "upgrade peft")  # fmt: skip

@@ -26,6 +26,7 @@ from evalkit.errors import AdapterMismatch, ModelLoadError, OutOfDeviceMemory
 from evalkit.model import runtime
 from evalkit.model.checks import check_architecture, check_quantization, damaged_weights
 from evalkit.model.folders import (
+    ADAPTER_CONFIG,
     ADAPTER_WEIGHTS,
     check_adapter_folder,
     check_model_folder,
@@ -162,10 +163,36 @@ def _mismatch_message(adapter: Path, base: Path, error: BaseException) -> str:
             f"{_first_line(error)})"
         )
     name = found["name"].removeprefix("base_model.model.").replace(".default.", ".")
+    if _rank_differs(name, found["saved"], found["model"]):
+        return (
+            f"{adapter / ADAPTER_CONFIG}: its rank does not match its weights: {name} is "
+            f"{found['saved']} in {ADAPTER_WEIGHTS[0]} but {found['model']} by the config's "
+            "'r'; the adapter files do not belong together: save the adapter again"
+        )
     return (
         f"{adapter}: does not fit the base {base}: {name} is {found['saved']} in the adapter "
         f"but {found['model']} on this base; the adapter was trained on another model"
     )
+
+
+def _rank_differs(name: str, saved: str, expected: str) -> bool:
+    """Whether a LoRA tensor's shapes differ in the rank alone (A is r x in, B is out x r).
+
+    The base's widths then fit, and what does not is adapter_config.json's
+    ``r`` beside the saved weights: not another base.
+    """
+    try:
+        saved_shape = [int(part) for part in saved.strip("[]").split(",")]
+        expected_shape = [int(part) for part in expected.strip("[]").split(",")]
+    except ValueError:
+        return False
+    if len(saved_shape) != 2 or len(expected_shape) != 2:
+        return False
+    rank = 0 if ".lora_A." in name else 1 if ".lora_B." in name else None
+    if rank is None:
+        return False
+    width = 1 - rank
+    return saved_shape[width] == expected_shape[width] and saved_shape[rank] != expected_shape[rank]
 
 
 def _adapter_keys(adapter: Path) -> set[str]:
@@ -220,8 +247,15 @@ def attach_adapter(loaded: LoadedModel, folder: Path | str, *, trainable: bool =
     not fit, never a torch traceback.
     """
     adapter = Path(folder)
-    check_adapter_folder(adapter)
+    adapter_config = check_adapter_folder(adapter)
     peft = runtime.peft_module()
+    kind = adapter_config.get("peft_type")
+    known = {member.value for member in peft.PeftType}
+    if kind not in known:
+        raise ModelLoadError(
+            f"{adapter / ADAPTER_CONFIG}: 'peft_type' is {kind!r}, not a method peft "
+            f"{peft.__version__} knows; fix the key, or upgrade peft"
+        )
     try:
         with runtime.quiet_warnings():
             model = peft.PeftModel.from_pretrained(
