@@ -112,3 +112,24 @@ def test_running_out_of_gpu_memory_while_decoding_is_one_line(
                           "up to 2 new", "Tried to allocate 2.00 GiB",
                           "lower --batch-size (it was 4) or --max-new-tokens")  # fmt: skip
     assert not out.exists()
+
+
+def test_running_out_of_gpu_memory_attaching_an_adapter_is_not_another_base(
+    tiny, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch.OutOfMemoryError is a RuntimeError, which a shape mismatch raises too."""
+    import peft
+
+    from evalkit.errors import AdapterMismatch, OutOfDeviceMemory
+    from evalkit.model.load import attach_adapter, load_base
+
+    assert issubclass(torch.OutOfMemoryError, RuntimeError)
+
+    def out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+
+    loaded = load_base(tiny.base, device="cpu", dtype="float32")
+    monkeypatch.setattr(peft.PeftModel, "from_pretrained", out_of_memory)
+    with pytest.raises(OutOfDeviceMemory, match="ran out of memory putting this adapter") as caught:
+        attach_adapter(loaded, tiny.adapter)
+    assert not isinstance(caught.value, AdapterMismatch)

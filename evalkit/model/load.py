@@ -263,6 +263,12 @@ def attach_adapter(loaded: LoadedModel, folder: Path | str, *, trainable: bool =
             )
             model.to(loaded.device)
     except Exception as error:
+        # torch's OutOfMemoryError is a RuntimeError: not a sign of another base.
+        if isinstance(error, runtime.torch_module().cuda.OutOfMemoryError):
+            raise OutOfDeviceMemory(
+                f"{adapter}: {loaded.device} ran out of memory putting this adapter on the base "
+                f"({_first_line(error)}); free the GPU or use a larger one"
+            ) from None
         damaged = damaged_weights([adapter / name for name in ADAPTER_WEIGHTS])
         if damaged is not None:
             raise damaged from None
