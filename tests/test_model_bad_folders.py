@@ -257,3 +257,26 @@ def test_an_unknown_peft_type_names_the_key(run_cli, tiny: TinyModels, tmp_path:
     result = run_cli(*_generate(tiny, tmp_path / "o", "--adapter", adapter))
     assert_one_line_error(result, str(adapter / "adapter_config.json"),
                           "'peft_type' is 'NOT_A_METHOD'", "upgrade peft")  # fmt: skip
+
+
+def test_a_damaged_tokenizer_folder_names_the_file(
+    run_cli, tiny: TinyModels, tmp_path: Path
+) -> None:
+    from transformers import AutoTokenizer
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    shutil.copy(tiny.base / "tokenizer.json", broken)
+    (broken / "tokenizer_config.json").write_text("{not json")
+    with pytest.raises(ValueError):  # json.JSONDecodeError, in transformers' words
+        AutoTokenizer.from_pretrained(str(broken))
+    result = run_cli(*_generate(tiny, tmp_path / "o", "--tokenizer", broken))
+    assert_one_line_error(result, str(broken / "tokenizer_config.json"), "not valid JSON",
+                          "copy or save them again")  # fmt: skip
+    config_only = tmp_path / "config-only"
+    config_only.mkdir()
+    shutil.copy(tiny.base / "tokenizer_config.json", config_only)
+    with pytest.raises(ValueError, match="Couldn't instantiate the backend tokenizer"):
+        AutoTokenizer.from_pretrained(str(config_only))
+    result = run_cli(*_generate(tiny, tmp_path / "o", "--tokenizer", config_only))
+    assert_one_line_error(result, str(config_only), "no vocabulary", "tokenizer.json")
