@@ -280,3 +280,19 @@ def test_a_damaged_tokenizer_folder_names_the_file(
         AutoTokenizer.from_pretrained(str(config_only))
     result = run_cli(*_generate(tiny, tmp_path / "o", "--tokenizer", config_only))
     assert_one_line_error(result, str(config_only), "no vocabulary", "tokenizer.json")
+
+
+def test_a_dtype_the_header_reader_does_not_know_is_not_called_damage(tmp_path: Path) -> None:
+    """Only damage is named: a sub-byte format (F4) leaves transformers' own words."""
+    import struct
+
+    from evalkit.model.checks import damaged_weights
+
+    header = json.dumps({"w": {"dtype": "F4", "shape": [2], "data_offsets": [0, 1]}}).encode()
+    unknown = tmp_path / "model.safetensors"
+    unknown.write_bytes(struct.pack("<Q", len(header)) + header + b"\0")
+    assert damaged_weights([unknown]) is None
+    known = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}).encode()
+    unknown.write_bytes(struct.pack("<Q", len(known)) + known + b"\0" * 4)  # 4 bytes short
+    found = damaged_weights([unknown], "save it again")
+    assert found is not None and found.message.endswith("; save it again")

@@ -31,6 +31,8 @@ def damaged_weights(files: list[Path], repair: str | None = None) -> EvalkitErro
         try:
             read_header(path)
         except CorruptWeights as error:
+            if "unsupported dtype" in error.message:
+                continue  # a format the card's reader does not know (F4, ...), not damage
             if repair is None:
                 return error
             return CorruptWeights(f"{error.message.rsplit('; ', 1)[0]}; {repair}")
