@@ -122,6 +122,43 @@ def test_unpinned_base_until_a_commit_is_given(peft_adapters, copy_of) -> None:
     assert "unpinned_base" in codes(card) and "'main' is not a commit" in card.problems[0].message
 
 
+@pytest.mark.parametrize(
+    ("base_id", "local"),
+    [
+        ("org/base", False),
+        ("gpt2", False),
+        ("examples/model/base", True),
+        ("/models/llama-3-8b", True),
+        ("./base", True),
+        ("~/models/base", True),
+        ("C:\\models\\base", True),
+    ],
+)
+def test_unpinned_base_says_what_pins_a_hub_id_or_a_local_folder(copy_of, base_id, local) -> None:
+    folder = copy_of("lora_qv")
+    edit_config(folder, base_model_name_or_path=base_id, revision=None)
+    (message,) = [p.message for p in adapter_card(folder).problems if p.code == "unpinned_base"]
+    assert message.startswith(f"base {base_id} ")
+    if local:  # a folder has no main branch: its weights' hashes pin it
+        assert "main branch" not in message
+        assert "is a local folder" in message and "sha256" in message
+        assert "--base-revision <40-hex commit> if the folder is a copy of a Hub model" in message
+    else:
+        assert "the base's main branch" in message and "local folder" not in message
+        assert message.endswith("pass --base-revision <40-hex commit>")
+
+
+def test_a_hub_shaped_base_that_is_a_folder_here_is_local(copy_of, tmp_path, monkeypatch) -> None:
+    folder = copy_of("lora_qv")
+    edit_config(folder, base_model_name_or_path="models/base", revision="main")
+    monkeypatch.chdir(tmp_path)
+    hub = next(p for p in adapter_card(folder).problems if p.code == "unpinned_base")
+    assert "'main' is not a commit" in hub.message and "main branch is then" in hub.message
+    (tmp_path / "models" / "base").mkdir(parents=True)  # transformers would load this folder
+    local = next(p for p in adapter_card(folder).problems if p.code == "unpinned_base")
+    assert "is a local folder with revision 'main', not a commit, so" in local.message
+
+
 def test_revision_comes_from_a_hub_cache_snapshot_path(copy_of) -> None:
     folder = copy_of("lora_qv")
     snapshot = f"/cache/hub/models--org--base/snapshots/{COMMIT}"

@@ -214,6 +214,24 @@ def read_config(folder: Path) -> AdapterConfig:
     )
 
 
+# A Hub repo id: a name, or an owner and a name, of letters, digits, ``-``, ``_``, ``.``.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def names_local_path(base_id: str | None) -> bool:
+    """Whether ``base_model_name_or_path`` names a local folder rather than a Hub repo.
+
+    A string no Hub id can be (absolute, ``./``/``~``, more than one ``/``, a
+    backslash) is a path; so is a Hub-shaped one that is a folder here, since
+    transformers then loads that folder and never the Hub.
+    """
+    if not base_id:
+        return False
+    if not _HUB_ID.match(base_id) or ".." in base_id or "--" in base_id:
+        return True
+    return Path(base_id).is_dir()
+
+
 def revision_from_path(path: str | Path | None) -> str | None:
     """The commit of a Hugging Face cache snapshot folder (``…/snapshots/<40 hex>``), if any."""
     if not path:
