@@ -367,6 +367,44 @@ def test_not_an_adapter_folder(peft_adapters, run_cli, tmp_path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("use_rslora", "false", "true or false"),  # truthy: would silently mean rsLoRA
+        ("use_dora", 1, "true or false"),
+        ("modules_to_save", "lm_head", "a list of module names"),  # not l, m, _, h, …
+        ("bias", "some", "one of all, lora_only, none"),
+        ("r", 0, "a positive integer"),
+        ("r", 4.5, "a positive integer"),
+        ("lora_alpha", "16", "a number"),
+        ("base_model_name_or_path", 5, "a string or null"),
+        ("revision", 123, "a string or null"),
+        ("task_type", ["CAUSAL_LM"], "a string or null"),
+        ("peft_version", 0.21, "a string or null"),
+        ("init_lora_weights", 3, "true, false or a method name"),
+        ("layers_to_transform", "0", "a layer index or a list of them"),
+        ("layers_pattern", 5, "a module name or a list of them"),
+        ("target_modules", 5, "a list of module names or a regex string"),
+    ],
+)
+def test_a_config_key_of_the_wrong_type_is_one_line_naming_it(
+    run_cli, copy_of, key, value, expected
+) -> None:
+    folder = copy_of("lora_qv")
+    edit_config(folder, **{key: value})
+    assert_one_line_error(
+        run_cli("card", folder),
+        f"adapter_config.json: key {key!r} must be {expected}, not {value!r}",
+        "fix the value or save the adapter again",
+    )
+
+
+def test_a_config_that_is_not_an_object_says_how_to_fix_it(run_cli, copy_of) -> None:
+    folder = copy_of("lora_qv")
+    (folder / "adapter_config.json").write_text("[1, 2]")
+    assert_one_line_error(run_cli("card", folder), "expected a JSON object", "save the adapter")
+
+
 def _corrupt(folder: Path, how: str) -> None:
     path = folder / "adapter_model.safetensors"
     data = path.read_bytes()
