@@ -405,6 +405,20 @@ def test_a_config_that_is_not_an_object_says_how_to_fix_it(run_cli, copy_of) -> 
     assert_one_line_error(run_cli("card", folder), "expected a JSON object", "save the adapter")
 
 
+def test_files_beside_the_adapter_that_are_not_utf8_are_one_line(run_cli, copy_of, tmp_path):
+    folder = copy_of("lora_qv")
+    save_tokenizer(folder, tokens=64)
+    (folder / "chat_template.jinja").write_bytes(b"{{ messages \xff }}")
+    assert_one_line_error(
+        run_cli("card", folder), "chat_template.jinja: not UTF-8 text (byte 12)", "as UTF-8"
+    )
+    (tmp_path / "train.yaml").write_bytes(b"learning_rate: \xff\n")
+    assert_one_line_error(
+        run_cli("card", copy_of("dora"), "--training", tmp_path / "train.yaml"),
+        "train.yaml: not UTF-8 text (byte 15)",
+    )
+
+
 def _corrupt(folder: Path, how: str) -> None:
     path = folder / "adapter_model.safetensors"
     data = path.read_bytes()
