@@ -319,3 +319,38 @@ def test_score_page_shows_the_summary_figures(runs: dict[str, Path]) -> None:
     for label in summary["classes"]:
         assert (f"{label} rare" if label in RARE else label) in labels
     assert "Confusion matrix" in text and "product_question" in labels
+
+
+def test_text_widths_count_wide_narrow_and_zero_width_characters() -> None:
+    from evalkit.report.html.svg import fit, text_width
+
+    assert text_width("ab") == pytest.approx(2 * 6.8)
+    assert text_width("日本") == pytest.approx(24.0)  # a CJK ideograph takes a full em
+    assert text_width("😀") == pytest.approx(12.0)
+    assert text_width("e\u0301\u200b") == pytest.approx(6.8)  # combining accent, zero width
+    assert text_width("AB") == pytest.approx(18.0) and text_width("WШ") == pytest.approx(24.0)
+    assert text_width("ab", 10.0, bold=True) == pytest.approx(2 * 6.8 * 10 / 12 * 1.1)
+    assert fit("abc", 100) == "abc"
+    cut = fit("日" * 30, 100)
+    assert cut == "日" * 7 + "…" and text_width(cut) <= 100
+
+
+def test_a_wide_class_label_gets_the_margin_it_needs_or_is_cut_to_fit() -> None:
+    from evalkit.report.html.charts import Estimate, IntervalPanel, Row, interval_chart
+    from evalkit.report.html.svg import text_width
+
+    def margin_and_label(label: str) -> tuple[float, str]:
+        """The x the row labels end at, and the first row's label as drawn (no tooltip)."""
+        rows = [Row(label, rare=True), Row("billing")]
+        panel = IntervalPanel("c", [Estimate(0.1, (0.0, 0.2), failed="rule"), Estimate(0.0)])
+        svg = str(interval_chart(rows, [panel], "chart"))
+        x = float(re.search(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end"', svg).group(1))
+        drawn = re.search(r'text-anchor="end" class="bold">(?:<title>.*?</title>)?([^<]*)', svg)
+        return x, drawn.group(1)
+
+    x, shown = margin_and_label("請求書の問題")  # 6 ideographs: 72 px, 79 bold, and the tag
+    assert shown == "請求書の問題"
+    assert x >= text_width(shown, bold=True) + text_width(" rare", 10.0, bold=True)
+    x, shown = margin_and_label("請" * 40)  # 480 px: cut to fit the 300 px margin
+    assert shown.endswith("…") and x + 8 <= 300
+    assert x >= text_width(shown, bold=True) + text_width(" rare", 10.0, bold=True)
