@@ -78,6 +78,8 @@ def provenance_options(
         raise UsageError(
             "give --card FILE or --adapter DIR, not both (the card describes the adapter)"
         )
+    if base_model is not None and not base_model.strip():
+        raise UsageError("--base-model is empty; pass the base's hub id or local path")
     if base_model is not None and (card_path or adapter_dir):
         raise UsageError(
             "--base-model is for a prompt-only run; an adapter's base comes from its card"

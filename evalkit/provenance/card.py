@@ -305,7 +305,10 @@ def load_card(path: str | os.PathLike[str]) -> AdapterCard:
         )
     if not file.is_file():
         raise NotAnAdapter(f"{file}: no such file; write one with evalkit card ADAPTER_DIR --out")
-    raw = read_json_file(file)
+    try:
+        raw = read_json_file(file)
+    except MalformedFile as error:
+        raise MalformedFile(f"{error.message}; write the card again with evalkit card") from error
     try:
         return AdapterCard.model_validate(raw)
     except ValidationError as error:
