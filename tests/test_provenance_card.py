@@ -250,10 +250,40 @@ def test_shape_mismatch_against_a_base_of_another_width(peft_adapters) -> None:
     assert len(mismatches) == 4 and "base weight is [48, 48]" in mismatches[0].message
 
 
-@pytest.mark.parametrize("name", ["all_linear", "embedding", "modules_to_save", "rank_pattern"])
+@pytest.mark.parametrize(
+    "name", ["all_linear", "embedding", "modules_to_save", "rank_pattern", "regex"]
+)
 def test_no_coverage_problem_where_targets_resolve_as_peft_did(peft_adapters, name) -> None:
     root = peft_adapters[name].path.parent
     assert "coverage" not in codes(adapter_card(peft_adapters[name].path, base=root / "base"))
+
+
+def test_a_regex_target_is_matched_on_whole_names_as_peft_does(peft_adapters, copy_of) -> None:
+    card = adapter_card(peft_adapters["regex"].path)
+    assert card.lora.target_modules == r".*\.1\.self_attn\.(q|v)_proj"
+    assert [m.name for m in card.modules] == [
+        "model.layers.1.self_attn.q_proj",
+        "model.layers.1.self_attn.v_proj",
+    ]
+    folder = copy_of("regex")
+    edit_config(folder, target_modules=r".*\.self_attn\.(q|v)_proj")  # layer 0 too: untouched
+    base = peft_adapters["regex"].path.parent / "base"
+    problem = next(p for p in adapter_card(folder, base=base).problems if p.code == "coverage")
+    assert "names 2 modules" in problem.message and "layers.0.self_attn.q_proj" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("target_modules", "(q"), ("exclude_modules", "[x"), ("layers_pattern", ["layers", "(a"])],
+)
+def test_an_invalid_regex_in_the_config_is_one_line_naming_the_key(
+    run_cli, copy_of, key, value
+) -> None:
+    folder = copy_of("lora_qv")
+    edit_config(folder, **{key: value})
+    assert_one_line_error(
+        run_cli("card", folder), f"key {key!r} is not a valid regular expression", "fix the pattern"
+    )
 
 
 def test_coverage_when_targets_name_modules_without_tensors(peft_adapters, copy_of) -> None:

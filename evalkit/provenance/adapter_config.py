@@ -172,10 +172,24 @@ def _pattern(path: Path, raw: dict[str, Any], key: str) -> dict[str, Any]:
     return dict(value)
 
 
+def _regex(path: Path, key: str, pattern: str) -> str:
+    """A pattern peft matches with ``re``: an invalid one would stop peft from loading."""
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise MalformedFile(
+            f"{path}: key {key!r} is not a valid regular expression ({pattern!r}: {error}); "
+            "fix the pattern or save the adapter again"
+        ) from error
+    return pattern
+
+
 def _names(path: Path, raw: dict[str, Any], key: str) -> list[str] | str | None:
     value = raw.get(key)
-    if value is None or isinstance(value, str):
+    if value is None:
         return value
+    if isinstance(value, str):
+        return value if value == INCLUDE_LINEAR_LAYERS else _regex(path, key, value)
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return sorted(set(value))
     raise _bad(path, key, "a list of module names or a regex string", value)
@@ -202,10 +216,12 @@ def _layers(path: Path, raw: dict[str, Any]) -> list[int] | int | None:
 
 def _layers_pattern(path: Path, raw: dict[str, Any]) -> list[str] | str | None:
     value = raw.get("layers_pattern")
-    if value is None or isinstance(value, str):
+    if value is None:
         return value
+    if isinstance(value, str):
+        return _regex(path, "layers_pattern", value)
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return value
+        return [_regex(path, "layers_pattern", item) for item in value]
     raise _bad(path, "layers_pattern", "a module name or a list of them", value)
 
 
