@@ -449,6 +449,21 @@ def test_files_beside_the_adapter_that_are_not_utf8_are_one_line(run_cli, copy_o
     )
 
 
+def test_a_damaged_base_folder_is_one_line_about_the_base(peft_adapters, run_cli, tmp_path):
+    adapter = peft_adapters["lora_qv"].path
+    base = Path(shutil.copytree(adapter.parent / "base", tmp_path / "base"))
+    weights = base / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-3])
+    result = run_cli("card", adapter, "--base", base)
+    assert_one_line_error(result, "model.safetensors: not a valid safetensors file",
+                          "the base's weights are damaged")  # fmt: skip
+    assert "save the adapter again" not in result.stderr
+    for index in ("[1]", '{"weight_map": {"lm_head.weight": 5}}'):
+        (base / "model.safetensors.index.json").write_text(index)
+        assert_one_line_error(run_cli("card", adapter, "--base", base),
+                              "model.safetensors.index.json: no 'weight_map'")  # fmt: skip
+
+
 def _corrupt(folder: Path, how: str) -> None:
     path = folder / "adapter_model.safetensors"
     data = path.read_bytes()
