@@ -256,3 +256,14 @@ def test_a_ledger_without_the_looks_is_reported(run_cli, data) -> None:
     state = json.loads((data / "g.json").read_text())["test_set"]
     assert not state["recorded"] and "the ledger has no look of b" in state["reasons"][-1]
     assert result.exit_code == 0
+
+
+def test_a_hand_edited_manifest_leaves_the_split_unknown_not_a_crash(run_cli, data) -> None:
+    manifest = {"seed": "seven", "options": {"group": ["conversation_id"]},
+                "splits": {"test": {"n_items": "12", "n_groups": -5}}}  # fmt: skip
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    base, cand = score(run_cli, data, "b", 0), score(run_cli, data, "c", 1)
+    result = run_cli("compare", base, cand, "--out", data / "cmp")
+    assert result.exit_code == 0, result.stderr
+    split = json.loads((data / "cmp" / "report.json").read_text())["decision"]["test_split"]
+    assert (split["split"], split["n_groups"]) == ("test", None)
