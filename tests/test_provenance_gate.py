@@ -226,6 +226,12 @@ def test_gate_prints_the_ledger_state_with_the_selection_bias(run_cli, data) -> 
         "inflated by up to 0.64 standard errors (0.45·√2); on the accuracy delta, up to ±0.000"
     )
     assert expected in result.stdout
+    run_cli("gate", base, cand, "--html", data / "gate.html")
+    page = (data / "gate.html").read_text()
+    figures = page.index('class="figures"')
+    note = page.index("<strong>Test set:</strong> reused (2 looks): if candidates were chosen")
+    assert figures < note < page.index("<section>")  # beside the figures, before any chart
+    assert "up to 0.64 standard errors (0.45·√2); on the accuracy delta, up to ±0.000." in page
 
 
 def _fresh_contract(tmp: Path) -> Path:
