@@ -122,6 +122,15 @@ def test_unpinned_base_until_a_commit_is_given(peft_adapters, copy_of) -> None:
     assert "unpinned_base" in codes(card) and "'main' is not a commit" in card.problems[0].message
 
 
+def test_an_upper_case_commit_pins_the_base_in_git_spelling(peft_adapters, copy_of) -> None:
+    pinned = adapter_card(peft_adapters["lora_qv"].path, base_revision=COMMIT.upper())
+    assert pinned.base.pinned and pinned.base.revision == COMMIT.lower()
+    folder = copy_of("lora_qv")
+    edit_config(folder, revision=COMMIT.upper())
+    card = adapter_card(folder, base_revision=COMMIT.lower())  # the same commit: no conflict
+    assert card.base.pinned and "unpinned_base" not in codes(card)
+
+
 @pytest.mark.parametrize(
     ("base_id", "local"),
     [

@@ -48,10 +48,19 @@ LEGACY_WEIGHTS_NAME = "adapter_model.bin"
 EMBEDDING_ENDINGS = ("embed_tokens", "lm_head", "wte", "word_embeddings", "embed_in", "embed_out")
 
 
+def _commit_case(revision: str | None) -> str | None:
+    """A 40-hex commit in lower case (git's spelling), so that a pasted upper-case
+    commit pins the base and compares equal to the same commit; other names as given."""
+    if revision is not None and HEX_COMMIT.match(revision.lower()):
+        return revision.lower()
+    return revision
+
+
 def _revision(
     config: AdapterConfig, base_revision: str | None, base_dir: Path | None
 ) -> str | None:
-    given = config.revision
+    given = _commit_case(config.revision)
+    base_revision = _commit_case(base_revision)
     if base_revision is not None:
         if given and given != base_revision:
             raise UsageError(
