@@ -83,6 +83,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "lora_qv": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"],
                 "lora_dropout": 0.05},
     "all_linear": {"r": 2, "lora_alpha": 4, "target_modules": "all-linear"},
+    "regex": {"r": 2, "lora_alpha": 4, "target_modules": r".*\.1\.self_attn\.(q|v)_proj"},
     "rslora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"], "use_rslora": True},
     "dora": {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"], "use_dora": True},
     "rank_pattern": {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj", "o_proj"],

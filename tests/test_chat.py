@@ -378,35 +378,41 @@ def test_a_normalised_column_written_and_read_again_is_unchanged(
         assert chat_from_file(second_path, "m").messages() == first
 
 
-def test_split_refuses_content_types_it_could_not_write_back(tmp_path: Path, run_cli) -> None:
-    # Audit and score read such a column exactly; split would write polars' converted values.
-    rows = [
-        {"id": "a", "g": "1", "messages": [{"role": "user", "content": "plain"}]},
-        {
-            "id": "b",
-            "g": "2",
-            "messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}],
-        },
-    ]
-    path = write_jsonl(tmp_path / "mixed.jsonl", rows)
-    result = run_cli(
-        "split",
-        path,
-        "--out",
-        tmp_path / "out",
-        "--group",
-        "g",
-        "--id",
-        "id",
-        "--text",
-        "messages",
-        "--sizes",
-        "1,1",
-        "--names",
-        "train,test",
-    )
-    assert_one_line_error(result, "mixed.jsonl", "'messages'", "mixes value types")
-    assert not (tmp_path / "out").exists()
+def test_split_keeps_content_types_that_only_jsonl_can_write_back(tmp_path: Path, run_cli) -> None:
+    # OpenAI's vision fine-tuning files: string content in some messages, parts in others.
+    # polars converts such a column, so a split file written from the frame would change
+    # the values; only JSONL output, of the input's own lines, keeps them.
+    def row(index: int) -> dict[str, Any]:
+        parts = [{"type": "text", "text": f"what is in picture {index}"}]
+        parts.append({"type": "image_url", "image_url": {"url": f"file:///{index}.png"}})
+        messages = [
+            {"role": "user", "content": parts},
+            {"role": "assistant", "content": f"a cat {index}"},
+        ]
+        return {"id": f"i{index}", "g": str(index // 2), "messages": messages}
+
+    rows = [row(index) for index in (5, 1, 4, 0, 3, 2)]
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\r\n" for r in rows))
+    args = ["split", path, "--group", "g", "--id", "id", "--text", "messages",
+            "--sizes", "4,2", "--names", "train,test"]  # fmt: skip
+    for fmt in ("parquet", "csv"):
+        result = run_cli(*args, "--out", tmp_path / fmt, "--format", fmt)
+        assert_one_line_error(result, "mixed.jsonl", "'messages'", f"which {fmt} cannot keep",
+                              "--format jsonl")  # fmt: skip
+        assert not (tmp_path / fmt).exists()
+    out = tmp_path / "out"
+    result = run_cli(*args, "--out", out, "--format", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    assignments = pl.read_parquet(out / "assignments.parquet")
+    by_id = {r["id"]: r for r in rows}
+    for name in ("train", "test"):
+        written = [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
+        ids = sorted(assignments.filter(pl.col("split") == name)["id"].to_list())
+        assert written == [by_id[i] for i in ids]  # the values as written, sorted by id
+    assert "\r" not in (out / "train.jsonl").read_text()
+    audit = run_cli("audit", out, "--id", "id", "--text", "messages", "--group", "g")
+    assert audit.exit_code == 0, audit.stderr
 
 
 def test_text_parts_whose_text_is_null_in_every_row_are_bad_input(tmp_path: Path) -> None:
@@ -420,3 +426,82 @@ def test_text_parts_whose_text_is_null_in_every_row_are_bad_input(tmp_path: Path
     frame.write_parquet(tmp_path / "c.parquet")
     with pytest.raises(InvalidConversation, match=r"row 1: .*message 0: content part 0"):
         read_chat(read_table(tmp_path / "c.parquet"), "messages", source="c.parquet")
+
+
+@pytest.mark.parametrize(
+    ("message", "fragment"),
+    [
+        ({"role": None, "content": "x"}, "no 'role'"),
+        ({"from": None, "value": "x"}, "no 'role'"),
+        ({"role": "user", "content": None}, "no 'content'"),
+        ({"from": "human", "value": None}, "no 'value'"),
+    ],
+)
+def test_message_keys_null_in_every_row_are_bad_input(
+    tmp_path: Path, message: dict[str, Any], fragment: str
+) -> None:
+    # A key null in every row is typed Null; the role names (replace_strict)
+    # must still be read as text and the message reported, on either format.
+    path = write_jsonl(tmp_path / "c.jsonl", [{"messages": [message]}] * 2)
+    with pytest.raises(InvalidConversation, match=rf"c\.jsonl:1: .*message 0: .*{fragment}"):
+        chat_from_file(path)
+    read_table(path).write_parquet(tmp_path / "c.parquet")
+    with pytest.raises(InvalidConversation, match=rf"row 1: .*message 0: .*{fragment}"):
+        read_chat(read_table(tmp_path / "c.parquet"), "messages", source="c.parquet")
+
+
+def test_a_text_column_null_in_every_row_is_text() -> None:
+    # Typed Null, it must read as the String column it stands for (null texts).
+    frame = pl.DataFrame(
+        {"t": [None, None], "c": ["a", "b"]}, schema={"t": pl.Null, "c": pl.String}
+    )
+    chat = read_chat(frame, "t", source="f")
+    assert chat.kind == "text"
+    assert chat.char_lengths().to_list() == [None, None]
+    assert chat.compared_text().to_list() == [None, None]
+    paired = read_chat(frame, ["c", "t"], source="f")
+    assert paired.char_lengths().to_list() == [1, 1]
+    assert paired.compared_text().to_list() == ["a", "b"]
+
+
+def test_a_categorical_text_column_is_text() -> None:
+    # pandas' category dtype reaches polars from Parquet as Categorical.
+    frame = pl.DataFrame({"t": ["ab", "cde"]}).with_columns(pl.col("t").cast(pl.Categorical))
+    chat = read_chat(frame, "t", source="f")
+    assert chat.kind == "text"
+    assert chat.char_lengths().to_list() == [2, 3]
+
+
+def test_binary_content_is_named_binary_data() -> None:
+    # Parquet can hold bytes where text belongs; the message must not read "is a bytes".
+    frame = pl.DataFrame({"m": [[{"role": "user", "content": "x"}]]}).with_columns(
+        pl.col("m").list.eval(
+            pl.struct(
+                pl.element().struct.field("role"),
+                pl.element().struct.field("content").cast(pl.Binary),
+            )
+        )
+    )
+    with pytest.raises(InvalidConversation, match="message 0: 'content' is binary data; it must"):
+        read_chat(frame, "m", source="f")
+
+
+@pytest.mark.parametrize(
+    ("bad", "fix"),
+    [
+        ({"messages": None}, 'write each conversation as [{"role": ..., "content": ...}, ...]'),
+        ({"messages": [3]}, 'write each message as {"role": ..., "content": ...}'),
+        ({"messages": [{"role": "user"}]}, "give every message its text"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "text", "text": None}]}]},
+            "give the part its text, or remove it",
+        ),
+    ],
+)
+def test_malformed_conversations_say_how_to_fix_them(
+    tmp_path: Path, bad: dict[str, Any], fix: str
+) -> None:
+    path = write_jsonl(tmp_path / "c.jsonl", [GOOD, bad])
+    with pytest.raises(InvalidConversation, match=r"c\.jsonl:2: ") as raised:
+        chat_from_file(path)
+    assert fix in str(raised.value)

@@ -322,3 +322,59 @@ def test_audit_reads_jsonl_the_same_way_on_either_path(tmp_path: Path) -> None:
     assert from_files.counts.exact_duplicates == 16
     assert from_files.model_dump(exclude={"splits"}) == from_frames.model_dump(exclude={"splits"})
     assert from_files.group_leaks == from_frames.group_leaks
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_split_reads_a_text_column_null_in_every_row(run_cli, tmp_path: Path, paired: bool) -> None:
+    # polars types it Null; split's lengths once failed on it with a polars error.
+    rows = [{"id": f"i{i}", "g": f"g{i}", "p": f"a b {i}", "t": None} for i in range(4)]
+    path = write_jsonl(tmp_path / "t.jsonl", rows)
+    out = tmp_path / "split"
+    text = ["--text", "p", "--text", "t"] if paired else ["--text", "t"]
+    result = run_cli("split", path, "--out", out, "--group", "g", "--id", "id", *text,
+                     "--sizes", "2,2", "--names", "a,b")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    length = json.loads((out / "manifest.json").read_text())["splits"]["a"]["length"]
+    expected = {"min": 5, "p50": 5, "p95": 5, "max": 5, "unit": "chars"}
+    assert length == (expected if paired else None)
+
+
+def test_roles_that_no_turn_has_are_refused(run_cli, tmp_path: Path) -> None:
+    # Every item would compare as empty text: the audit would find nothing and exit 0.
+    train = write_jsonl(tmp_path / "train.jsonl", messages_rows(4))
+    test = write_jsonl(tmp_path / "test.jsonl", messages_rows(4))
+    result = run_cli("audit", train, test, "--id", "id", "--text", "messages", "--roles", "tool")
+    assert_one_line_error(result, "--roles tool", "no conversation has such a turn",
+                          "system, user, assistant")  # fmt: skip
+    result = run_cli("audit", train, test, "--id", "id", "--text", "messages", "--roles",
+                     "tool,user")  # fmt: skip
+    assert result.exit_code == 1, result.stderr  # the user turns are the same: leaks
+    out = tmp_path / "split"
+    result = run_cli("split", train, "--out", out, "--group", "g", "--text", "messages",
+                     "--roles", "tool", "--near-dup", "0.8", "--sizes", "2,2",
+                     "--names", "a,b")  # fmt: skip
+    assert_one_line_error(result, "--roles tool", "no conversation has such a turn")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("messages", "reason"),
+    [
+        ([None, {"role": "user", "content": "x"}], "is null, not an object"),
+        ([{"role": "user", "content": [None, {"type": "text", "text": "a"}]}], "part 0 is null"),
+    ],
+)
+def test_audit_names_a_null_message_that_polars_cannot_take_from_arrow(
+    run_cli, tmp_path: Path, messages: list[Any], reason: str
+) -> None:
+    # pyarrow reads these lists, but polars.from_arrow fails on them when they come
+    # first ("offsets must not exceed the values length"): the audit must fall back to
+    # polars' own reader and name the message.
+    from evalkit.chat.sources import read_jsonl_exact
+
+    rows = [{"id": name, "g": "g", "messages": messages} for name in ("b", "d")]
+    test = write_jsonl(tmp_path / "test.jsonl", rows)
+    assert read_jsonl_exact(test) is None
+    train = write_jsonl(tmp_path / "train.jsonl", [GOOD_ROW | {"id": "c"}])
+    result = run_cli("audit", train, test, "--id", "id", "--text", "messages")
+    assert_one_line_error(result, f"{test}:1", "message 0", reason)

@@ -127,9 +127,9 @@ def test_parts_content_is_written_as_text(run_cli, tmp_path: Path) -> None:
         ([{"id": 1, "messages": conversation("q")}, {"id": 1, "messages": conversation("r")}],
          ["--model", "m"], ["id '1' occurs more than once"]),
         ([{"id": 1, "messages": conversation("q")}, {"id": None, "messages": conversation("r")}],
-         ["--model", "m"], ["row 2 has no id"]),
+         ["--model", "m"], ["test.jsonl:2: no id in column 'id'"]),
         ([{"id": 1, "messages": [{"role": "assistant", "content": "only an answer"}]}],
-         ["--model", "m"], ["row 1", "nothing before the last assistant turn"]),
+         ["--model", "m"], ["test.jsonl:1: column", "nothing before the last assistant turn"]),
         ([{"id": 1, "messages": conversation("q")}, {"id": 2, "messages": [{"role": "user"}]}],
          ["--model", "m"], ["test.jsonl:2", "message 0", "no 'content'"]),
         ([{"id": 1, "messages": conversation("q")}, {"id": 2, "messages": "text"}],
@@ -163,3 +163,18 @@ def test_a_folder_or_an_existing_output_is_refused(run_cli, tmp_path: Path) -> N
         run_cli("prompts", data, "--id", "id", "--text", "messages", "--out", data, "--model", "m"),
         "would replace the input",
     )
+
+
+def test_errors_name_the_jsonl_line_not_the_row(run_cli, tmp_path: Path) -> None:
+    # A blank line holds no row: row 2 is line 3, and the line is what an editor shows.
+    data = tmp_path / "test.jsonl"
+    answer_only = [{"role": "assistant", "content": "only an answer"}]
+    data.write_text(
+        json.dumps({"id": 1, "messages": conversation("q")})
+        + "\n\n"
+        + json.dumps({"id": 2, "messages": answer_only})
+        + "\n"
+    )
+    result = run_cli("prompts", data, "--id", "id", "--text", "messages", "--out",
+                     tmp_path / "p.jsonl", "--model", "m")  # fmt: skip
+    assert_one_line_error(result, "test.jsonl:3: column 'messages'", "nothing before")

@@ -241,6 +241,45 @@ def test_a_fifty_class_comparison_page_stays_under_one_megabyte() -> None:
     assert_self_contained(text)
 
 
+HOSTILE_LABELS = [
+    "<script>x</script>", "a & b \"q\" 's'", "ünïcødé — 日本語 ✓", "שלום عربى", "e\u0301\u200b",
+    "😀 👩\u200d👩\u200d👧", "x" * 300, "]]><![CDATA[", "</svg><img src=x>", "&amp;already",
+]  # fmt: skip
+
+
+def test_fifty_hostile_class_names_and_outputs_are_escaped_small_and_stable() -> None:
+    rng = random.Random(3)
+    labels = HOSTILE_LABELS + [f"class_{i:02d}" for i in range(50 - len(HOSTILE_LABELS))]
+    classes = [label for i, label in enumerate(labels) for _ in range(4 if i % 5 == 0 else 25)]
+    ids = [f'T<{i:04d}>&"' for i in range(len(classes))]
+    results = []
+    for number in range(3):
+        predicted = [c if rng.random() > 0.3 else rng.choice(labels) for c in classes]
+        correct = [p == c for p, c in zip(predicted, classes, strict=True)]
+        results.append(result_in_memory(f"run-<{number}>&", ids=ids, classes=classes,
+                                        correct=correct, predicted=predicted))  # fmt: skip
+    hostile = "<script>alert(1)</script>\u202e\x00\x1b[31m\x7f 日本 " + "z" * 3000
+    pages = []
+    for _ in range(2):
+        report = compare(*results, resamples=200)
+        side = {c.candidate.name: SideOutputs(outputs=dict.fromkeys(wanted_ids(c), hostile),
+                                              note=None) for c in report.candidates}  # fmt: skip
+        found = {name: FlipOutputs(baseline=s, candidate=s) for name, s in side.items()}
+        pages.append(render_comparison_html(report, found))
+    text = pages[0]
+    assert pages[0].encode() == pages[1].encode()
+    assert len(text.encode("utf-8")) < 1_000_000
+    assert_self_contained(text)
+    assert "<script" not in text and "<img" not in text
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", text)  # shown as ␀ ␛ ␡
+    assert "␀␛[31m␡ 日本" in text
+    svg_texts(text)  # every SVG still parses as XML
+    shown = set(Parsed(text).texts)
+    for label in labels:
+        assert any(label in piece for piece in shown), label
+    assert any('T<0000>&"' in piece for piece in shown)
+
+
 def test_gate_writes_html_and_refuses_to_overwrite(
     run_cli, runs: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -280,3 +319,38 @@ def test_score_page_shows_the_summary_figures(runs: dict[str, Path]) -> None:
     for label in summary["classes"]:
         assert (f"{label} rare" if label in RARE else label) in labels
     assert "Confusion matrix" in text and "product_question" in labels
+
+
+def test_text_widths_count_wide_narrow_and_zero_width_characters() -> None:
+    from evalkit.report.html.svg import fit, text_width
+
+    assert text_width("ab") == pytest.approx(2 * 6.8)
+    assert text_width("日本") == pytest.approx(24.0)  # a CJK ideograph takes a full em
+    assert text_width("😀") == pytest.approx(12.0)
+    assert text_width("e\u0301\u200b") == pytest.approx(6.8)  # combining accent, zero width
+    assert text_width("AB") == pytest.approx(18.0) and text_width("WШ") == pytest.approx(24.0)
+    assert text_width("ab", 10.0, bold=True) == pytest.approx(2 * 6.8 * 10 / 12 * 1.1)
+    assert fit("abc", 100) == "abc"
+    cut = fit("日" * 30, 100)
+    assert cut == "日" * 7 + "…" and text_width(cut) <= 100
+
+
+def test_a_wide_class_label_gets_the_margin_it_needs_or_is_cut_to_fit() -> None:
+    from evalkit.report.html.charts import Estimate, IntervalPanel, Row, interval_chart
+    from evalkit.report.html.svg import text_width
+
+    def margin_and_label(label: str) -> tuple[float, str]:
+        """The x the row labels end at, and the first row's label as drawn (no tooltip)."""
+        rows = [Row(label, rare=True), Row("billing")]
+        panel = IntervalPanel("c", [Estimate(0.1, (0.0, 0.2), failed="rule"), Estimate(0.0)])
+        svg = str(interval_chart(rows, [panel], "chart"))
+        x = float(re.search(r'<text x="([\d.]+)" y="[\d.]+" text-anchor="end"', svg).group(1))
+        drawn = re.search(r'text-anchor="end" class="bold">(?:<title>.*?</title>)?([^<]*)', svg)
+        return x, drawn.group(1)
+
+    x, shown = margin_and_label("請求書の問題")  # 6 ideographs: 72 px, 79 bold, and the tag
+    assert shown == "請求書の問題"
+    assert x >= text_width(shown, bold=True) + text_width(" rare", 10.0, bold=True)
+    x, shown = margin_and_label("請" * 40)  # 480 px: cut to fit the 300 px margin
+    assert shown.endswith("…") and x + 8 <= 300
+    assert x >= text_width(shown, bold=True) + text_width(" rare", 10.0, bold=True)

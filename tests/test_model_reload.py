@@ -175,3 +175,27 @@ def test_controls_are_seeded_stable_and_nested() -> None:
 )  # fmt: skip
 def test_first_difference(run, reload, expected) -> None:
     assert first_difference(run, reload) == expected
+
+
+def test_relative_paths_from_another_folder_are_not_called_changed(
+    run_cli, tiny: TinyModels, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run.json keeps paths as given; from elsewhere they are missing, not changed."""
+    import os
+
+    def here(path: Path) -> str:
+        return os.path.relpath(path, tiny.root)
+
+    monkeypatch.chdir(tiny.root)
+    run = tmp_path / "relative-run"
+    result = run_cli("generate", "--base", here(tiny.base), "--adapter", here(tiny.adapter),
+                     "--data", here(tiny.data), "--id", "ticket_id", "--text", "messages",
+                     "--out", run, "--max-new-tokens", 4, "--device", "cpu")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("reload-check", run, "--n", 1)
+    assert_one_line_error(result, f"{here(tiny.data)}: not found from {tmp_path}",
+                          "relative to the folder evalkit generate ran in",
+                          "run reload-check from that folder")  # fmt: skip
+    monkeypatch.chdir(tiny.root)
+    assert run_cli("reload-check", run, "--n", 1).exit_code == 0

@@ -127,3 +127,48 @@ def test_bad_config_files(run_cli, tmp_path: Path, content: str, fragment: str) 
 def test_a_missing_config(run_cli, tmp_path: Path) -> None:
     assert_one_line_error(run_cli("plan", "--config", tmp_path / "nope"), "no such file")
     assert_one_line_error(run_cli("plan", "--config", tmp_path), "no config.json in this folder")
+
+
+def _prequantized(tmp_path: Path, quantization: dict[str, object]) -> Path:
+    """Llama-2-7B's config as a bitsandbytes checkpoint saves it (quantization_config added)."""
+    config = json.loads((LLAMA7 / "config.json").read_text())
+    config["quantization_config"] = quantization
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+NF4_DQ = {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4",
+          "bnb_4bit_use_double_quant": True, "bnb_4bit_compute_dtype": "bfloat16"}  # fmt: skip
+
+
+@pytest.mark.parametrize("method", ["lora", "full"])
+def test_a_prequantized_base_is_not_planned_as_16_bit(run_cli, tmp_path: Path, method) -> None:
+    folder = _prequantized(tmp_path, NF4_DQ)
+    result = run_cli("plan", "--config", folder, "--method", method)
+    assert_one_line_error(result, str(folder / "config.json"), "'quantization_config'",
+                          "nf4-dq", "--method qlora")  # fmt: skip
+
+
+def test_a_prequantized_base_plans_as_the_qlora_of_its_storage(run_cli, tmp_path: Path) -> None:
+    """Its default --quant is the stored one: the plan of the 16-bit config with that --quant."""
+    stored, reference = tmp_path / "stored.json", tmp_path / "reference.json"
+    int8 = {"quant_method": "bitsandbytes", "load_in_8bit": True}
+    for quantization, quant in ((NF4_DQ, "nf4-dq"), (int8, "int8")):
+        (tmp_path / quant).mkdir()
+        folder = _prequantized(tmp_path / quant, quantization)
+        arguments = ["--method", "qlora", "--force"]
+        assert run_cli("plan", "--config", folder, *arguments, "--json", stored).exit_code == 0
+        assert run_cli("plan", "--config", LLAMA7, *arguments, "--quant", quant,
+                       "--json", reference).exit_code == 0  # fmt: skip
+        planned, expected = json.loads(stored.read_text()), json.loads(reference.read_text())
+        assert planned["inputs"]["options"]["quant"] == quant
+        assert planned["components"] == expected["components"]
+        assert planned["phases"] == expected["phases"]
+    result = run_cli("plan", "--config", tmp_path / "int8", "--method", "qlora", "--quant", "nf4")
+    assert_one_line_error(result, "--quant nf4", "bitsandbytes int8", "--quant int8")
+
+
+def test_a_quantization_the_plan_does_not_model(run_cli, tmp_path: Path) -> None:
+    folder = _prequantized(tmp_path, {"quant_method": "gptq", "bits": 4})
+    result = run_cli("plan", "--config", folder, "--method", "qlora")
+    assert_one_line_error(result, "'quantization_config'", "'gptq'", "does not model")

@@ -122,6 +122,52 @@ def test_unpinned_base_until_a_commit_is_given(peft_adapters, copy_of) -> None:
     assert "unpinned_base" in codes(card) and "'main' is not a commit" in card.problems[0].message
 
 
+def test_an_upper_case_commit_pins_the_base_in_git_spelling(peft_adapters, copy_of) -> None:
+    pinned = adapter_card(peft_adapters["lora_qv"].path, base_revision=COMMIT.upper())
+    assert pinned.base.pinned and pinned.base.revision == COMMIT.lower()
+    folder = copy_of("lora_qv")
+    edit_config(folder, revision=COMMIT.upper())
+    card = adapter_card(folder, base_revision=COMMIT.lower())  # the same commit: no conflict
+    assert card.base.pinned and "unpinned_base" not in codes(card)
+
+
+@pytest.mark.parametrize(
+    ("base_id", "local"),
+    [
+        ("org/base", False),
+        ("gpt2", False),
+        ("examples/model/base", True),
+        ("/models/llama-3-8b", True),
+        ("./base", True),
+        ("~/models/base", True),
+        ("C:\\models\\base", True),
+    ],
+)
+def test_unpinned_base_says_what_pins_a_hub_id_or_a_local_folder(copy_of, base_id, local) -> None:
+    folder = copy_of("lora_qv")
+    edit_config(folder, base_model_name_or_path=base_id, revision=None)
+    (message,) = [p.message for p in adapter_card(folder).problems if p.code == "unpinned_base"]
+    assert message.startswith(f"base {base_id} ")
+    if local:  # a folder has no main branch: its weights' hashes pin it
+        assert "main branch" not in message
+        assert "is a local folder" in message and "sha256" in message
+        assert "--base-revision <40-hex commit> if the folder is a copy of a Hub model" in message
+    else:
+        assert "the base's main branch" in message and "local folder" not in message
+        assert message.endswith("pass --base-revision <40-hex commit>")
+
+
+def test_a_hub_shaped_base_that_is_a_folder_here_is_local(copy_of, tmp_path, monkeypatch) -> None:
+    folder = copy_of("lora_qv")
+    edit_config(folder, base_model_name_or_path="models/base", revision="main")
+    monkeypatch.chdir(tmp_path)
+    hub = next(p for p in adapter_card(folder).problems if p.code == "unpinned_base")
+    assert "'main' is not a commit" in hub.message and "main branch is then" in hub.message
+    (tmp_path / "models" / "base").mkdir(parents=True)  # transformers would load this folder
+    local = next(p for p in adapter_card(folder).problems if p.code == "unpinned_base")
+    assert "is a local folder with revision 'main', not a commit, so" in local.message
+
+
 def test_revision_comes_from_a_hub_cache_snapshot_path(copy_of) -> None:
     folder = copy_of("lora_qv")
     snapshot = f"/cache/hub/models--org--base/snapshots/{COMMIT}"
@@ -213,10 +259,40 @@ def test_shape_mismatch_against_a_base_of_another_width(peft_adapters) -> None:
     assert len(mismatches) == 4 and "base weight is [48, 48]" in mismatches[0].message
 
 
-@pytest.mark.parametrize("name", ["all_linear", "embedding", "modules_to_save", "rank_pattern"])
+@pytest.mark.parametrize(
+    "name", ["all_linear", "embedding", "modules_to_save", "rank_pattern", "regex"]
+)
 def test_no_coverage_problem_where_targets_resolve_as_peft_did(peft_adapters, name) -> None:
     root = peft_adapters[name].path.parent
     assert "coverage" not in codes(adapter_card(peft_adapters[name].path, base=root / "base"))
+
+
+def test_a_regex_target_is_matched_on_whole_names_as_peft_does(peft_adapters, copy_of) -> None:
+    card = adapter_card(peft_adapters["regex"].path)
+    assert card.lora.target_modules == r".*\.1\.self_attn\.(q|v)_proj"
+    assert [m.name for m in card.modules] == [
+        "model.layers.1.self_attn.q_proj",
+        "model.layers.1.self_attn.v_proj",
+    ]
+    folder = copy_of("regex")
+    edit_config(folder, target_modules=r".*\.self_attn\.(q|v)_proj")  # layer 0 too: untouched
+    base = peft_adapters["regex"].path.parent / "base"
+    problem = next(p for p in adapter_card(folder, base=base).problems if p.code == "coverage")
+    assert "names 2 modules" in problem.message and "layers.0.self_attn.q_proj" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("target_modules", "(q"), ("exclude_modules", "[x"), ("layers_pattern", ["layers", "(a"])],
+)
+def test_an_invalid_regex_in_the_config_is_one_line_naming_the_key(
+    run_cli, copy_of, key, value
+) -> None:
+    folder = copy_of("lora_qv")
+    edit_config(folder, **{key: value})
+    assert_one_line_error(
+        run_cli("card", folder), f"key {key!r} is not a valid regular expression", "fix the pattern"
+    )
 
 
 def test_coverage_when_targets_name_modules_without_tensors(peft_adapters, copy_of) -> None:
@@ -328,6 +404,73 @@ def test_not_an_adapter_folder(peft_adapters, run_cli, tmp_path) -> None:
         run_cli("card", peft_adapters["lora_qv"].path, "--base", "org/some-model"),
         "never a hub id",
     )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("use_rslora", "false", "true or false"),  # truthy: would silently mean rsLoRA
+        ("use_dora", 1, "true or false"),
+        ("modules_to_save", "lm_head", "a list of module names"),  # not l, m, _, h, …
+        ("bias", "some", "one of all, lora_only, none"),
+        ("r", 0, "a positive integer"),
+        ("r", 4.5, "a positive integer"),
+        ("lora_alpha", "16", "a number"),
+        ("base_model_name_or_path", 5, "a string or null"),
+        ("revision", 123, "a string or null"),
+        ("task_type", ["CAUSAL_LM"], "a string or null"),
+        ("peft_version", 0.21, "a string or null"),
+        ("init_lora_weights", 3, "true, false or a method name"),
+        ("layers_to_transform", "0", "a layer index or a list of them"),
+        ("layers_pattern", 5, "a module name or a list of them"),
+        ("target_modules", 5, "a list of module names or a regex string"),
+    ],
+)
+def test_a_config_key_of_the_wrong_type_is_one_line_naming_it(
+    run_cli, copy_of, key, value, expected
+) -> None:
+    folder = copy_of("lora_qv")
+    edit_config(folder, **{key: value})
+    assert_one_line_error(
+        run_cli("card", folder),
+        f"adapter_config.json: key {key!r} must be {expected}, not {value!r}",
+        "fix the value or save the adapter again",
+    )
+
+
+def test_a_config_that_is_not_an_object_says_how_to_fix_it(run_cli, copy_of) -> None:
+    folder = copy_of("lora_qv")
+    (folder / "adapter_config.json").write_text("[1, 2]")
+    assert_one_line_error(run_cli("card", folder), "expected a JSON object", "save the adapter")
+
+
+def test_files_beside_the_adapter_that_are_not_utf8_are_one_line(run_cli, copy_of, tmp_path):
+    folder = copy_of("lora_qv")
+    save_tokenizer(folder, tokens=64)
+    (folder / "chat_template.jinja").write_bytes(b"{{ messages \xff }}")
+    assert_one_line_error(
+        run_cli("card", folder), "chat_template.jinja: not UTF-8 text (byte 12)", "as UTF-8"
+    )
+    (tmp_path / "train.yaml").write_bytes(b"learning_rate: \xff\n")
+    assert_one_line_error(
+        run_cli("card", copy_of("dora"), "--training", tmp_path / "train.yaml"),
+        "train.yaml: not UTF-8 text (byte 15)",
+    )
+
+
+def test_a_damaged_base_folder_is_one_line_about_the_base(peft_adapters, run_cli, tmp_path):
+    adapter = peft_adapters["lora_qv"].path
+    base = Path(shutil.copytree(adapter.parent / "base", tmp_path / "base"))
+    weights = base / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-3])
+    result = run_cli("card", adapter, "--base", base)
+    assert_one_line_error(result, "model.safetensors: not a valid safetensors file",
+                          "the base's weights are damaged")  # fmt: skip
+    assert "save the adapter again" not in result.stderr
+    for index in ("[1]", '{"weight_map": {"lm_head.weight": 5}}'):
+        (base / "model.safetensors.index.json").write_text(index)
+        assert_one_line_error(run_cli("card", adapter, "--base", base),
+                              "model.safetensors.index.json: no 'weight_map'")  # fmt: skip
 
 
 def _corrupt(folder: Path, how: str) -> None:

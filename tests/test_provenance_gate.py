@@ -107,6 +107,10 @@ def test_score_provenance_option_errors(run_cli, data, card, peft_adapters) -> N
     assert_one_line_error(run_cli(*common, "--card", adapter), "is a directory")
     (data / "bad.json").write_text(json.dumps({"card_version": 1}))
     assert_one_line_error(run_cli(*common, "--card", data / "bad.json"), "bad.json: key")
+    (data / "broken.json").write_text('{"card_version": ')
+    assert_one_line_error(run_cli(*common, "--card", data / "broken.json"),
+                          "broken.json: not valid JSON", "write the card again")  # fmt: skip
+    assert_one_line_error(run_cli(*common, "--base-model", " "), "--base-model is empty")
     assert not (data.parent / "x").exists()
 
 
@@ -222,6 +226,12 @@ def test_gate_prints_the_ledger_state_with_the_selection_bias(run_cli, data) -> 
         "inflated by up to 0.64 standard errors (0.45·√2); on the accuracy delta, up to ±0.000"
     )
     assert expected in result.stdout
+    run_cli("gate", base, cand, "--html", data / "gate.html")
+    page = (data / "gate.html").read_text()
+    figures = page.index('class="figures"')
+    note = page.index("<strong>Test set:</strong> reused (2 looks): if candidates were chosen")
+    assert figures < note < page.index("<section>")  # beside the figures, before any chart
+    assert "up to 0.64 standard errors (0.45·√2); on the accuracy delta, up to ±0.000." in page
 
 
 def _fresh_contract(tmp: Path) -> Path:
@@ -252,3 +262,47 @@ def test_a_ledger_without_the_looks_is_reported(run_cli, data) -> None:
     state = json.loads((data / "g.json").read_text())["test_set"]
     assert not state["recorded"] and "the ledger has no look of b" in state["reasons"][-1]
     assert result.exit_code == 0
+
+
+def test_a_hand_edited_manifest_leaves_the_split_unknown_not_a_crash(run_cli, data) -> None:
+    manifest = {"seed": "seven", "options": {"group": ["conversation_id"]},
+                "splits": {"test": {"n_items": "12", "n_groups": -5}}}  # fmt: skip
+    (data / "manifest.json").write_text(json.dumps(manifest))
+    base, cand = score(run_cli, data, "b", 0), score(run_cli, data, "c", 1)
+    result = run_cli("compare", base, cand, "--out", data / "cmp")
+    assert result.exit_code == 0, result.stderr
+    split = json.loads((data / "cmp" / "report.json").read_text())["decision"]["test_split"]
+    assert (split["split"], split["n_groups"]) == ("test", None)
+
+
+def test_gate_refuses_a_quantized_base_against_a_full_one(run_cli, data, card, peft_adapters):
+    root = peft_adapters["r8_a16"].path.parent
+    quantized = Path(shutil.copytree(root / "base", data.parent / "base-4bit"))
+    config = json.loads((quantized / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": True,
+                                     "bnb_4bit_quant_type": "nf4"}  # fmt: skip
+    (quantized / "config.json").write_text(json.dumps(config))
+    folder = Path(shutil.copytree(peft_adapters["r8_a16"].path, data.parent / "qlora"))
+    edit_config(folder, base_model_name_or_path="org/tiny-llama")
+    qcard = data.parent / "qcard.json"
+    made = run_cli("card", folder, "--base", quantized, "--base-revision", REV_A, "--out", qcard)
+    assert made.exit_code == 0, made.stdout
+    assert json.loads(qcard.read_text())["base"]["quantization"] == "bitsandbytes-4bit-nf4"
+    unchecked = score(run_cli, data, "unchecked", 0, "--card", card("r8_a16"))
+    cand = score(run_cli, data, "qlora", 1, "--card", qcard)
+    # Without --base the card does not know its base's quantization: listed, not refused.
+    listed = run_cli("gate", unchecked, cand, "--json", data / "g.json")
+    assert listed.exit_code == 0, listed.stdout
+    differences = json.loads((data / "g.json").read_text())["provenance"]["differences"]
+    assert "base.quantization" in {d["key"] for d in differences}
+    # Checked against its (full) base, null is "not quantized": a QLoRA candidate is refused.
+    full = data.parent / "fcard.json"
+    folder = Path(shutil.copytree(peft_adapters["r8_a16"].path, data.parent / "lora"))
+    edit_config(folder, base_model_name_or_path="org/tiny-llama")
+    made = run_cli("card", folder, "--base", root / "base", "--base-revision", REV_A, "--out", full)
+    assert made.exit_code == 0, made.stdout
+    base = score(run_cli, data, "full", 2, "--card", full)
+    assert_one_line_error(run_cli("gate", base, cand), "different bases (quantization)",
+                          "(not quantized) vs org/tiny-llama", "(bitsandbytes-4bit-nf4)",
+                          "--allow-base-change")  # fmt: skip
+    assert run_cli("gate", base, cand, "--allow-base-change").exit_code == 0

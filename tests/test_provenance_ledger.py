@@ -244,3 +244,68 @@ def test_scoring_under_a_new_contract_version_burns_the_test(run_cli, tmp_path) 
         report.stdout
     )
     assert "to do      freeze a new test split" in report.stdout
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"hello world\nnot json\n",
+        b"a,b\n1,2\n",
+        b"[1, 2]\n",
+        b'{"gold_sha256": 5}\n',
+        b"\xff\xfe\n",
+    ],
+)
+def test_a_file_with_no_ledger_line_is_not_a_ledger(run_cli, tmp_path, content) -> None:
+    ledger = tmp_path / LEDGER_NAME
+    ledger.write_bytes(content)
+    assert_one_line_error(
+        run_cli("ledger", tmp_path), f"{ledger}: not a test-set ledger: no line of it is one"
+    )
+
+
+@pytest.mark.parametrize(
+    "field",
+    [("contract", "c"), ("contract", {"version": "1"}), ("predictions_sha256", 5),
+     ("contract", {"version": 1, "fingerprint": {"a": 1}}), ("prev_sha256", [1])],
+)  # fmt: skip
+def test_a_line_of_the_wrong_shape_breaks_the_chain_without_a_crash(tmp_path, field) -> None:
+    ledger = tmp_path / LEDGER_NAME
+    for n in range(3):
+        look(ledger, f"p{n}", n)
+    lines = ledger.read_text().splitlines()
+    entry = json.loads(lines[1])
+    entry[field[0]] = field[1]
+    lines[1] = json.dumps(entry)
+    ledger.write_text("\n".join(lines) + "\n")
+    report = read_ledger(ledger)
+    assert "line 2 is not a ledger line" in report.chain_problems
+    assert report.gold[GOLD].state == "burned"
+    _, looks, new = look(ledger, "p9", 9)  # appending reads the lines too
+    assert new and looks == 3
+    from evalkit.provenance.ledger_state import has_look
+
+    assert has_look(ledger, GOLD, "p9") and not has_look(ledger, GOLD, "p1")
+
+
+def test_score_never_appends_to_a_file_that_is_not_a_ledger(run_cli, tmp_path) -> None:
+    data = _gold_and_predictions(tmp_path / "split", 1)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    result = run_cli("score", "--contract", TRIAGE, "--gold", data / "test.parquet", "--pred",
+                     data / "p0.jsonl", "--out", tmp_path / "out", "--ledger", notes)  # fmt: skip
+    assert_one_line_error(result, f"{notes}: not a test-set ledger", "--no-ledger")
+    assert notes.read_text() == "my notes\n" and not (tmp_path / "out").exists()
+    (data / LEDGER_NAME).write_text("not a ledger\n")  # the default place, taken by something else
+    result = run_cli("score", "--contract", TRIAGE, "--gold", data / "test.parquet", "--pred",
+                     data / "p0.jsonl", "--out", tmp_path / "out")  # fmt: skip
+    assert_one_line_error(result, f"{data / LEDGER_NAME}: not a test-set ledger")
+    assert (data / LEDGER_NAME).read_text() == "not a ledger\n"
+
+
+def test_a_file_that_is_neither_ledger_nor_scored_gold_is_named(run_cli, tmp_path) -> None:
+    other = tmp_path / "table.csv"
+    other.write_text("a,b\n1,2\n")
+    assert_one_line_error(
+        run_cli("ledger", other), f"{other}: not a ledger, and as a gold file it has no"
+    )

@@ -437,3 +437,75 @@ def test_a_template_error_in_a_later_chunk_names_its_line(folders, tmp_path, mon
     monkeypatch.setattr(figures, "CHUNK_ROWS", 4)
     with pytest.raises(EvalkitError, match=r"train\.jsonl:14: the chat template refused"):
         check_tokens([split], tokenizer=folder, text="messages")
+
+
+@pytest.mark.parametrize("family", ["header", "turn"])
+def test_a_blank_earlier_answer_that_the_template_trims_is_no_rewrite(folders, tmp_path, family):
+    # `| trim` renders a whitespace-only answer as nothing: that is no rewrite of the
+    # answer (which only markers could locate). An earlier turn has no anchor for its
+    # closing token, so it supervises nothing; the last answer is masked as before.
+    chats = conversations(6, seed=5)
+    for row in (1, 4):
+        user, answer = chats[row][-2], chats[row][-1]
+        chats[row] = [*chats[row][:-1], {"role": "assistant", "content": " \t "}, user, answer]
+    split = write_conversations(tmp_path / "train.jsonl", chats)
+    expected = reference(folders[f"{family}-marked"], chats)
+    result = check_tokens(
+        [split], tokenizer=folders[family], text="messages", id_column="id", sample=6
+    )
+    for sample in result.samples:
+        ids, mask = expected[int(sample.id[1:])]
+        assert [t.id for t in sample.train] == ids, sample.id
+        supervised = sum(t.supervised for t in sample.train)
+        blank_turns = 1 if sample.id in ("c001", "c004") else 0  # its closing token
+        assert supervised == sum(mask) - blank_turns, sample.id
+    assert result.report.check("empty_mask").status == "pass"
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_a_blank_last_answer_supervises_its_closing_token(folders, tmp_path, family):
+    # transformers' assistant mask on the marked template is the reference: the
+    # generation block holds the (empty) content and the end-of-turn token.
+    chats = conversations(8, seed=6)
+    for row, text in {2: "", 5: "   "}.items():
+        chats[row] = [*chats[row][:-1], {"role": "assistant", "content": text}]
+    split = write_conversations(tmp_path / "train.jsonl", chats)
+    expected = reference(folders[f"{family}-marked"], chats)
+    result = check_tokens(
+        [split], tokenizer=folders[family], text="messages", id_column="id", sample=8
+    )
+    for sample in result.samples:
+        ids, mask = expected[int(sample.id[1:])]
+        assert [t.id for t in sample.train] == ids, sample.id
+        assert [int(t.supervised) for t in sample.train] == mask, sample.id
+    assert result.report.check("empty_mask").status == "pass"
+    assert result.report.check("stop_token").status == "pass"
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_answers_that_look_like_headers_or_padding_are_masked_as_transformers_does(
+    folders, tmp_path, family
+):
+    # "assistant" is also the role name in the header before it, followed by a special
+    # token (<|end_header_id|>); a padded answer a template trims leaves the header's
+    # whitespace just before it. Only the token that closes a turn counts as a closer.
+    answers = ["assistant", "model", "\n\nrefund please", "user", "  ok ok  "]
+    chats = []
+    for row, answer in enumerate(answers):
+        chats.append(
+            [
+                {"role": "user", "content": "refund please"},
+                {"role": "assistant", "content": answer},
+                {"role": "user", "content": "and the order?"},
+                {"role": "assistant", "content": answers[(row + 1) % len(answers)]},
+            ]
+        )
+    split = write_conversations(tmp_path / "train.jsonl", chats)
+    expected = reference(folders[f"{family}-marked"], chats)
+    result = check_tokens(
+        [split], tokenizer=folders[family], text="messages", id_column="id", sample=len(chats)
+    )
+    for sample in result.samples:
+        ids, mask = expected[int(sample.id[1:])]
+        assert [t.id for t in sample.train] == ids, sample.id
+        assert [int(t.supervised) for t in sample.train] == mask, sample.id

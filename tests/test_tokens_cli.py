@@ -177,6 +177,29 @@ def test_a_template_that_refuses_a_conversation_names_the_row(run_cli, tmp_path)
     assert_one_line_error(result, "train.jsonl:2", "System role not supported")
 
 
+@pytest.mark.parametrize(
+    ("template", "reason"),
+    [
+        ("{%- for message in messages %}{{ message['content'] }", "TemplateSyntaxError"),
+        ("{%- for message in messages %}{{ message['content'] | nosuch }}{%- endfor %}",
+         "No filter named 'nosuch'"),
+    ],
+)  # fmt: skip
+def test_a_template_that_does_not_compile_is_named_not_the_row(run_cli, tmp_path, template, reason):
+    # No conversation is at fault: the error names the template's file and line.
+    folder = build_tokenizer(tmp_path / "t", "chatml", template=template)
+    split = write_conversations(tmp_path / "train.jsonl", conversations(3, seed=1))
+    result = run_cli("tokens", split, "--tokenizer", folder, "--text", "messages")
+    where = (
+        "chat_template.jinja" if (folder / "chat_template.jinja").exists() else "tokenizer_config"
+    )
+    assert_one_line_error(result, where, "line 1", "does not compile", reason, "fix the template")
+    assert "train.jsonl" not in result.stderr
+    result = run_cli("split", split, "--out", tmp_path / "s", "--group", "id", "--text",
+                     "messages", "--tokenizer", folder, "--sizes", "2,1")  # fmt: skip
+    assert_one_line_error(result, where, "does not compile")
+
+
 def test_a_template_that_rewrites_the_answer_asks_for_markers(run_cli, tmp_path):
     template = (
         "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + "
@@ -225,3 +248,31 @@ def test_the_tokenizer_hash_is_the_adapter_cards(tmp_path):
     folder = ROOT / "examples" / "tokenizer"
     card = tokenizer_info(folder, hash_files(folder))
     assert card is not None and tokenizer_sha256(folder) == card.sha256
+
+
+def test_a_split_of_no_items_is_measured_as_empty(run_cli, chatml, tmp_path):
+    # evalkit split writes an empty JSONL file for a split that gets no items: it has no
+    # columns, and tokens must read it as the other splits' kind, not fail on it.
+    data = write_conversations(tmp_path / "all.jsonl", conversations(6, seed=1))
+    out = tmp_path / "split"
+    result = run_cli("split", data, "--out", out, "--group", "id", "--text", "messages",
+                     "--sizes", "6,0", "--names", "train,test", "--format", "jsonl")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert (out / "test.jsonl").read_bytes() == b""
+    report = tmp_path / "r.json"
+    result = run_cli("tokens", out, "--tokenizer", chatml, "--text", "messages", "--id", "id",
+                     "--json", report)  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    splits = json.loads(report.read_text())["splits"]
+    assert (splits["train"]["n"], splits["test"]["n"]) == (6, 0)
+    assert splits["test"]["tokens"] is None
+    # A split of no rows on its own (Parquet keeps the type): skipped checks say why.
+    import polars as pl
+
+    pl.read_ndjson(data).clear().write_parquet(tmp_path / "none.parquet")
+    result = run_cli("tokens", tmp_path / "none.parquet", "--tokenizer", chatml, "--text",
+                     "messages", "--json", report, "--force")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    checks = {c["name"]: c for c in json.loads(report.read_text())["checks"]}
+    assert checks["render_parity"]["status"] == "skip"
+    assert "text column" not in checks["render_parity"]["detail"]

@@ -73,9 +73,10 @@ def test_a_folder_without_tokenizer_files(tmp_path: Path) -> None:
 
 def test_a_corrupt_tokenizer_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text("{not json")
-    with pytest.raises(MalformedFile, match="transformers cannot load this tokenizer") as raised:
+    with pytest.raises(MalformedFile, match=r"tokenizer\.json: not valid JSON") as raised:
         load_tokenizer(tmp_path)
     assert "\n" not in str(raised.value)
+    assert str(raised.value).startswith(str(tmp_path / "tokenizer.json"))
 
 
 def test_no_chat_template_is_named(tmp_path: Path) -> None:
@@ -85,3 +86,15 @@ def test_no_chat_template_is_named(tmp_path: Path) -> None:
     bare = load_tokenizer(tmp_path)
     with pytest.raises(UsageError, match="has no chat template"):
         require_template(bare, str(tmp_path))
+
+
+def test_a_template_in_tokenizer_config_renders_as_the_jinja_file(tokenizer, tmp_path) -> None:
+    # Older folders keep the template in tokenizer_config.json; both places are read.
+    shutil.copy(EXAMPLE / "tokenizer.json", tmp_path / "tokenizer.json")
+    config = json.loads((EXAMPLE / "tokenizer_config.json").read_text())
+    config["chat_template"] = (EXAMPLE / "chat_template.jinja").read_text(encoding="utf-8")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    assert not (tmp_path / "chat_template.jinja").exists()
+    inline = load_tokenizer(tmp_path)
+    assert chat_template_sha256(inline) == chat_template_sha256(tokenizer)
+    assert render_all(inline, CONVERSATIONS) == render_all(tokenizer, CONVERSATIONS)

@@ -10,7 +10,7 @@ parse messages themselves.
 
 from __future__ import annotations
 
-from evalkit.chat.column import ChatColumn, read_chat
+from evalkit.chat.column import ChatColumn, read_chat, require_compared_roles
 from evalkit.chat.normalize import ConversationProblem, Normalized, normalize_value
 from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, ROLES, Role, parse_roles
 
@@ -24,4 +24,5 @@ __all__ = [
     "normalize_value",
     "parse_roles",
     "read_chat",
+    "require_compared_roles",
 ]

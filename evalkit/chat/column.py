@@ -24,7 +24,7 @@ from evalkit.chat.frame import (
     normalize_values,
 )
 from evalkit.chat.normalize import ConversationProblem, normalize_value
-from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, Role
+from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, ROLES, Role
 from evalkit.chat.sources import arrow_agrees, exact_values, is_jsonl, line_of_row
 from evalkit.errors import InvalidConversation, InvalidTable, UsageError
 from evalkit.io import require_columns
@@ -91,6 +91,15 @@ class ChatColumn:
             .list.join(TURN_SEPARATOR)
             .alias("text")
         )
+
+    def roles_present(self) -> set[str]:
+        """The roles of every turn of every conversation (empty for text)."""
+        import polars as pl
+
+        if self.conversations is None:
+            return set()
+        roles = self.conversations.list.eval(pl.element().struct.field("role")).explode()
+        return {role for role in roles.unique().to_list() if role is not None}
 
     def full_text(self) -> pl.Series:
         """Every turn's content joined (the text of the whole example)."""
@@ -165,6 +174,25 @@ class ChatColumn:
         frame = pl.DataFrame({"c": self.conversations})
         answer = pl.when(has).then(pl.col("c").list.get(last).struct.field("content"))
         return frame.select(answer.alias("answer")).to_series()
+
+
+def require_compared_roles(chats: Sequence[ChatColumn], roles: Sequence[Role]) -> None:
+    """Refuse ``--roles`` that no turn of any conversation has.
+
+    Every item would then be compared as empty text, and an audit or a
+    duplicate merge would find nothing, looking like clean data.
+    """
+    conversations = [chat for chat in chats if chat.is_conversation and len(chat)]
+    if not conversations:
+        return
+    present = set().union(*(chat.roles_present() for chat in conversations))
+    if present & set(roles):
+        return
+    have = ", ".join(role for role in ROLES if role in present) or "none"
+    raise UsageError(
+        f"--roles {','.join(roles)}: no conversation has such a turn, so every item would "
+        f"be compared as empty text; the conversations have {have} turns"
+    )
 
 
 def _joined_texts(texts: tuple[pl.Series, ...]) -> pl.Series:
@@ -272,8 +300,12 @@ def _read_column(
     dtype = series.dtype
     locate = _Location(source, path)
     jsonl = is_jsonl(path) and not exact
-    if dtype in (pl.String, pl.Null):
-        if jsonl and dtype == pl.String and series.str.contains(_JSON_LIKE).any():
+    if dtype == pl.Null or isinstance(dtype, pl.Categorical | pl.Enum):
+        # Null: a column null in every row, which string expressions refuse;
+        # Categorical: text that Parquet (pandas' category dtype) stores as a dictionary.
+        return "text", series.cast(pl.String)
+    if dtype == pl.String:
+        if jsonl and series.str.contains(_JSON_LIKE).any():
             assert path is not None
             if not arrow_agrees(path, column, dtype):
                 return _read_exact(frame, column, path)

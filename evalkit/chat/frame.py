@@ -109,9 +109,13 @@ def _message_fields(series: pl.Series) -> dict[str, Any]:
 def _field(fields: dict[str, Any], name: str, dtype: Any = None) -> pl.Expr:
     import polars as pl
 
-    if name in fields:
-        return pl.col(name)
-    return pl.lit(None, dtype=dtype or pl.String)
+    if name not in fields:
+        return pl.lit(None, dtype=dtype or pl.String)
+    if fields[name] == pl.Null:
+        # A field null in every row is typed Null, which string expressions
+        # (replace_strict of the role names, say) refuse: read it as text.
+        return pl.col(name).cast(dtype or pl.String)
+    return pl.col(name)
 
 
 def _content_columns(fields: dict[str, Any], key: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:

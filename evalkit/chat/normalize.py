@@ -59,6 +59,8 @@ def described(value: Any) -> str:
         return "null"
     if kind == "string":
         return "text"
+    if kind == "binary":
+        return "binary data"
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 
 
@@ -76,6 +78,8 @@ def json_kind(value: Any) -> str:
         return "list"
     if isinstance(value, dict):
         return "object"
+    if isinstance(value, bytes | bytearray):
+        return "binary"  # a Parquet binary column; JSON has none
     return type(value).__name__
 
 
@@ -112,7 +116,8 @@ def parts_text(parts: list[Any], index: int) -> tuple[str, int]:
         text = part.get("text")
         if not isinstance(text, str):
             raise ConversationProblem(
-                f"content part {number} has type 'text' but its 'text' is {described(text)}",
+                f"content part {number} has type 'text' but its 'text' is {described(text)}; "
+                "give the part its text, or remove it",
                 index,
             )
         texts.append(text)
@@ -130,7 +135,11 @@ def message_text(message: dict[str, Any], shape: Shape, index: int) -> tuple[str
     if content is None:
         if message.get("tool_calls"):
             return "", 0
-        raise ConversationProblem(f"has no {key!r}", index)
+        raise ConversationProblem(
+            f"has no {key!r}; give every message its text (only an assistant message "
+            "with tool_calls may have none)",
+            index,
+        )
     raise ConversationProblem(
         f"{key!r} is {described(content)}; it must be text or a list of parts", index
     )
@@ -142,7 +151,10 @@ def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:
     ``expected`` is the shape the rest of the column uses (a column holds one).
     """
     if not isinstance(value, list | tuple):
-        raise ConversationProblem(f"is {described(value)}, not a list of messages")
+        raise ConversationProblem(
+            f"is {described(value)}, not a list of messages; write each conversation as "
+            '[{"role": ..., "content": ...}, ...]'
+        )
     if not value:
         raise ConversationProblem("is an empty list; a conversation needs at least one message")
     shape = expected
@@ -150,7 +162,11 @@ def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:
     skipped = 0
     for index, message in enumerate(value):
         if not isinstance(message, dict):
-            raise ConversationProblem(f"is {described(message)}, not an object", index)
+            raise ConversationProblem(
+                f"is {described(message)}, not an object; write each message as "
+                '{"role": ..., "content": ...}',
+                index,
+            )
         found = message_shape(message)
         if found is None:
             raise ConversationProblem(

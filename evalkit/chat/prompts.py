@@ -22,12 +22,13 @@ speakers mapped, content parts joined into text.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.chat.column import ChatColumn, read_chat
+from evalkit.chat.sources import is_jsonl, line_of_row
 from evalkit.errors import DuplicateIds, InvalidTable, UsageError
 from evalkit.io import atomic_write_bytes, check_new_output, read_table, require_columns
 
@@ -103,17 +104,24 @@ def _check_options(
         raise UsageError(f"--temperature: must be between 0 and 2, got {temperature}")
 
 
-def _checked_ids(frame: pl.DataFrame, id_column: str, source: str) -> pl.Series:
+def _locator(path: Path) -> Callable[[int], str]:
+    """Names a 0-based row in errors: ``FILE:LINE`` for JSONL, ``FILE, row N`` otherwise."""
+    if is_jsonl(path):
+        return lambda row: f"{path}:{line_of_row(path, row)}"
+    return lambda row: f"{path}, row {row + 1}"
+
+
+def _checked_ids(
+    frame: pl.DataFrame, id_column: str, source: str, where: Callable[[int], str]
+) -> pl.Series:
     import polars as pl
 
     ids = frame[id_column]
     if ids.dtype.is_nested():
         raise InvalidTable(f"{source}: id column {id_column!r} holds {ids.dtype}, not ids")
     if ids.null_count():
-        row = int(ids.is_null().arg_true()[0]) + 1
-        raise InvalidTable(
-            f"{source}: row {row} has no id in column {id_column!r}; every prompt needs one"
-        )
+        row = int(ids.is_null().arg_true()[0])
+        raise InvalidTable(f"{where(row)}: no id in column {id_column!r}; every prompt needs one")
     as_text = ids.cast(pl.String)
     if as_text.n_unique() != len(as_text):
         repeated = as_text.filter(as_text.is_duplicated()).min()
@@ -124,22 +132,21 @@ def _checked_ids(frame: pl.DataFrame, id_column: str, source: str) -> pl.Series:
     return ids
 
 
-def _prompt_messages(chat: ChatColumn, source: str) -> list[list[dict[str, str]]]:
+def _prompt_messages(chat: ChatColumn, where: Callable[[int], str]) -> list[list[dict[str, str]]]:
     """Each row's prompt as ``{role, content}`` messages."""
     if not chat.is_conversation:
         texts = chat.texts[0]
         if texts.null_count():
-            row = int(texts.is_null().arg_true()[0]) + 1
+            row = int(texts.is_null().arg_true()[0])
             raise InvalidTable(
-                f"{source}: row {row} has no text in column {chat.columns[0]!r}; "
-                "every prompt needs one"
+                f"{where(row)}: no text in column {chat.columns[0]!r}; every prompt needs one"
             )
         return [[{"role": "user", "content": text}] for text in texts.to_list()]
     conversations: list[list[dict[str, str]]] = chat.prompts().to_list()
     for row, messages in enumerate(conversations):
         if not messages:
             raise InvalidTable(
-                f"{source}: row {row + 1}: column {chat.columns[0]!r} has nothing before the "
+                f"{where(row)}: column {chat.columns[0]!r} has nothing before the "
                 "last assistant turn; a prompt needs at least one message"
             )
     return conversations
@@ -177,9 +184,10 @@ def prompts(
     frame = read_table(path)
     source = str(path)
     require_columns(frame, [id_column], source)
-    ids = _checked_ids(frame, id_column, source)
+    where = _locator(path)
+    ids = _checked_ids(frame, id_column, source, where)
     chat = read_chat(frame, text, source=source, path=path)
-    messages = _prompt_messages(chat, source)
+    messages = _prompt_messages(chat, where)
     answers_left_out = 0
     if chat.is_conversation:
         answers_left_out = len(chat) - chat.reference_answers().null_count()

@@ -42,6 +42,11 @@ def _records(path: Path) -> Iterator[tuple[int, bytes]]:
                 yield number, line
 
 
+def jsonl_lines(path: Path) -> list[bytes]:
+    """Every row of a JSONL file as written (no byte order mark, one newline), in row order."""
+    return [line.rstrip(b"\r\n") + b"\n" for _, line in _records(path)]
+
+
 def line_of_row(path: Path, row: int) -> int:
     """The line number of the 0-based ``row`` of a JSONL file (blank lines hold no row)."""
     for index, (number, _) in enumerate(_records(path)):
@@ -108,7 +113,8 @@ def read_jsonl_exact(path: Path) -> pl.DataFrame | None:
 
     pyarrow fails where polars would convert (a field that is text in one
     row and a list in another), and on what it cannot read at all (a byte
-    order mark, a line longer than a block, invalid JSON): the caller then
+    order mark, a line longer than a block, invalid JSON); polars fails to
+    take some of its arrays (a null message in a list of messages): the caller then
     reads the file with :func:`evalkit.io.read_table`, which says what is
     wrong. pyarrow also reads ISO-8601 strings as timestamps, which polars
     keeps as text; such a file is refused too, so that no value reads
@@ -128,7 +134,12 @@ def read_jsonl_exact(path: Path) -> pl.DataFrame | None:
         return None
     if any(_temporal(field.type) for field in table.schema):
         return None
-    frame = pl.from_arrow(table)
+    try:
+        frame = pl.from_arrow(table)
+    except (pl.exceptions.PolarsError, pa.ArrowException):
+        # polars refuses some arrays pyarrow builds (a null message beside real
+        # ones: "offsets must not exceed the values length"); read_table reads them.
+        return None
     assert isinstance(frame, pl.DataFrame)
     return frame
 

@@ -38,7 +38,7 @@ def _card(card_path: Path | None, adapter_dir: Path | None, base_revision: str |
 
 
 def _ledger(gold_path: Path, ledger_path: Path | None, no_ledger: bool) -> Path | None:
-    from evalkit.provenance.ledger import default_ledger, writable
+    from evalkit.provenance.ledger import check_ledger_file, default_ledger, writable
 
     if no_ledger:
         if ledger_path is not None:
@@ -50,6 +50,7 @@ def _ledger(gold_path: Path, ledger_path: Path | None, no_ledger: bool) -> Path 
                 f"{ledger_path}: cannot write the ledger there; pass a writable --ledger path "
                 "or --no-ledger"
             )
+        check_ledger_file(ledger_path)
         return ledger_path
     ledger = default_ledger(gold_path)
     if not writable(ledger):
@@ -59,6 +60,7 @@ def _ledger(gold_path: Path, ledger_path: Path | None, no_ledger: bool) -> Path 
             err=True,
         )
         return None
+    check_ledger_file(ledger)
     return ledger
 
 
@@ -76,6 +78,8 @@ def provenance_options(
         raise UsageError(
             "give --card FILE or --adapter DIR, not both (the card describes the adapter)"
         )
+    if base_model is not None and not base_model.strip():
+        raise UsageError("--base-model is empty; pass the base's hub id or local path")
     if base_model is not None and (card_path or adapter_dir):
         raise UsageError(
             "--base-model is for a prompt-only run; an adapter's base comes from its card"

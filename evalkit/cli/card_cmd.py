@@ -51,7 +51,8 @@ def card_command(
 
     \b
     Problems (error unless marked):
-      unpinned_base       no revision, or not a 40-hex commit (pass --base-revision)
+      unpinned_base       no revision, or not a 40-hex commit (pass --base-revision;
+                          a base named by a local path: pin its weights' sha256)
       empty_adapter       no LoRA tensor, or every lora_B all zeros (saved untrained)
       rank_mismatch       tensor shapes disagree with r / rank_pattern
       unknown_config_key  (warning) a key the card cannot account for is set

@@ -82,12 +82,34 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+NOT_QUANTIZED = "none"
+
+
+def _known_base(result: ScoredResult) -> dict[str, Any] | None:
+    """The base keys a result knows; a card checked against its base folder knows "none".
+
+    A card's ``quantization`` is null both when its base was not quantized
+    and when the card never saw the base; only with ``--base`` (the card then
+    records the base's ``config_sha256``) does null mean "not quantized", a
+    value to compare like any other: a QLoRA adapter against a LoRA one.
+    """
+    base = settings_of(result).get("base")
+    if not base:
+        return None
+    known = dict(base)
+    card_base = (result.summary.card or {}).get("base")
+    checked = isinstance(card_base, dict) and card_base.get("config_sha256") is not None
+    if known.get("quantization") is None and checked:
+        known["quantization"] = NOT_QUANTIZED
+    return known
+
+
 def check_same_base(
     baseline: ScoredResult, candidate: ScoredResult, allow_change: bool
 ) -> list[str]:
     """The base keys that differ; refused (exit 2) unless ``allow_change``."""
-    left = settings_of(baseline).get("base")
-    right = settings_of(candidate).get("base")
+    left = _known_base(baseline)
+    right = _known_base(candidate)
     if not left or not right or not left.get("id") or not right.get("id"):
         return []
     changed = [
@@ -99,7 +121,10 @@ def check_same_base(
 
         def side(base: dict[str, Any]) -> str:
             text = f"{base['id']} @ {base.get('revision') or '(no revision)'}"
-            return text + (f" ({base['quantization']})" if base.get("quantization") else "")
+            quantization = base.get("quantization")
+            if quantization == NOT_QUANTIZED:
+                return text + " (not quantized)"
+            return text + (f" ({quantization})" if quantization else "")
 
         raise DifferentBases(
             f"{baseline.path} and {candidate.path} were produced on different bases "

@@ -18,7 +18,13 @@ from pathlib import Path
 
 import polars as pl
 
-from evalkit.chat import DEFAULT_COMPARED_ROLES, ChatColumn, Role, read_chat
+from evalkit.chat import (
+    DEFAULT_COMPARED_ROLES,
+    ChatColumn,
+    Role,
+    read_chat,
+    require_compared_roles,
+)
 from evalkit.chat.sources import is_jsonl, read_jsonl_exact
 from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
 from evalkit.io import read_table, require_columns, sha256_file, table_format
@@ -193,6 +199,7 @@ def read_rows(
         )
         for index, (source, (label, frame, exact)) in enumerate(zip(sources, frames, strict=True))
     ]
+    require_compared_roles([chat for _, chat in parts], roles)
     table = pl.concat([part for part, _ in parts], how="vertical_relaxed").with_row_index("row")
     return Rows(
         table=table,

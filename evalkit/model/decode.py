@@ -234,15 +234,25 @@ def decode_batches(
 
     ``advance`` is called with each batch's size (a progress bar).
     """
+    from evalkit.errors import OutOfDeviceMemory
+
+    out_of_memory = runtime.torch_module().cuda.OutOfMemoryError
     results: dict[int, Generation] = {}
-    for batch in batches:
+    for number, batch in enumerate(batches, start=1):
         rows = list(batch)
         wanted = [reference[row] for row in rows] if reference is not None else None
-        for row, generation in zip(
-            rows,
-            decode_batch(loaded, [prompts[row] for row in rows], settings, reference=wanted),
-            strict=True,
-        ):
+        chosen = [prompts[row] for row in rows]
+        try:
+            generations = decode_batch(loaded, chosen, settings, reference=wanted)
+        except out_of_memory as error:
+            first = str(error).strip().splitlines()[0][:160] if str(error).strip() else ""
+            raise OutOfDeviceMemory(
+                f"{loaded.device} ran out of memory decoding batch {number} of {len(batches)} "
+                f"({len(rows)} prompts, the longest {max(len(ids) for ids in chosen)} tokens, "
+                f"up to {settings.max_new_tokens} new; {first}); lower --batch-size (it was "
+                f"{len(rows)}) or --max-new-tokens"
+            ) from None
+        for row, generation in zip(rows, generations, strict=True):
             results[row] = generation
         advance(len(rows))
     return results

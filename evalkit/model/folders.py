@@ -60,6 +60,24 @@ def read_json(path: Path) -> dict[str, Any]:
     return value
 
 
+# The keys a config.json names its context length by (GPT-2 style configs: n_positions).
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "n_ctx")
+
+
+def context_length(config: dict[str, Any]) -> tuple[str, int] | None:
+    """The key and value of a model's context length in its ``config.json``, if it has one.
+
+    A model with learned absolute positions (GPT-2, OPT) indexes past its
+    position table beyond it, a torch IndexError mid-generation; one with
+    rotary positions runs on, outside what it was trained for.
+    """
+    for key in CONTEXT_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return key, value
+    return None
+
+
 def check_model_folder(folder: Path, what: str = "model") -> dict[str, Any]:
     """The ``config.json`` of a model folder, refusing a folder that holds no model."""
     check_local_folder(folder, what)

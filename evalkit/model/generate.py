@@ -209,7 +209,7 @@ def generate(
         loaded.tokenizer,
         tokenizer_folder=loaded.tokenizer_folder,
     )
-    _check_context(loaded, prompts)
+    _check_context(loaded, prompts, max_new_tokens)
     # Pins after loading: the files hashed are the files transformers just read.
     pinned_base: BasePins = base_pins(base_path)
     pinned_adapter: AdapterPins | None = (
@@ -261,17 +261,32 @@ def tokens_id_dtype(prompts: PromptSet) -> Any:
     return pl.String if isinstance(prompts.ids[0], str) else pl.Int64
 
 
-def _check_context(loaded: LoadedModel, prompts: PromptSet) -> None:
-    """An empty prompt, or one longer than the model's context, is refused, naming the id."""
-    limit = loaded.config.get("max_position_embeddings")
+def _check_context(loaded: LoadedModel, prompts: PromptSet, max_new_tokens: int) -> None:
+    """A prompt that is empty, or that with its new tokens overruns the context, is refused.
+
+    Checked before the first batch, naming the id: past the context a model
+    of learned positions fails deep in torch, after the batches before it.
+    """
+    from evalkit.model.folders import context_length
+
+    context = context_length(loaded.config)
     for row, ids in enumerate(prompts.prompt_ids):
         if not ids:
             raise UsageError(
                 f"id {prompts.ids[row]!r}: the chat template renders this prompt as no tokens; "
                 "there is nothing to answer"
             )
-        if isinstance(limit, int) and len(ids) >= limit:
+        if context is None:
+            continue
+        key, limit = context
+        if len(ids) >= limit:
             raise UsageError(
                 f"id {prompts.ids[row]!r}: the prompt has {len(ids)} tokens but the model's "
-                f"context is {limit} (max_position_embeddings); shorten or drop it"
+                f"context is {limit} ({key}); shorten or drop it"
+            )
+        if len(ids) + max_new_tokens > limit:
+            raise UsageError(
+                f"id {prompts.ids[row]!r}: the prompt has {len(ids)} tokens and --max-new-tokens "
+                f"is {max_new_tokens}, beyond the model's context of {limit} ({key}); use "
+                f"--max-new-tokens {limit - len(ids)} or less, or shorten the prompt"
             )

@@ -24,12 +24,15 @@ from typing import Any
 
 from evalkit.errors import AdapterMismatch, ModelLoadError, OutOfDeviceMemory
 from evalkit.model import runtime
+from evalkit.model.checks import check_architecture, check_quantization, damaged_weights
 from evalkit.model.folders import (
+    ADAPTER_CONFIG,
     ADAPTER_WEIGHTS,
     check_adapter_folder,
     check_model_folder,
     has_tokenizer,
     read_json,
+    weight_files,
 )
 
 _SIZE_MISMATCH = re.compile(
@@ -79,6 +82,23 @@ def _dtype_keyword(transformers: Any) -> str:
     return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
+def _refuse_missing_weights(base: Path, info: dict[str, Any]) -> None:
+    """Refuse weights that do not cover the architecture config.json describes.
+
+    transformers initialises every weight the files lack at random, with a
+    warning, and the model then generates: a config of another model, or a
+    checkpoint without its output head, would be scored as if it were the
+    base.
+    """
+    missing = sorted(info.get("missing_keys") or [])
+    if missing:
+        raise ModelLoadError(
+            f"{base}: its weight files lack {len(missing)} of the weights its config.json "
+            f"describes (first: {missing[0]}), which transformers would fill at random; the "
+            "config and the weights are of different models: save the model again"
+        )
+
+
 def load_base(folder: Path | str, *, device: str = "auto", dtype: str = "auto") -> LoadedModel:
     """A causal LM from a local model (or merged) folder, on ``device`` in ``dtype``.
 
@@ -91,22 +111,34 @@ def load_base(folder: Path | str, *, device: str = "auto", dtype: str = "auto") 
     resolved_device = runtime.resolve_device(device)
     resolved_dtype = runtime.resolve_dtype(dtype, resolved_device, config)
     transformers = runtime.transformers_module()
+    check_architecture(config, base, transformers)
+    quantized = check_quantization(config, base, resolved_device)
     keyword = _dtype_keyword(transformers)
     options = {keyword: runtime.torch_dtype(resolved_dtype), "local_files_only": True}
     try:
         with runtime.quiet_warnings():
-            model = transformers.AutoModelForCausalLM.from_pretrained(str(base), **options)
-            model.to(resolved_device)
+            model, info = transformers.AutoModelForCausalLM.from_pretrained(
+                str(base), output_loading_info=True, **options
+            )
+            if not quantized:  # a quantized model is placed on the GPU as it loads
+                model.to(resolved_device)
     except Exception as error:  # the library raises many types; the user needs one line
         if isinstance(error, runtime.torch_module().cuda.OutOfMemoryError):
             raise OutOfDeviceMemory(
                 f"{base}: {resolved_device} ran out of memory loading this model in "
                 f"{resolved_dtype} ({_first_line(error)})"
             ) from None
+        damaged = damaged_weights(
+            weight_files(base),
+            "the file is damaged or incomplete: download or save the model again",
+        )
+        if damaged is not None:
+            raise damaged from None
         raise ModelLoadError(
             f"{base}: transformers cannot load this model ({type(error).__name__}: "
             f"{_first_line(error)})"
         ) from None
+    _refuse_missing_weights(base, info)
     model.eval()
     generation_file = base / "generation_config.json"
     generation = read_json(generation_file) if generation_file.is_file() else {}
@@ -131,10 +163,36 @@ def _mismatch_message(adapter: Path, base: Path, error: BaseException) -> str:
             f"{_first_line(error)})"
         )
     name = found["name"].removeprefix("base_model.model.").replace(".default.", ".")
+    if _rank_differs(name, found["saved"], found["model"]):
+        return (
+            f"{adapter / ADAPTER_CONFIG}: its rank does not match its weights: {name} is "
+            f"{found['saved']} in {ADAPTER_WEIGHTS[0]} but {found['model']} by the config's "
+            "'r'; the adapter files do not belong together: save the adapter again"
+        )
     return (
         f"{adapter}: does not fit the base {base}: {name} is {found['saved']} in the adapter "
         f"but {found['model']} on this base; the adapter was trained on another model"
     )
+
+
+def _rank_differs(name: str, saved: str, expected: str) -> bool:
+    """Whether a LoRA tensor's shapes differ in the rank alone (A is r x in, B is out x r).
+
+    The base's widths then fit, and what does not is adapter_config.json's
+    ``r`` beside the saved weights: not another base.
+    """
+    try:
+        saved_shape = [int(part) for part in saved.strip("[]").split(",")]
+        expected_shape = [int(part) for part in expected.strip("[]").split(",")]
+    except ValueError:
+        return False
+    if len(saved_shape) != 2 or len(expected_shape) != 2:
+        return False
+    rank = 0 if ".lora_A." in name else 1 if ".lora_B." in name else None
+    if rank is None:
+        return False
+    width = 1 - rank
+    return saved_shape[width] == expected_shape[width] and saved_shape[rank] != expected_shape[rank]
 
 
 def _adapter_keys(adapter: Path) -> set[str]:
@@ -189,17 +247,33 @@ def attach_adapter(loaded: LoadedModel, folder: Path | str, *, trainable: bool =
     not fit, never a torch traceback.
     """
     adapter = Path(folder)
-    check_adapter_folder(adapter)
+    adapter_config = check_adapter_folder(adapter)
     peft = runtime.peft_module()
+    kind = adapter_config.get("peft_type")
+    known = {member.value for member in peft.PeftType}
+    if kind not in known:
+        raise ModelLoadError(
+            f"{adapter / ADAPTER_CONFIG}: 'peft_type' is {kind!r}, not a method peft "
+            f"{peft.__version__} knows; fix the key, or upgrade peft"
+        )
     try:
         with runtime.quiet_warnings():
             model = peft.PeftModel.from_pretrained(
                 loaded.model, str(adapter), is_trainable=trainable
             )
             model.to(loaded.device)
-    except (RuntimeError, ValueError, KeyError) as error:
-        raise AdapterMismatch(_mismatch_message(adapter, loaded.base, error)) from None
     except Exception as error:
+        # torch's OutOfMemoryError is a RuntimeError: not a sign of another base.
+        if isinstance(error, runtime.torch_module().cuda.OutOfMemoryError):
+            raise OutOfDeviceMemory(
+                f"{adapter}: {loaded.device} ran out of memory putting this adapter on the base "
+                f"({_first_line(error)}); free the GPU or use a larger one"
+            ) from None
+        damaged = damaged_weights([adapter / name for name in ADAPTER_WEIGHTS])
+        if damaged is not None:
+            raise damaged from None
+        if isinstance(error, RuntimeError | ValueError | KeyError):
+            raise AdapterMismatch(_mismatch_message(adapter, loaded.base, error)) from None
         raise ModelLoadError(
             f"{adapter}: PEFT cannot load this adapter ({type(error).__name__}: "
             f"{_first_line(error)})"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.errors import ArtifactChanged, UnreadableFile
+from evalkit.errors import ArtifactChanged, UnreadableFile, UsageError
 from evalkit.io import sha256_file
 from evalkit.model.folders import (
     ADAPTER_WEIGHTS,
@@ -103,6 +103,21 @@ def _check(problem: str | None, what: str) -> None:
         )
 
 
+def _reachable(path: Path, what: str) -> None:
+    """A relative path of run.json that is not there from here: the wrong folder, not a change.
+
+    run.json records each path as it was given to generate, so a relative
+    one is relative to the folder generate ran in; from another folder it
+    is not found although nothing changed.
+    """
+    if not path.is_absolute() and not path.exists():
+        raise UsageError(
+            f"{path}: not found from {Path.cwd()} (run.json records the run's {what} "
+            "relative to the folder evalkit generate ran in); run reload-check from that "
+            "folder, or restore it"
+        )
+
+
 def verify_pins(run: RunRecord, run_dir: Path, *, merged: Path | None) -> list[str]:
     """Check every pinned hash the reload depends on; the files checked, in order.
 
@@ -120,6 +135,7 @@ def verify_pins(run: RunRecord, run_dir: Path, *, merged: Path | None) -> list[s
     _check(changed_pins(run_dir, outputs), "output")
     checked += [str(run_dir / name) for name in sorted(outputs)]
     data = Path(run.data.path)
+    _reachable(data, "data")
     if not data.is_file():
         _check(f"{data}: the data the run read no longer exists", "data")
     now = sha256_file(data)
@@ -137,6 +153,7 @@ def verify_pins(run: RunRecord, run_dir: Path, *, merged: Path | None) -> list[s
     if merged is None or not has_tokenizer(merged):
         folders.append(("tokenizer", run.tokenizer.path, run.tokenizer.files, False))
     for what, folder, files, weights in folders:
+        _reachable(Path(folder), what)
         _check(changed_pins(Path(folder), files, weights=weights), what)
         checked += [str(Path(folder) / name) for name in sorted(files)]
     return checked

@@ -9,7 +9,7 @@ are resolved here once, with the rules the docs state:
 * ``--dtype auto`` is float32 on the CPU (bf16/fp16 matmuls there are slow
   and round differently from a GPU's); on CUDA it is the dtype the model was
   saved in when that is a 16-bit one (bf16 falls back to fp16 on a GPU
-  without bf16 support), else float32.
+  that only emulates bf16, before Ampere), else float32.
 """
 
 from __future__ import annotations
@@ -115,19 +115,33 @@ def saved_dtype(config: dict[str, Any]) -> str | None:
     return None
 
 
+def _bf16_native(torch: Any) -> bool:
+    """Whether the GPU computes bfloat16 in hardware (compute capability 8.0, Ampere, or later).
+
+    ``torch.cuda.is_bf16_supported()`` alone also says True on a T4 or V100,
+    where bfloat16 is only emulated (slowly, and some kernels refuse it), so
+    ``--dtype auto`` would never fall back to float16 where it should.
+    """
+    try:
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    except TypeError:  # torch < 2.4: no emulation check, so ask for the capability itself
+        return bool(torch.cuda.get_device_capability()[0] >= 8)
+
+
 def resolve_dtype(choice: str, device: str, config: dict[str, Any] | None = None) -> str:
     """The dtype name a model is loaded in, for a ``--dtype`` choice on ``device``."""
     if choice not in DTYPES:
         raise UsageError(f"--dtype {choice!r}: use one of {', '.join(DTYPES)}")
     torch = torch_module()
-    bf16_ok = device != "cuda" or bool(torch.cuda.is_bf16_supported())
     if choice == "auto":
         if device != "cuda":
             return "float32"
         saved = saved_dtype(config or {})
         if saved == "bfloat16":
-            return "bfloat16" if bf16_ok else "float16"
+            return "bfloat16" if _bf16_native(torch) else "float16"
         return saved if saved in _HALF else "float32"
+    # An explicit choice is refused only where bfloat16 cannot run at all (not even emulated).
+    bf16_ok = device != "cuda" or bool(torch.cuda.is_bf16_supported())
     if choice == "bfloat16" and not bf16_ok:
         raise DeviceUnavailable(
             f"--dtype bfloat16: this GPU ({torch.cuda.get_device_name()}) has no bfloat16 "

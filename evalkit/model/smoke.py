@@ -67,6 +67,35 @@ def _check_numbers(steps: int, seq_len: int, batch: int, lr: float, max_new_toke
         raise UsageError(f"--lr: must be a positive finite number, got {lr!r}")
 
 
+def _refuse_quantized(config: dict[str, Any], base: Path) -> None:
+    """A base stored quantized is refused: smoke trains, and plans, a 16-bit base.
+
+    Its plan would count 16-bit weights that are not there, and ``full``
+    cannot train quantized weights at all.
+    """
+    quantization = config.get("quantization_config")
+    if isinstance(quantization, dict):
+        method = quantization.get("quant_method", "quantized")
+        raise UsageError(
+            f"{base / 'config.json'}: 'quantization_config' ({method}): smoke trains lora or "
+            "full on a 16-bit base and measures it against that plan; pass the unquantized "
+            "base folder"
+        )
+
+
+def _check_context(config: dict[str, Any], base: Path, seq_len: int) -> None:
+    """Every row is padded to --seq-len, so it must fit in the model's context."""
+    from evalkit.model.folders import context_length
+
+    context = context_length(config)
+    if context is not None and seq_len > context[1]:
+        key, limit = context
+        raise UsageError(
+            f"--seq-len {seq_len}: beyond the context of {limit} tokens of "
+            f"{base / 'config.json'} ({key}); use --seq-len {limit} or less"
+        )
+
+
 def _tokenizer(base: Path, tokenizer: Path | None) -> tuple[Any, Path]:
     from evalkit.errors import ModelLoadError
     from evalkit.model.folders import has_tokenizer
@@ -128,6 +157,8 @@ def prepare(
         raise UsageError(f"--seed: must be >= 0, got {seed}")
     base_path = Path(base)
     config = check_model_folder(base_path)
+    _refuse_quantized(config, base_path)
+    _check_context(config, base_path, seq_len)
     shape = load_model_shape(base_path)
     # The plan's own checks, before anything slow: --r/--targets with full, an unknown target.
     resolve_options(shape, method=chosen_method, r=r, targets=targets, seq_len=seq_len)

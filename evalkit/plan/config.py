@@ -95,6 +95,9 @@ class ModelShape:
     sliding_window: int | None
     sliding_layers: int
     linears: tuple[LinearShape, ...]
+    stored_quant: str | None = None
+    """How ``quantization_config`` says the linears are stored: ``nf4``, ``nf4-dq``,
+    ``fp4``, ``fp4-dq``, ``int8`` (bitsandbytes), another ``quant_method``, or None."""
 
     @property
     def q_dim(self) -> int:
@@ -229,6 +232,26 @@ def _linears(
     )
 
 
+def _stored_quant(data: dict[str, Any], source: Path) -> str | None:
+    """The storage ``quantization_config`` describes (a pre-quantized checkpoint)."""
+    quantization = data.get("quantization_config")
+    if quantization is None:
+        return None
+    if not isinstance(quantization, dict):
+        raise InvalidModelConfig(f"{source}: key 'quantization_config' must be an object")
+    method = quantization.get("quant_method")
+    if method != "bitsandbytes":
+        return str(method or "unknown")
+    if quantization.get("load_in_8bit"):
+        return "int8"
+    kind = quantization.get("bnb_4bit_quant_type") or "fp4"
+    if kind not in ("nf4", "fp4"):
+        raise InvalidModelConfig(
+            f"{source}: key 'quantization_config.bnb_4bit_quant_type' is {kind!r}, not nf4 or fp4"
+        )
+    return f"{kind}-dq" if quantization.get("bnb_4bit_use_double_quant") else str(kind)
+
+
 def parse_config(data: dict[str, Any], source: Path) -> ModelShape:
     """Validate a parsed config and derive the shapes (the error names the key at fault)."""
     _check_supported(data, source)
@@ -275,6 +298,7 @@ def parse_config(data: dict[str, Any], source: Path) -> ModelShape:
         sliding_window=window,
         sliding_layers=sliding_layers,
         linears=_linears(data, family, hidden, heads * head_dim, kv_heads * head_dim, inter),
+        stored_quant=_stored_quant(data, source),
     )
 
 

@@ -115,6 +115,40 @@ def resolve_targets(shape: ModelShape, spec: str | None) -> tuple[tuple[str, ...
     return chosen, ",".join(chosen)
 
 
+def _quant_of_stored(shape: ModelShape, method: str, quant: Quant | None) -> Quant | None:
+    """The --quant of a checkpoint stored quantized (``quantization_config``), checked.
+
+    Such a base is QLoRA whatever is asked: its linears are 4 or 8 bits on
+    disk and in memory, so a plan of 16-bit weights (lora) or of training
+    them (full) would not be a bound of anything that can run.
+    """
+    stored = shape.stored_quant
+    if stored is None:
+        return quant
+    source = f"{shape.path}: 'quantization_config'"
+    # fp4 is stored as NF4 is: 4-bit codes and one absmax per 64 weights.
+    planned = {"nf4": "nf4", "nf4-dq": "nf4-dq", "fp4": "nf4", "fp4-dq": "nf4-dq", "int8": "int8"}
+    if stored not in planned:
+        raise UsageError(
+            f"{source} stores the weights as {stored!r}, which the plan does not model (it "
+            "plans bitsandbytes nf4 and int8); plan the unquantized base's config with "
+            "--method qlora"
+        )
+    expected = planned[stored]
+    if method != "qlora":
+        raise UsageError(
+            f"{source} stores the linears in bitsandbytes {stored}: this base trains as "
+            f"QLoRA; use --method qlora (--quant {expected}), or pass the unquantized base's "
+            "config"
+        )
+    if quant is not None and (quant == "int8") != (expected == "int8"):
+        raise UsageError(
+            f"--quant {quant}: {source} stores the linears in bitsandbytes {stored}; use "
+            f"--quant {expected} or leave it out"
+        )
+    return quant if quant is not None else expected  # type: ignore[return-value]
+
+
 def resolve_options(
     shape: ModelShape,
     *,
@@ -154,6 +188,7 @@ def resolve_options(
                 )
     if quant is not None:
         _choice(quant, Quant, "--quant")
+    quant = _quant_of_stored(shape, method, quant)
     if export is not None:
         _choice(export, Export, "--export")
     rank = 0 if method == "full" else _at_least_one(DEFAULT_RANK if r is None else r, "--r")

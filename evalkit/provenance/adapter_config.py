@@ -22,6 +22,7 @@ from evalkit.provenance.records import HEX_COMMIT
 
 CONFIG_NAME = "adapter_config.json"
 LORA_TYPES = {"LORA"}
+LORA_BIAS = {"none", "all", "lora_only"}
 INCLUDE_LINEAR_LAYERS = "all-linear"
 
 # Keys the card reads and reports (the ``lora`` and ``base`` blocks, and identity).
@@ -126,12 +127,39 @@ def pattern_key(patterns: dict[str, Any], module: str) -> str:
     return module
 
 
+def _bad(path: Path, key: str, expected: str, value: Any) -> MalformedFile:
+    """A key of the wrong type: a hand edit, or a file peft did not write (and would misread)."""
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return MalformedFile(
+        f"{path}: key {key!r} must be {expected}, not {shown}; fix the value or save the "
+        "adapter again"
+    )
+
+
 def _number(path: Path, raw: dict[str, Any], key: str, default: float) -> float:
     value = raw.get(key, default)
     if value is None:
         value = default
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise MalformedFile(f"{path}: key {key!r} must be a number, not {value!r}")
+        raise _bad(path, key, "a number", value)
+    return value
+
+
+def _flag(path: Path, raw: dict[str, Any], key: str) -> bool:
+    """A true/false key (absent or null: false); the string "false" is not false."""
+    value = raw.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise _bad(path, key, "true or false", value)
+    return value
+
+
+def _text(path: Path, raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _bad(path, key, "a string or null", value)
     return value
 
 
@@ -140,17 +168,69 @@ def _pattern(path: Path, raw: dict[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(value, dict) or not all(
         isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
     ):
-        raise MalformedFile(f"{path}: key {key!r} must map module patterns to numbers")
+        raise _bad(path, key, "a mapping of module patterns to numbers", value)
     return dict(value)
+
+
+def _regex(path: Path, key: str, pattern: str) -> str:
+    """A pattern peft matches with ``re``: an invalid one would stop peft from loading."""
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise MalformedFile(
+            f"{path}: key {key!r} is not a valid regular expression ({pattern!r}: {error}); "
+            "fix the pattern or save the adapter again"
+        ) from error
+    return pattern
 
 
 def _names(path: Path, raw: dict[str, Any], key: str) -> list[str] | str | None:
     value = raw.get(key)
-    if value is None or isinstance(value, str):
+    if value is None:
         return value
+    if isinstance(value, str):
+        return value if value == INCLUDE_LINEAR_LAYERS else _regex(path, key, value)
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return sorted(set(value))
-    raise MalformedFile(f"{path}: key {key!r} must be a module name list or a regex string")
+    raise _bad(path, key, "a list of module names or a regex string", value)
+
+
+def _name_list(path: Path, raw: dict[str, Any], key: str) -> list[str] | None:
+    """``modules_to_save``: a list (a bare string would be read letter by letter)."""
+    value = raw.get(key)
+    if not value:
+        return None
+    if not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+        raise _bad(path, key, "a list of module names", value)
+    return sorted(value)
+
+
+def _layers(path: Path, raw: dict[str, Any]) -> list[int] | int | None:
+    value = raw.get("layers_to_transform")
+    if value is None or (type(value) is int and value >= 0):
+        return value
+    if isinstance(value, list) and all(type(item) is int and item >= 0 for item in value):
+        return value
+    raise _bad(path, "layers_to_transform", "a layer index or a list of them", value)
+
+
+def _layers_pattern(path: Path, raw: dict[str, Any]) -> list[str] | str | None:
+    value = raw.get("layers_pattern")
+    if value is None:
+        return value
+    if isinstance(value, str):
+        return _regex(path, "layers_pattern", value)
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [_regex(path, "layers_pattern", item) for item in value]
+    raise _bad(path, "layers_pattern", "a module name or a list of them", value)
+
+
+def _lora_checks(path: Path, raw: dict[str, Any], r: float, bias: str) -> None:
+    """What peft itself refuses in a LoRA config: a rank below 1, an unknown bias mode."""
+    if not float(r).is_integer() or r < 1:
+        raise _bad(path, "r", "a positive integer", raw.get("r"))
+    if bias not in LORA_BIAS:
+        raise _bad(path, "bias", "one of " + ", ".join(sorted(LORA_BIAS)), bias)
 
 
 def read_config(folder: Path) -> AdapterConfig:
@@ -178,40 +258,63 @@ def read_config(folder: Path) -> AdapterConfig:
     except OSError as error:
         raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
     if not isinstance(raw, dict):
-        raise MalformedFile(f"{path}: expected a JSON object")
+        raise MalformedFile(
+            f"{path}: expected a JSON object of settings, as save_pretrained writes it; "
+            "save the adapter again"
+        )
     peft_type = raw.get("peft_type")
     if not isinstance(peft_type, str):
         raise NotAnAdapter(f"{path}: no 'peft_type', so this is not a PEFT adapter config")
     r = _number(path, raw, "r", 8)
-    if isinstance(r, float) and not r.is_integer():
-        raise MalformedFile(f"{path}: key 'r' must be an integer, not {r!r}")
     init = raw.get("init_lora_weights", True)
-    bias = raw.get("bias", "none")
+    if not isinstance(init, bool | str):
+        raise _bad(path, "init_lora_weights", "true, false or a method name", init)
+    bias = _text(path, raw, "bias") or "none"
+    if peft_type.upper() in LORA_TYPES:
+        _lora_checks(path, raw, r, bias)
     return AdapterConfig(
         path=path,
         raw=raw,
         peft_type=peft_type.upper(),
-        task_type=raw.get("task_type"),
-        peft_version=raw.get("peft_version"),
-        base_id=raw.get("base_model_name_or_path"),
-        revision=raw.get("revision"),
+        task_type=_text(path, raw, "task_type"),
+        peft_version=_text(path, raw, "peft_version"),
+        base_id=_text(path, raw, "base_model_name_or_path"),
+        revision=_text(path, raw, "revision"),
         r=int(r),
         lora_alpha=_number(path, raw, "lora_alpha", 8),
         lora_dropout=_number(path, raw, "lora_dropout", 0.0),
-        init_lora_weights=init if isinstance(init, bool | str) else bool(init),
-        use_dora=bool(raw.get("use_dora", False)),
-        use_rslora=bool(raw.get("use_rslora", False)),
-        bias=str(bias) if bias is not None else "none",
+        init_lora_weights=init,
+        use_dora=_flag(path, raw, "use_dora"),
+        use_rslora=_flag(path, raw, "use_rslora"),
+        bias=bias,
         target_modules=_names(path, raw, "target_modules"),
         rank_pattern={k: int(v) for k, v in _pattern(path, raw, "rank_pattern").items()},
         alpha_pattern=_pattern(path, raw, "alpha_pattern"),
-        modules_to_save=sorted(raw["modules_to_save"]) if raw.get("modules_to_save") else None,
-        layers_to_transform=raw.get("layers_to_transform"),
-        layers_pattern=raw.get("layers_pattern"),
+        modules_to_save=_name_list(path, raw, "modules_to_save"),
+        layers_to_transform=_layers(path, raw),
+        layers_pattern=_layers_pattern(path, raw),
         exclude_modules=_names(path, raw, "exclude_modules"),
-        fan_in_fan_out=bool(raw.get("fan_in_fan_out", False)),
-        lora_bias=bool(raw.get("lora_bias", False)),
+        fan_in_fan_out=_flag(path, raw, "fan_in_fan_out"),
+        lora_bias=_flag(path, raw, "lora_bias"),
     )
+
+
+# A Hub repo id: a name, or an owner and a name, of letters, digits, ``-``, ``_``, ``.``.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def names_local_path(base_id: str | None) -> bool:
+    """Whether ``base_model_name_or_path`` names a local folder rather than a Hub repo.
+
+    A string no Hub id can be (absolute, ``./``/``~``, more than one ``/``, a
+    backslash) is a path; so is a Hub-shaped one that is a folder here, since
+    transformers then loads that folder and never the Hub.
+    """
+    if not base_id:
+        return False
+    if not _HUB_ID.match(base_id) or ".." in base_id or "--" in base_id:
+        return True
+    return Path(base_id).is_dir()
 
 
 def revision_from_path(path: str | Path | None) -> str | None:

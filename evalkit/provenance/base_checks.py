@@ -17,11 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import NotAnAdapter, UnreadableFile
+from evalkit.errors import CorruptWeights, MalformedFile, NotAnAdapter, UnreadableFile
 from evalkit.provenance.adapter_config import INCLUDE_LINEAR_LAYERS, AdapterConfig
 from evalkit.provenance.folder_files import read_json_file, tokenizer_info
 from evalkit.provenance.models import ModuleInfo, Problem, TokenizerInfo
-from evalkit.provenance.safetensors_file import FLOAT_DTYPES, read_header
+from evalkit.provenance.safetensors_file import (
+    ADAPTER_REPAIR,
+    FLOAT_DTYPES,
+    SafetensorsHeader,
+    read_header,
+)
 
 EMBEDDING_NAMES = ("embed_tokens", "wte", "word_embeddings", "embed_in", "embeddings")
 OUTPUT_NAMES = ("lm_head", "embed_out")
@@ -65,12 +70,31 @@ def quantization_of(config: dict[str, Any]) -> str | None:
     return f"{method}-{bits}bit" if bits else method
 
 
+BASE_REPAIR = "the base's weights are damaged: copy or save the base model again"
+
+
 def _weight_files(folder: Path) -> list[Path]:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        weight_map = (read_json_file(index) or {}).get("weight_map") or {}
+        value = read_json_file(index)
+        weight_map = value.get("weight_map") if isinstance(value, dict) else None
+        if not (
+            isinstance(weight_map, dict) and all(isinstance(v, str) for v in weight_map.values())
+        ):
+            raise MalformedFile(
+                f"{index}: no 'weight_map' of tensor names to file names; copy or save the "
+                "base model again"
+            )
         return [folder / name for name in sorted(set(weight_map.values()))]
     return sorted(folder.glob("*.safetensors"))
+
+
+def _base_header(path: Path) -> SafetensorsHeader:
+    """A base weight file's header; a damaged one is the base's to fix, not the adapter's."""
+    try:
+        return read_header(path)
+    except CorruptWeights as error:
+        raise CorruptWeights(error.message.replace(ADAPTER_REPAIR, BASE_REPAIR)) from error
 
 
 def read_base(folder: Path) -> BaseFolder:
@@ -97,7 +121,7 @@ def read_base(folder: Path) -> BaseFolder:
     for path in files:
         if not path.is_file():
             raise UnreadableFile(f"{path}: listed in model.safetensors.index.json but missing")
-        for name, info in read_header(path).tensors.items():
+        for name, info in _base_header(path).tensors.items():
             if name.endswith(".weight") and len(info.shape) >= 2:
                 weights[name.removesuffix(".weight")] = BaseWeight(info.shape, info.dtype)
     return BaseFolder(

@@ -19,6 +19,7 @@ from evalkit.errors import NotAnAdapter, UsageError
 from evalkit.provenance.adapter_config import (
     HEX_COMMIT,
     AdapterConfig,
+    names_local_path,
     read_config,
     revision_from_path,
 )
@@ -47,10 +48,19 @@ LEGACY_WEIGHTS_NAME = "adapter_model.bin"
 EMBEDDING_ENDINGS = ("embed_tokens", "lm_head", "wte", "word_embeddings", "embed_in", "embed_out")
 
 
+def _commit_case(revision: str | None) -> str | None:
+    """A 40-hex commit in lower case (git's spelling), so that a pasted upper-case
+    commit pins the base and compares equal to the same commit; other names as given."""
+    if revision is not None and HEX_COMMIT.match(revision.lower()):
+        return revision.lower()
+    return revision
+
+
 def _revision(
     config: AdapterConfig, base_revision: str | None, base_dir: Path | None
 ) -> str | None:
-    given = config.revision
+    given = _commit_case(config.revision)
+    base_revision = _commit_case(base_revision)
     if base_revision is not None:
         if given and given != base_revision:
             raise UsageError(
@@ -98,17 +108,32 @@ def _lora(config: AdapterConfig) -> LoraSettings | None:
     )
 
 
+def _unpinned_message(base: BaseInfo) -> str:
+    """Why the base is not pinned, and what pins it: a Hub id and a local folder differ.
+
+    A Hub id without a commit loads the repo's moving main branch; a local
+    folder has no branch, but nothing records which weights it held, and
+    ``--base-revision`` helps only when the folder is a copy of a Hub commit.
+    """
+    what = f"revision {base.revision!r} is not a commit" if base.revision else "no revision"
+    if names_local_path(base.id):
+        return (
+            f"base {base.id} is a local folder with {what.replace(' is not', ', not')}, so a "
+            "reload takes whatever weights that folder holds then; pin them by their sha256 "
+            "(evalkit generate --base records them in run.json), or pass --base-revision "
+            "<40-hex commit> if the folder is a copy of a Hub model"
+        )
+    return (
+        f"base {base.id or '(unnamed)'} has {what}, so a reload takes whatever the base's "
+        "main branch is then; pass --base-revision <40-hex commit>"
+    )
+
+
 def _config_problems(config: AdapterConfig, base: BaseInfo) -> list[Problem]:
     problems = []
     if not base.pinned:
-        what = f"revision {base.revision!r} is not a commit" if base.revision else "no revision"
         problems.append(
-            Problem(
-                code="unpinned_base",
-                severity="error",
-                message=f"base {base.id or '(unnamed)'} has {what}, so a reload takes whatever "
-                "the base's main branch is then; pass --base-revision <40-hex commit>",
-            )
+            Problem(code="unpinned_base", severity="error", message=_unpinned_message(base))
         )
     if not config.is_lora:
         problems.append(
@@ -289,7 +314,10 @@ def load_card(path: str | os.PathLike[str]) -> AdapterCard:
         )
     if not file.is_file():
         raise NotAnAdapter(f"{file}: no such file; write one with evalkit card ADAPTER_DIR --out")
-    raw = read_json_file(file)
+    try:
+        raw = read_json_file(file)
+    except MalformedFile as error:
+        raise MalformedFile(f"{error.message}; write the card again with evalkit card") from error
     try:
         return AdapterCard.model_validate(raw)
     except ValidationError as error:

@@ -51,6 +51,18 @@ def read_json_file(path: Path) -> Any:
         raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
 
 
+def read_text_file(path: Path) -> str:
+    """A UTF-8 text file's content, or one clear error naming it (never a decode traceback)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise MalformedFile(
+            f"{path}: not UTF-8 text (byte {error.start}); save it again as UTF-8"
+        ) from error
+    except OSError as error:
+        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
+
+
 def _sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -58,7 +70,7 @@ def _sha256_text(text: str) -> str:
 def _chat_template(folder: Path) -> str | None:
     jinja = folder / "chat_template.jinja"
     if jinja.is_file():
-        return jinja.read_text(encoding="utf-8")
+        return read_text_file(jinja)
     for name in ("chat_template.json", "tokenizer_config.json"):
         path = folder / name
         if path.is_file():
@@ -111,7 +123,7 @@ def _read_settings(path: Path) -> dict[str, Any]:
         import yaml
 
         try:
-            value = yaml.safe_load(path.read_text(encoding="utf-8"))
+            value = yaml.safe_load(read_text_file(path))
         except yaml.YAMLError as error:
             raise MalformedFile(f"{path}: not valid YAML ({error})".split("\n")[0]) from error
     else:

@@ -83,6 +83,55 @@ def look_entry(summary: Any, *, purpose: str | None = None) -> dict[str, Any]:
     }
 
 
+def ledger_entry(value: Any) -> dict[str, Any] | None:
+    """A parsed line as a ledger line, or None when it does not have a ledger line's shape.
+
+    Every field the readers use must have its type (a hand edit can put
+    anything anywhere): the gold and predictions hashes and the chain link
+    strings, the contract an object whose version is an integer.
+    """
+    if not isinstance(value, dict) or not isinstance(value.get("gold_sha256"), str):
+        return None
+    contract = value.get("contract")
+    if not isinstance(contract, dict) or type(contract.get("version", 0)) is not int:
+        return None
+    texts = ("prev_sha256", "predictions_sha256", "time", "gold_path", "sha256", "name")
+    if any(value.get(key) is not None and not isinstance(value[key], str) for key in texts):
+        return None
+    names = ("name", "fingerprint", "rules_sha256")
+    if any(contract.get(key) is not None and not isinstance(contract[key], str) for key in names):
+        return None
+    return value
+
+
+def is_ledger(data: bytes) -> bool:
+    """Whether some line of ``data`` is a ledger line (an edited file still is a ledger)."""
+    import orjson
+
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            if ledger_entry(orjson.loads(raw)) is not None:
+                return True
+        except orjson.JSONDecodeError:
+            continue
+    return False
+
+
+def check_ledger_file(path: Path) -> None:
+    """Refuse to append to an existing file that is not a ledger (it would be changed)."""
+    try:
+        data = path.read_bytes() if path.is_file() else b""
+    except OSError as error:
+        raise UnreadableFile(f"{path}: cannot read the ledger: {error.strerror}") from error
+    if data.strip() and not is_ledger(data):
+        raise UsageError(
+            f"{path}: not a test-set ledger (no line of it is one), so no look is appended to "
+            "it; pass --ledger with a new path or an evalkit-ledger.jsonl, or --no-ledger"
+        )
+
+
 def _last_line(data: bytes) -> bytes | None:
     """The last non-blank line, as ``read_ledger`` splits it (the bytes ``prev_sha256`` covers)."""
     for raw in reversed(data.split(b"\n")):
@@ -101,11 +150,11 @@ def _look_keys(data: bytes, gold_sha256: str) -> set[tuple[Any, Any]]:
         if needle not in raw:
             continue
         try:
-            entry = orjson.loads(raw)
+            entry = ledger_entry(orjson.loads(raw))
         except orjson.JSONDecodeError:
             continue
-        if isinstance(entry, dict) and entry.get("gold_sha256") == gold_sha256:
-            contract = entry.get("contract") or {}
+        if entry is not None and entry.get("gold_sha256") == gold_sha256:
+            contract = entry["contract"]
             rules = contract.get("rules_sha256") or contract.get("fingerprint")
             keys.add((entry.get("predictions_sha256"), rules))
     return keys

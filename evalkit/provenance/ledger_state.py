@@ -26,8 +26,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalkit._version import __version__
-from evalkit.errors import UnreadableFile
-from evalkit.provenance.ledger import LEDGER_NAME, line_sha256
+from evalkit.errors import MalformedFile, UnreadableFile
+from evalkit.provenance.ledger import LEDGER_NAME, ledger_entry, line_sha256
 
 State = Literal["fresh", "seen", "reused", "burned"]
 FREEZE_ADVICE = (
@@ -126,7 +126,13 @@ def resolve_ledger(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
         return given, None
     from evalkit.io import sha256_file  # a gold file: its ledger, its lines only
 
-    return given.parent / LEDGER_NAME, sha256_file(given)
+    ledger = given.parent / LEDGER_NAME
+    if not ledger.is_file():
+        raise UnreadableFile(
+            f"{given}: not a ledger, and as a gold file it has no {LEDGER_NAME} beside it, so "
+            "no look at it was recorded there; pass the ledger file (score --ledger) or its folder"
+        )
+    return ledger, sha256_file(given)
 
 
 def _parse(raw: bytes, number: int, problems: list[str]) -> dict[str, Any] | None:
@@ -137,7 +143,7 @@ def _parse(raw: bytes, number: int, problems: list[str]) -> dict[str, Any] | Non
     except orjson.JSONDecodeError:
         problems.append(f"line {number} is not JSON")
         return None
-    if not isinstance(entry, dict) or not isinstance(entry.get("gold_sha256"), str):
+    if ledger_entry(entry) is None:
         problems.append(f"line {number} is not a ledger line")
         return None
     if entry.get("sha256") != line_sha256(entry):
@@ -247,6 +253,12 @@ def read_ledger(path: str | os.PathLike[str], gold_sha256: str | None = None) ->
             _check_link(entry.get("prev_sha256"), number, earlier, problems)
             by_gold.setdefault(entry["gold_sha256"], []).append(entry)
         earlier.add(hashlib.sha256(raw).hexdigest())
+    if raw_lines and not by_gold:
+        raise MalformedFile(
+            f"{ledger}: not a test-set ledger: no line of it is one ({problems[0]}); pass the "
+            f"{LEDGER_NAME} that evalkit score writes (if this was one, it was edited beyond "
+            "reading: treat its test set as burned)"
+        )
     if gold_sha256 is not None:
         by_gold = {gold_sha256: by_gold.get(gold_sha256, [])}
     return LedgerReport(
@@ -272,11 +284,11 @@ def has_look(ledger: Path, gold_sha256: str, predictions_sha256: str) -> bool:
         if not raw.strip():
             continue
         try:
-            entry = orjson.loads(raw)
+            entry = ledger_entry(orjson.loads(raw))
         except orjson.JSONDecodeError:
             continue
         if (
-            isinstance(entry, dict)
+            entry is not None
             and entry.get("gold_sha256") == gold_sha256
             and entry.get("predictions_sha256") == predictions_sha256
         ):

@@ -40,7 +40,7 @@ DTYPE_BYTES: dict[str, int] = {
 FLOAT_DTYPES = {"F8_E5M2", "F8_E4M3", "F16", "BF16", "F32", "F64"}
 # safetensors refuses headers above 100 MB; a larger length is a corrupt file.
 MAX_HEADER_BYTES = 100_000_000
-_REPAIR = "the file is damaged: save the adapter again (save_pretrained)"
+ADAPTER_REPAIR = "the file is damaged: save the adapter again (save_pretrained)"
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class SafetensorsHeader:
 
 
 def _fail(path: Path, what: str) -> CorruptWeights:
-    return CorruptWeights(f"{path}: not a valid safetensors file: {what}; {_REPAIR}")
+    return CorruptWeights(f"{path}: not a valid safetensors file: {what}; {ADAPTER_REPAIR}")
 
 
 def _tensor(path: Path, name: str, entry: object) -> TensorInfo:

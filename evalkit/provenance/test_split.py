@@ -34,6 +34,11 @@ class SplitInfo:
     """The split's seed."""
 
 
+def _count(value: object) -> int | None:
+    """A count from the manifest, or None when a hand edit left something else there."""
+    return value if type(value) is int and value >= 0 else None
+
+
 def split_of(gold_path: str | None) -> SplitInfo | None:
     """The manifest entry of a gold file, when a manifest beside it lists it."""
     if not gold_path:
@@ -56,8 +61,8 @@ def split_of(gold_path: str | None) -> SplitInfo | None:
         manifest=str(manifest),
         manifest_sha256=hashlib.sha256(data).hexdigest(),
         split=name,
-        n_items=entry.get("n_items"),
-        n_groups=entry.get("n_groups"),
+        n_items=_count(entry.get("n_items")),
+        n_groups=_count(entry.get("n_groups")),
         group_columns=[str(column) for column in (group if isinstance(group, list) else [group])],
-        seed=raw.get("seed"),
+        seed=raw.get("seed") if type(raw.get("seed")) is int else None,
     )

@@ -147,8 +147,10 @@ def read_answer_gold(
     column = contract.gold_answer.column
     chat = read_chat(frame, column, source=str(path), path=path)
     if not chat.is_conversation:
+        texts = chat.texts[0]
+        held = "is null in every row" if texts.null_count() == len(texts) else "holds text"
         raise InvalidTable(
-            f"{path}: column {column!r} holds text, not conversations; gold_answer in {label} "
+            f"{path}: column {column!r} {held}, not conversations; gold_answer in {label} "
             "reads the last assistant turn of a messages (or ShareGPT) column"
         )
     references = chat.reference_answers().to_list()

@@ -21,7 +21,13 @@ import polars as pl
 
 from evalkit._version import __version__
 from evalkit.errors import InfeasibleSplit, InvalidTable, UsageError
-from evalkit.io import TableFormat, atomic_directory, read_table, sha256_file, write_table
+from evalkit.io import (
+    TableFormat,
+    atomic_directory,
+    read_table,
+    sha256_file,
+    write_table,
+)
 from evalkit.splitting.assign import assign_groups
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
@@ -71,6 +77,12 @@ class SplitResult:
 
         return SplitManifest.model_validate(self.record.to_json())
 
+    lines: dict[str, list[bytes]] | None = None
+    """The input's JSONL lines of each split, as written, when ``frames`` cannot hold
+    the text column's values (content a string in some messages and a list of parts
+    in others, as OpenAI's vision fine-tuning files have): polars converted them
+    there, so only JSONL output, of these lines, keeps them."""
+
     def write(self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False) -> None:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
 
@@ -79,9 +91,20 @@ class SplitResult:
         never replaced if it holds the input or is a folder this did not write.
         """
         source = self.record.input.path
+        if self.lines is not None and fmt != "jsonl":
+            info = self.record.text
+            column = repr(info.columns[0]) if info is not None else "the text column"
+            raise InvalidTable(
+                f"{source}: column {column} holds content as text in some messages and as a "
+                f"list of parts in others, which {fmt} cannot keep; pass --format jsonl "
+                "(the split files then hold the input's lines as written)"
+            )
         inputs = [Path(source)] if source is not None else []
         with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
             for name, frame in self.frames.items():
+                if self.lines is not None:
+                    (staging / f"{name}.{fmt}").write_bytes(b"".join(self.lines[name]))
+                    continue
                 write_table(frame, staging / f"{name}.{fmt}", fmt)
             write_table(self.assignments, staging / "assignments.parquet", "parquet")
             text = manifest_text(self.record)
@@ -153,13 +176,7 @@ def split(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
     )
     chat = _read_chat(frame, text_columns, source, path) if text_columns else None
-    if chat is not None and chat.retyped:
-        raise InvalidTable(
-            f"{source}: column {', '.join(map(repr, chat.columns))} mixes value types across "
-            "rows (e.g. content as text in some messages and as a list of parts in others); "
-            "the split files could not keep both, so they would change those values: write "
-            "the content one way in every row and split again"
-        )
+    retyped = chat is not None and chat.retyped and path is not None
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
     grouping = _grouping(frame, options, chat, compared_roles, source)
@@ -210,6 +227,7 @@ def split(
         frames=_split_frames(frame, row_split, options.names, order),
         assignments=_assignments(frame, group, id_column, split_column, order),
         record=record,
+        lines=_split_lines(path, row_split, options.names, order) if retyped else None,
     )
 
 
@@ -303,8 +321,10 @@ def _grouping(
     key_group, n_null = key_groups(frame, options.group, options.id, policy, source)
     row_group, merging = key_group, None
     if options.near_dup is not None and chat is not None:
+        from evalkit.chat import require_compared_roles
         from evalkit.leakage import duplicate_components
 
+        require_compared_roles([chat], roles)
         compared = chat.compared_text(roles)
         clusters = duplicate_components(compared, options.near_dup, seed=options.seed)
         row_group, n_merged, largest = merge_clusters(key_group, np.asarray(clusters))
@@ -358,6 +378,21 @@ def _assignments(
     ids = pl.col(id_column) if id_column is not None else pl.int_range(pl.len(), dtype=pl.Int64)
     table = frame.select(ids.alias("id"), group_key(group).alias("group")).with_columns(split)
     return table[order] if order is not None else table
+
+
+def _split_lines(
+    path: Path | None, row_split: IntArray, names: Sequence[str], order: IntArray | None
+) -> dict[str, list[bytes]]:
+    """The input's JSONL lines of each split, in the rows' order of :func:`_split_frames`."""
+    from evalkit.chat.sources import jsonl_lines
+
+    assert path is not None
+    lines = jsonl_lines(path)
+    rows = order if order is not None else np.arange(len(lines))
+    return {
+        name: [lines[row] for row in rows if row_split[row] == index]
+        for index, name in enumerate(names)
+    }
 
 
 def _split_frames(

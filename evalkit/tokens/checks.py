@@ -126,7 +126,8 @@ def parity_check(context: Context, splits: Sequence[Measured]) -> CheckResult:
     """``render_parity``: the inference prompt is a token prefix of the training sequence."""
     applicable = sum(int((s.figures.parity >= 0).sum()) for s in splits)
     if not applicable:
-        return skipped("render_parity", splits, "no example has a prompt (one text column)")
+        why = "no example has a prompt" + ("" if context.conversations else " (one text column)")
+        return skipped("render_parity", splits, why)
     flags = [s.figures.parity == 0 for s in splits]
     detail = ""
     first = _first(splits, flags)

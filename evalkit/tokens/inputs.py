@@ -67,13 +67,22 @@ def read_splits(
     files: Sequence[Path | str], text: Sequence[str], id_column: str | None
 ) -> list[SplitInput]:
     """Every split of ``files``, its ``--text`` column(s) read as text or conversations."""
+    needed = [*text, *([id_column] if id_column else [])]
+    sources = split_sources([Path(file) for file in files], minimum=1)
+    frames = [read_table(source.path) for source in sources if source.path is not None]
+    # evalkit split writes an empty JSONL file for a split of no items: it has no
+    # columns to read, so it takes the columns of the other splits (and their kind).
+    columns = next((f for f in frames if all(c in f.columns for c in needed)), None)
     splits = []
-    for source in split_sources([Path(file) for file in files], minimum=1):
+    for source, frame in zip(sources, frames, strict=True):
         assert source.path is not None
         path = source.path
-        frame = read_table(path)
-        require_columns(frame, [*text, *([id_column] if id_column else [])], str(path))
-        chat = read_chat(frame, list(text), source=str(path), path=path)
+        empty = frame.height == 0 and frame.width == 0 and columns is not None
+        if empty:
+            assert columns is not None
+            frame = columns.clear()
+        require_columns(frame, needed, str(path))
+        chat = read_chat(frame, list(text), source=str(path), path=path, exact=empty)
         where = _locator(path)
         _require_texts(chat, where)
         ids = _ids(frame, id_column, str(path), frame.height)

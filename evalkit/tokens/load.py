@@ -80,6 +80,40 @@ def _generic_tokenizer_folder(folder: Path) -> bool:
     return tokenizer_class in GENERIC_CLASSES
 
 
+_TOKENIZER_JSON = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "chat_template.json",
+)
+
+
+def _damaged_tokenizer_file(folder: Path) -> MalformedFile | None:
+    """The file at fault once transformers failed: a JSON file that does not parse,
+    or a config without the ``tokenizer.json`` it needs (transformers then says only
+    "Couldn't instantiate the backend tokenizer from one of: ").
+    """
+    for name in _TOKENIZER_JSON:
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            return MalformedFile(
+                f"{path}: not valid JSON ({error}); the tokenizer files are damaged: copy or "
+                "save them again"
+            )
+    vocabularies = ("tokenizer.json", "tokenizer.model", "spiece.model", "vocab.json", "vocab.txt")
+    if not any((folder / name).is_file() for name in vocabularies):
+        return MalformedFile(
+            f"{folder}: has a tokenizer config but no vocabulary (tokenizer.json, "
+            "tokenizer.model or vocab.json); copy the model's tokenizer.json here"
+        )
+    return None
+
+
 def load_tokenizer(path: Path | str) -> Any:
     """A transformers tokenizer from the local folder ``path`` (``AutoTokenizer``, offline).
 
@@ -102,6 +136,9 @@ def load_tokenizer(path: Path | str) -> Any:
     try:
         return loader.from_pretrained(str(folder), local_files_only=True)
     except Exception as error:  # the library raises many types; the user needs one line
+        damaged = _damaged_tokenizer_file(folder)
+        if damaged is not None:
+            raise damaged from None
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
         raise MalformedFile(
             f"{folder}: transformers cannot load this tokenizer ({type(error).__name__}: "

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from evalkit.errors import EvalkitError
 from evalkit.tokens.figures import Plan
 from evalkit.tokens.inputs import SplitInput
 from evalkit.tokens.models import Encode, Loss
@@ -25,7 +26,12 @@ from evalkit.tokens.render import (
     render_all,
     render_with_generation_spans,
 )
-from evalkit.tokens.spans import Closers, all_assistant_spans
+from evalkit.tokens.spans import PROBE, Closers, all_assistant_spans
+
+
+def loss_from_spans(loss: Loss, markers: bool) -> bool:
+    """Whether the loss mask comes from the assistant contents' spans in the render."""
+    return loss == "assistant" and not markers
 
 
 def added_token_strings(tokenizer: Any) -> list[str]:
@@ -87,10 +93,19 @@ class SplitPlanner:
         self.special_found = first_special(self.split, self.special_in_text, strings)
         chat = self.split.chat
         self._closers = Closers.of(strings)
+        if chat.is_conversation and loss_from_spans(self.loss, self.markers):
+            self._closers = Closers.probed(self._probe_render(), strings)
         if chat.is_conversation:
             self._prompts = chat.prompts()
             self._has_answer = chat.reference_answers().is_not_null().to_list()
             self._turns = chat.prompt_turns.to_list() if chat.prompt_turns is not None else None
+
+    def _probe_render(self) -> str | None:
+        """The template's render of the probe conversation (None: the template refused it)."""
+        try:
+            return render_all(self.tokenizer, [PROBE])[0]
+        except EvalkitError:
+            return None
 
     @property
     def n(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from evalkit.errors import EvalkitError, UsageError
@@ -138,6 +139,39 @@ def _render_batch(
     return list(renders), found
 
 
+def _template_file(tokenizer: Any) -> str:
+    """Where the tokenizer's chat template is written, to name it in an error."""
+    folder = Path(str(getattr(tokenizer, "name_or_path", "") or "."))
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        return str(jinja)
+    return f"{folder / 'tokenizer_config.json'} ('chat_template')"
+
+
+def _uncompilable(tokenizer: Any) -> TemplateFailure | None:
+    """The template's own fault, when it does not compile: no conversation is to blame."""
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+    except ImportError:  # a transformers without it: the rows say what they can
+        return None
+    template = chat_template(tokenizer)
+    if template is None:
+        return None
+    try:
+        _compile_jinja_template(template)
+    except ImportError:
+        raise
+    except Exception as error:  # jinja2's syntax and assertion errors, and what else it raises
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        line = getattr(error, "lineno", None)
+        at = f", line {line}" if isinstance(line, int) else ""
+        return TemplateFailure(
+            f"{_template_file(tokenizer)}{at}: the chat template does not compile "
+            f"({type(error).__name__}: {first[:200]}); fix the template"
+        )
+    return None
+
+
 def _failing_row(
     tokenizer: Any,
     conversations: Sequence[Messages],
@@ -180,6 +214,9 @@ def _rendered(
     except EvalkitError:
         raise
     except Exception as error:  # find the row that broke the batch, and name it
+        broken = _uncompilable(tokenizer)
+        if broken is not None:
+            raise broken from None
         failure = _failing_row(tokenizer, conversations, add_generation_prompt, where)
         if failure is not None:
             raise failure from None

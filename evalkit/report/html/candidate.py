@@ -43,6 +43,7 @@ from evalkit.report.html.page import (
     verdict_box,
 )
 from evalkit.report.numbers import p_value, rate, rate_ci, with_ci
+from evalkit.report.provenance_markdown import status_text
 
 MAX_OUTPUT_CHARS = 400
 
@@ -114,10 +115,23 @@ def headline(report: CandidateReport) -> Html:
     return verdict_box(tone, summary, items)
 
 
+def test_set_note(report: CandidateReport) -> Html:
+    """How often the test set was looked at, with the selection bias beside the figures."""
+    if report.test_set is None:
+        return Html("")
+    return paragraph(
+        element("strong", "Test set:"), f" {status_text(report.test_set)}.", muted=True
+    )
+
+
 def headline_figures(report: CandidateReport) -> Html:
-    """The overall figures under the verdict: accuracy, its change, validity, flips."""
+    """The overall figures under the verdict: accuracy, its change, validity, flips.
+
+    Then the test set's ledger state: on a reused test, the worst-case
+    selection bias belongs beside the figures it may inflate.
+    """
     overall = report.overall
-    return figures(
+    cards = figures(
         [
             (
                 "content accuracy",
@@ -133,6 +147,7 @@ def headline_figures(report: CandidateReport) -> Html:
             ("paired examples", f"{report.pairing.paired:,}"),
         ]
     )
+    return join([cards, test_set_note(report)])
 
 
 def _delta_section(report: CandidateReport, level: int) -> Section:

@@ -14,10 +14,21 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evalkit.report.html.page import PALETTE, Html, escape
-from evalkit.report.html.svg import Canvas, Scale, nice_ticks, num, shorten, text_width, tick_label
+from evalkit.report.html.svg import (
+    Canvas,
+    Scale,
+    fit,
+    nice_ticks,
+    num,
+    shorten,
+    text_width,
+    tick_label,
+)
 
 ROW = 22.0
 MAX_LABEL_CHARS = 40
+MAX_LABEL_MARGIN = 300.0  # px left of the plot for the row labels, at most
+RARE_TAG_WIDTH = text_width(" rare", 10.0, bold=True)  # the 10 px tag after a rare class
 MAX_TOOLTIP_CELLS = 400
 GAIN, DROP, BASE = PALETTE["blue"], PALETTE["vermillion"], PALETTE["grey"]
 
@@ -77,9 +88,10 @@ class _Layout:
 
     def __post_init__(self) -> None:
         widest = max(
-            (len(shorten(r.label, MAX_LABEL_CHARS)) + 5 * r.rare for r in self.rows), default=4
+            (text_width(row_label(r), bold=True) + RARE_TAG_WIDTH * r.rare for r in self.rows),
+            default=4 * 6.8,
         )
-        self.label_width = float(round(min(widest * 6.8 + 14, 300)))
+        self.label_width = float(round(min(widest + 14, MAX_LABEL_MARGIN)))
 
     def y(self, index: int) -> float:
         return self.top + index * ROW + ROW / 2
@@ -89,9 +101,15 @@ class _Layout:
         return self.top + len(self.rows) * ROW + 8
 
 
+def row_label(row: Row) -> str:
+    """A row's label as drawn: cut to what fits the margin (as bold text, the widest case)."""
+    room = MAX_LABEL_MARGIN - 14 - RARE_TAG_WIDTH * row.rare
+    return fit(shorten(row.label, MAX_LABEL_CHARS), room, bold=True)
+
+
 def _labels(canvas: Canvas, layout: _Layout, bold: Sequence[bool]) -> None:
     for index, row in enumerate(layout.rows):
-        shown = shorten(row.label, MAX_LABEL_CHARS)
+        shown = row_label(row)
         style = {"class_": "bold"} if bold[index] else {}
         canvas.text(
             layout.label_width - 8,
@@ -281,9 +299,9 @@ def matrix_chart(
     """A grid of counts (a confusion matrix); only filled cells are drawn, so it stays small."""
     size = 28.0 if len(columns) <= 15 else 22.0 if len(columns) <= 30 else 18.0
     font = {28.0: "11", 22.0: "10", 18.0: "9"}[size]
-    longest = max((len(shorten(c, 24)) for c in columns), default=4)
+    longest = max((text_width(shorten(c, 24)) for c in columns), default=4 * 6.8)
     layout = _Layout(rows)
-    layout.top = float(round(min(longest * 6.8 * 0.72 + 22, 190)))
+    layout.top = float(round(min(longest * 0.72 + 22, 190)))
     left = layout.label_width
     width = left + len(columns) * size + layout.top
     height = layout.top + len(rows) * size + 8
@@ -294,7 +312,7 @@ def matrix_chart(
         canvas.text(
             left - 8,
             y,
-            shorten(row.label, MAX_LABEL_CHARS),
+            row_label(row),
             anchor="end",
             tooltip=row.label,
             suffix="rare" if row.rare else None,

@@ -114,9 +114,17 @@ class Html(str):
     __slots__ = ()
 
 
+# Control characters (other than tab, newline, carriage return) shown as their
+# Unicode "control pictures" (NUL -> U+2400 ␀, ESC -> U+241B ␛, DEL -> U+2421):
+# a raw NUL or ESC from a model's output is an HTML parse error, is not allowed
+# in the inline SVG's XML at all, and makes tools take the page for binary.
+_CONTROL_PICTURES = {code: 0x2400 + code for code in range(0x20) if code not in (9, 10, 13)}
+_CONTROL_PICTURES[0x7F] = 0x2421
+
+
 def escape(value: object) -> Html:
-    """``value`` as text: ``<``, ``>``, ``&`` and quotes escaped."""
-    return Html(_html.escape(str(value), quote=True))
+    """``value`` as text: ``<``, ``>``, ``&`` and quotes escaped, control characters shown."""
+    return Html(_html.escape(str(value).translate(_CONTROL_PICTURES), quote=True))
 
 
 def render(value: object) -> Html:

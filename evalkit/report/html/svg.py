@@ -11,10 +11,16 @@ depend on nothing but the numbers: coordinates are rounded to 0.1 px.
 from __future__ import annotations
 
 import math
+import unicodedata
 
 from evalkit.report.html.page import Html, escape
 
 CHAR_WIDTH = 6.8  # px per character of 12 px text, a little over the common sans fonts' mean
+# Widths in em of the characters far from that mean (DejaVu Sans and the common
+# system fonts): a CJK ideograph or an emoji takes a full em, a capital about
+# three quarters, W and M or Ж and Ш an em; a combining accent none.
+WIDE_LETTERS = frozenset("MWmw@%ЖШЩЮМФЫжшщюмфы")
+BOLD = 1.1  # bold text is about a tenth wider
 
 
 def num(value: float) -> str:
@@ -24,14 +30,44 @@ def num(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def text_width(text: str, size: float = 12.0) -> float:
-    """An estimate of the rendered width of ``text`` (no font metrics in a static page)."""
-    return len(text) * CHAR_WIDTH * size / 12.0
+def _em(char: str) -> float:
+    if unicodedata.combining(char) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
+        return 0.0
+    if unicodedata.east_asian_width(char) in ("W", "F"):
+        return 1.0
+    if char in WIDE_LETTERS:
+        return 1.0
+    if unicodedata.category(char) == "Lu":
+        return 0.75
+    return CHAR_WIDTH / 12.0
+
+
+def text_width(text: str, size: float = 12.0, *, bold: bool = False) -> float:
+    """An estimate of the rendered width of ``text`` (no font metrics in a static page).
+
+    Per character, so that a label of capitals, CJK or emoji gets the room it
+    takes rather than being cut off at the picture's edge.
+    """
+    return sum(_em(char) for char in text) * size * (BOLD if bold else 1.0)
 
 
 def shorten(text: str, max_chars: int) -> str:
     """``text`` cut to ``max_chars`` with an ellipsis (the full text goes in a tooltip)."""
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+def fit(text: str, max_width: float, size: float = 12.0, *, bold: bool = False) -> str:
+    """``text`` cut with an ellipsis so that its estimated width is at most ``max_width``."""
+    if text_width(text, size, bold=bold) <= max_width:
+        return text
+    room = max_width - text_width("…", size, bold=bold)
+    kept, width = [], 0.0
+    for char in text:
+        width += text_width(char, size, bold=bold)
+        if width > room:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
 
 
 class Canvas:
