@@ -178,8 +178,12 @@ def split_command(
     check_new_output(out, force, inputs=[input_file, tokenizer], marker="manifest.json")
     hash_early([input_file, *([freeze] if freeze is not None else [])])  # beside the imports
 
-    from evalkit.report.split_summary import render_split_summary
-    from evalkit.splitting.api import split
+    from evalkit.cli import heavy_imports
+
+    # Its matrix products (class vectors of a few hundred groups) use one BLAS thread.
+    with heavy_imports(blas_threads=1):
+        from evalkit.report.split_summary import render_split_summary
+        from evalkit.splitting.api import split
 
     result = split(
         input_file,
@@ -202,4 +206,4 @@ def split_command(
         out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force
     )
     if not quiet:
-        click.echo(render_split_summary(result.manifest, str(out)))
+        click.echo(render_split_summary(result.record, str(out)))

@@ -9,17 +9,17 @@ caller can inspect a split before anything touches the disk.
 
 from __future__ import annotations
 
-import json
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING, SupportsIndex
 
 import numpy as np
 import polars as pl
 
 from evalkit._version import __version__
-from evalkit.chat import ChatColumn, Role, parse_roles, read_chat, require_compared_roles
-from evalkit.chat.sources import jsonl_lines
 from evalkit.errors import InfeasibleSplit, InvalidTable, UsageError
 from evalkit.io import (
     TableFormat,
@@ -41,25 +41,42 @@ from evalkit.splitting.groups import (
 )
 from evalkit.splitting.inputs import check_names, check_table, resolve_targets
 from evalkit.splitting.lengths import load_tokenizer, row_lengths
-from evalkit.splitting.manifest import (
+from evalkit.splitting.record import (
     Freezing,
     InputInfo,
+    ManifestRecord,
     Merging,
-    SplitManifest,
     SplitOptions,
     TextInfo,
+    manifest_text,
 )
 from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, Problem, required_classes
 
+if TYPE_CHECKING:
+    from evalkit.chat import ChatColumn, Role
+    from evalkit.splitting.manifest import SplitManifest
+
 
 @dataclass(frozen=True)
 class SplitResult:
-    """A finished split: the rows of each split, the assignments and the manifest."""
+    """A finished split: the rows of each split, the assignments and the manifest.
+
+    ``record`` is the manifest as plain data, what :meth:`write` writes;
+    ``manifest`` the same as the validated pydantic model, built on first use.
+    """
 
     frames: dict[str, pl.DataFrame]
     assignments: pl.DataFrame
-    manifest: SplitManifest
+    record: ManifestRecord
+
+    @cached_property
+    def manifest(self) -> SplitManifest:
+        """The manifest as the :class:`~evalkit.splitting.manifest.SplitManifest` model."""
+        from evalkit.splitting.manifest import SplitManifest
+
+        return SplitManifest.model_validate(self.record.to_json())
+
     lines: dict[str, list[bytes]] | None = None
     """The input's JSONL lines of each split, as written, when ``frames`` cannot hold
     the text column's values (content a string in some messages and a list of parts
@@ -73,9 +90,9 @@ class SplitResult:
         once everything succeeded; an existing ``out`` needs ``force``, and is
         never replaced if it holds the input or is a folder this did not write.
         """
-        source = self.manifest.input.path
+        source = self.record.input.path
         if self.lines is not None and fmt != "jsonl":
-            info = self.manifest.text
+            info = self.record.text
             column = repr(info.columns[0]) if info is not None else "the text column"
             raise InvalidTable(
                 f"{source}: column {column} holds content as text in some messages and as a "
@@ -90,8 +107,7 @@ class SplitResult:
                     continue
                 write_table(frame, staging / f"{name}.{fmt}", fmt)
             write_table(self.assignments, staging / "assignments.parquet", "parquet")
-            manifest = self.manifest.model_dump(mode="json")
-            text = json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
+            text = manifest_text(self.record)
             (staging / "manifest.json").write_text(text, encoding="utf-8")
 
 
@@ -132,21 +148,21 @@ def split(
     duplicate).
     """
     text_columns = _text_columns(text)
-    compared_roles = parse_roles(roles)
+    compared_roles = _compared_roles(roles) if text_columns or roles is not None else ()
     options = SplitOptions(
         group=list(group),
         stratify=stratify,
-        sizes=list(sizes) if sizes is not None else None,
-        ratios=list(ratios) if ratios is not None else None,
+        sizes=[_whole(size, "--sizes") for size in sizes] if sizes is not None else None,
+        ratios=[float(ratio) for ratio in ratios] if ratios is not None else None,
         names=list(names),
-        seed=seed,
+        seed=_whole(seed, "--seed"),
         id=id_column,
         text=text_columns[0] if text_columns else None,
         completion=text_columns[1] if len(text_columns) > 1 else None,
         roles=list(compared_roles) if roles is not None else None,
         null_group=null_group,
-        tolerance=tolerance,
-        near_dup=near_dup,
+        tolerance=_whole(tolerance, "--tolerance") if tolerance is not None else None,
+        near_dup=float(near_dup) if near_dup is not None else None,
         freeze=str(freeze) if freeze is not None else None,
         tokenizer=str(tokenizer) if tokenizer is not None else None,
     )
@@ -159,7 +175,7 @@ def split(
     check_table(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
     )
-    chat = read_chat(frame, text_columns, source=source, path=path) if text_columns else None
+    chat = _read_chat(frame, text_columns, source, path) if text_columns else None
     retyped = chat is not None and chat.retyped and path is not None
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
@@ -185,9 +201,9 @@ def split(
         lengths,
         "tokens" if loaded_tokenizer is not None else "chars",
     )
-    manifest = SplitManifest(
+    record = ManifestRecord(
         evalkit_version=__version__,
-        seed=seed,
+        seed=options.seed,
         input=InputInfo(
             path=str(path) if path is not None else None,
             sha256=sha256_file(path) if path is not None else None,
@@ -204,15 +220,25 @@ def split(
         freezing=grouping.freezing,
         quality=quality,
     )
-    _check_tolerance(manifest, source)
+    _check_tolerance(record, source)
     order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
     split_column = pl.Series("split", [*options.names, None], dtype=pl.String).gather(row_split)
     return SplitResult(
         frames=_split_frames(frame, row_split, options.names, order),
         assignments=_assignments(frame, group, id_column, split_column, order),
-        manifest=manifest,
+        record=record,
         lines=_split_lines(path, row_split, options.names, order) if retyped else None,
     )
+
+
+def _whole(value: SupportsIndex | float, option: str) -> int:
+    """``value`` as an int, as the manifest model reads it (a float only if whole)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    try:
+        return operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise UsageError(f"{option}: a whole number, got {value!r}") from None
 
 
 def _text_columns(text: str | Sequence[str] | None) -> list[str]:
@@ -225,6 +251,22 @@ def _text_columns(text: str | Sequence[str] | None) -> list[str]:
             f"--text: give one column, or two (prompt and completion); got {len(columns)}"
         )
     return columns
+
+
+def _compared_roles(roles: str | Sequence[str] | None) -> tuple[Role, ...]:
+    """The --roles turns; evalkit.chat is imported only for a split with --text or
+    --roles (~10 ms that a split without them does not need)."""
+    from evalkit.chat import parse_roles
+
+    return parse_roles(roles)
+
+
+def _read_chat(
+    frame: pl.DataFrame, columns: Sequence[str], source: str, path: Path | None
+) -> ChatColumn:
+    from evalkit.chat import read_chat
+
+    return read_chat(frame, columns, source=source, path=path)
 
 
 def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
@@ -279,6 +321,7 @@ def _grouping(
     key_group, n_null = key_groups(frame, options.group, options.id, policy, source)
     row_group, merging = key_group, None
     if options.near_dup is not None and chat is not None:
+        from evalkit.chat import require_compared_roles
         from evalkit.leakage import duplicate_components
 
         require_compared_roles([chat], roles)
@@ -304,7 +347,7 @@ def _grouping(
     return _Grouping(key_group, row_group, n_groups, n_null, pinned, merging, freezing)
 
 
-def _check_tolerance(manifest: SplitManifest, source: str) -> None:
+def _check_tolerance(manifest: ManifestRecord, source: str) -> None:
     """Raise ``InfeasibleSplit`` when a count misses its target by more than --tolerance."""
     tolerance = manifest.options.tolerance
     if tolerance is None or manifest.quality.max_count_deviation <= tolerance:
@@ -341,6 +384,8 @@ def _split_lines(
     path: Path | None, row_split: IntArray, names: Sequence[str], order: IntArray | None
 ) -> dict[str, list[bytes]]:
     """The input's JSONL lines of each split, in the rows' order of :func:`_split_frames`."""
+    from evalkit.chat.sources import jsonl_lines
+
     assert path is not None
     lines = jsonl_lines(path)
     rows = order if order is not None else np.arange(len(lines))

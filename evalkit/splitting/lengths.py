@@ -13,14 +13,16 @@ read: evalkit never downloads a tokenizer.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from evalkit.chat import ChatColumn
 from evalkit.errors import MalformedFile, UnreadableFile, UsageError
 from evalkit.splitting.state import IntArray
+
+if TYPE_CHECKING:
+    from evalkit.chat import ChatColumn
 
 
 def is_transformers_tokenizer(tokenizer: Any) -> bool:

@@ -5,13 +5,18 @@ split: it names the input by sha256, keeps every option and the seed, and
 states the quality figures (count deviation, class-share deviation, leaked
 groups) computed from the final assignment itself, not from the algorithm's
 bookkeeping.
+
+These models are the format's definition (its JSON Schema in
+``docs/schemas`` is generated from them) and what ``SplitResult.manifest``
+returns; a split run builds and writes the plain mirror in
+:mod:`evalkit.splitting.record`, which must keep their fields and order.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MANIFEST_FORMAT_VERSION = 1
+from evalkit.splitting.record import MANIFEST_FORMAT_VERSION
 
 
 class _Model(BaseModel):
