@@ -306,3 +306,34 @@ def test_gate_refuses_a_quantized_base_against_a_full_one(run_cli, data, card, p
                           "(not quantized) vs org/tiny-llama", "(bitsandbytes-4bit-nf4)",
                           "--allow-base-change")  # fmt: skip
     assert run_cli("gate", base, cand, "--allow-base-change").exit_code == 0
+
+
+def test_results_scored_with_relative_paths_are_read_from_another_folder(
+    run_cli, data, monkeypatch
+) -> None:
+    # score ran from the project folder with relative paths; compare runs elsewhere
+    # (another CI step) and still finds the ledger, the split and the outputs.
+    from evalkit.comparison.outputs import read_outputs
+    from evalkit.io import sha256_file
+
+    project = data.parent
+    monkeypatch.chdir(project)
+    for name, pred in (("base", 0), ("cand", 1)):
+        result = run_cli("score", "--contract", TRIAGE, "--gold", "split/test.parquet",
+                         "--pred", f"split/p{pred}.jsonl", "--out", f"runs/{name}")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+    elsewhere = project / "ci" / "step"
+    elsewhere.mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)
+    runs = [project / "runs" / "base", project / "runs" / "cand"]
+    assert run_cli("compare", *runs, "--out", project / "cmp").exit_code == 0
+    decision = json.loads((project / "cmp" / "report.json").read_text())["decision"]
+    assert decision["test_set"]["state"] == "reused" and decision["test_set"]["looks"] == 2
+    split = decision["test_split"]
+    assert (split["split"], split["n_groups"]) == ("test", 5)
+    assert (split["gold_path"], split["manifest"]) == ("split/test.parquet", "split/manifest.json")
+    found = read_outputs(runs[1], sha256_file(runs[1] / "summary.json"), ["T3"])
+    assert found.note is None and found.outputs["T3"] == json.dumps(GOOD) + " "
+    (project / "split" / "p1.jsonl").write_text("")  # changed since scoring: said, not read
+    changed = read_outputs(runs[1], sha256_file(runs[1] / "summary.json"), ["T3"])
+    assert changed.note == "split/p1.jsonl changed since it was scored"

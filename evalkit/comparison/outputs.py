@@ -67,6 +67,7 @@ def _summary(folder: Path, summary_sha256: str) -> dict[str, Any] | str:
 
 def read_outputs(folder: Path, summary_sha256: str, ids: Iterable[str]) -> SideOutputs:
     """The raw outputs for ``ids`` from the predictions file a result was scored from."""
+    from evalkit.comparison.recorded import locate
     from evalkit.scoring.predictions import predictions_sha256, read_predictions
 
     summary = _summary(folder, summary_sha256)
@@ -78,8 +79,8 @@ def read_outputs(folder: Path, summary_sha256: str, ids: Iterable[str]) -> SideO
     id_column = (contract.get("normalized") or {}).get("id")
     if not source or not id_column or not predictions.get("sha256"):
         return SideOutputs(outputs={}, note="the result does not record its predictions file")
-    path = Path(source)
-    if not path.exists():
+    path = locate(source, folder)
+    if path is None:
         return SideOutputs(
             outputs={},
             note=f"{source}: not found from here (the path is as given to evalkit score)",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evalkit.comparison.models import RuleCheck, ScopeComparison
 from evalkit.comparison.record_models import GoldSplit, LedgerStatus
+from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult
 from evalkit.provenance.ledger import LEDGER_NAME
 from evalkit.provenance.ledger_state import FREEZE_ADVICE
@@ -27,11 +28,12 @@ def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
     if given is not None:
         return given
     for result in results:
-        if result.summary.ledger and Path(result.summary.ledger).is_file():
-            return Path(result.summary.ledger)
-    gold = results[0].summary.gold.path
-    if gold and Path(gold).is_file() and (Path(gold).parent / LEDGER_NAME).is_file():
-        return Path(gold).parent / LEDGER_NAME
+        ledger = locate(result.summary.ledger, result.path)
+        if ledger is not None and ledger.is_file():
+            return ledger
+    gold = locate(results[0].summary.gold.path, results[0].path)
+    if gold is not None and gold.is_file() and (gold.parent / LEDGER_NAME).is_file():
+        return gold.parent / LEDGER_NAME
     return None
 
 
@@ -130,7 +132,13 @@ def fresh_test_check(state: LedgerStatus) -> RuleCheck:
 def gold_split(result: ScoredResult, paired: int) -> GoldSplit:
     """The gold file and, from the manifest beside it, the split and the groups it covers."""
     gold = result.summary.gold
-    split = split_of(gold.path)
+    located = locate(gold.path, result.path)
+    if located is not None and gold.path and located != Path(gold.path):
+        from evalkit.io import sha256_file
+
+        if sha256_file(located) != gold.sha256:  # a namesake above the result folder
+            located = None
+    split = split_of(gold.path, located=located)
     return GoldSplit(
         gold_path=gold.path,
         gold_sha256=gold.sha256,

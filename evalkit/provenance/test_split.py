@@ -39,14 +39,20 @@ def _count(value: object) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
-def split_of(gold_path: str | None) -> SplitInfo | None:
-    """The manifest entry of a gold file, when a manifest beside it lists it."""
+def split_of(gold_path: str | None, *, located: Path | None = None) -> SplitInfo | None:
+    """The manifest entry of a gold file, when a manifest beside it lists it.
+
+    ``located`` is where the file was found when ``gold_path`` (as recorded)
+    is relative to another folder; the manifest is read there and still
+    named beside the recorded path, so the record does not depend on where
+    it was made.
+    """
     if not gold_path:
         return None
     gold = Path(gold_path)
     manifest = gold.parent / "manifest.json"
     try:
-        data = manifest.read_bytes()
+        data = ((located or gold).parent / "manifest.json").read_bytes()
         raw = json.loads(data)
     except (OSError, ValueError):
         return None
