@@ -50,6 +50,7 @@ from bench_score import (  # noqa: E402
     CATEGORIES,
     CONTRACT,
     PRIORITIES,
+    answer_json,
     load_average,
     reference_score,
     run_evalkit,
@@ -141,21 +142,7 @@ def make_score_data(rows: int, folder: Path, seed: int = 0) -> tuple[Path, Path]
         pl.when(pl.Series(rng.random(rows)) < 0.15).then(wrong)
         .otherwise(pl.col("category")).alias("p_category"),
     )  # fmt: skip
-    order_json = (
-        pl.when(pl.col("order_id").is_null())
-        .then(pl.lit("null"))
-        .otherwise(pl.concat_str(pl.lit('"'), pl.col("order_id"), pl.lit('"')))
-    )
-    amount_json = (
-        pl.when(pl.col("amount").is_null())
-        .then(pl.lit("null"))
-        .otherwise(pl.col("amount").cast(pl.String))
-    )
-    body = pl.concat_str(
-        pl.lit('{"category": "'), pl.col("p_category"), pl.lit('", "priority": "'),
-        pl.col("priority"), pl.lit('", "order_id": '), order_json, pl.lit(', "amount": '),
-        amount_json, pl.lit("}"),
-    )  # fmt: skip
+    body = answer_json()
     roll = pl.col("roll")
     output = (
         pl.when(roll < 0.80).then(body)

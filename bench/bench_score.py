@@ -45,6 +45,25 @@ CATEGORIES = ["billing", "shipping", "account", "technical", "returns", "product
 PRIORITIES = ["low", "normal", "high", "urgent"]
 
 
+def answer_json() -> pl.Expr:
+    """The JSON answer of a row (``p_category``, priority, order_id, amount) as text."""
+    order_json = (
+        pl.when(pl.col("order_id").is_null())
+        .then(pl.lit("null"))
+        .otherwise(pl.concat_str(pl.lit('"'), pl.col("order_id"), pl.lit('"')))
+    )
+    amount_json = (
+        pl.when(pl.col("amount").is_null())
+        .then(pl.lit("null"))
+        .otherwise(pl.col("amount").cast(pl.String))
+    )
+    return pl.concat_str(
+        pl.lit('{"category": "'), pl.col("p_category"), pl.lit('", "priority": "'),
+        pl.col("priority"), pl.lit('", "order_id": '), order_json, pl.lit(', "amount": '),
+        amount_json, pl.lit("}"),
+    )  # fmt: skip
+
+
 def generate(rows: int, folder: Path, seed: int = 0) -> tuple[Path, Path]:
     """Gold Parquet and predictions JSONL of ``rows`` items, built with polars expressions."""
     import numpy as np
@@ -69,21 +88,7 @@ def generate(rows: int, folder: Path, seed: int = 0) -> tuple[Path, Path]:
         pl.when(pl.Series(rng.random(rows)) < 0.15).then(wrong_cat)
         .otherwise(pl.col("category")).alias("p_category"),
     )  # fmt: skip
-    order_json = (
-        pl.when(pl.col("order_id").is_null())
-        .then(pl.lit("null"))
-        .otherwise(pl.concat_str(pl.lit('"'), pl.col("order_id"), pl.lit('"')))
-    )
-    amount_json = (
-        pl.when(pl.col("amount").is_null())
-        .then(pl.lit("null"))
-        .otherwise(pl.col("amount").cast(pl.String))
-    )
-    body = pl.concat_str(
-        pl.lit('{"category": "'), pl.col("p_category"), pl.lit('", "priority": "'),
-        pl.col("priority"), pl.lit('", "order_id": '), order_json, pl.lit(', "amount": '),
-        amount_json, pl.lit("}"),
-    )  # fmt: skip
+    body = answer_json()
     r = pl.col("roll")
     output = (
         pl.when(r < 0.60).then(body)
