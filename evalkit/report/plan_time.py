@@ -35,14 +35,15 @@ def _hours(value: float | None) -> str:
 
 
 def _inputs(inputs: dict[str, int | float | str]) -> str:
-    return ", ".join(
-        f"{key} {value:,}"
-        if isinstance(value, int)
-        else f"{key} {value:,.6g}"
-        if isinstance(value, float)
-        else f"{key} {value}"
-        for key, value in inputs.items()
-    )
+    return ", ".join(f"{key} {_number(value)}" for key, value in inputs.items())
+
+
+def _number(value: int | float | str) -> str:
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.6g}"
+    return value
 
 
 def _wrap(text: str, indent: int) -> list[str]:
@@ -124,11 +125,12 @@ def _bound_campaign(time: TimePlan) -> list[str]:
     if inputs is None or time.campaign is not None:
         return []
     usable = inputs.window_hours * (1 - inputs.recovery)
-    lines = [
+    lines = _wrap(
         f"campaign: {inputs.runs} run{'s' if inputs.runs > 1 else ''} (train + eval) + the "
         f"baseline's evaluation, in a {inputs.window_hours:g} h window less "
-        f"{100 * inputs.recovery:g}% recovery = {usable:,.2f} h usable; from the bounds alone:"
-    ]
+        f"{100 * inputs.recovery:g}% recovery = {usable:,.2f} h usable; from the bounds alone:",
+        0,
+    )
     for name, gpu in time.gpus.items():
         if gpu.campaign_hours_lower_bound is None:
             continue
@@ -144,20 +146,26 @@ def _measured(rates: MeasuredRates, campaign: Campaign, time: TimePlan) -> list[
     assert evaluation is not None
     tokens = time.train_tokens * time.epochs
     run = campaign.train_hours_per_run + campaign.eval_hours_per_run
+    # With a floor of the tokens (a report without the total), the hours are a floor too.
+    least, most = ("at least ", "at most ") if not time.tokens.exact else ("", "")
+    verdict = "FITS" if campaign.fits else "DOES NOT FIT"
+    if least and campaign.fits:
+        verdict = "FITS at this floor of the tokens"
     lines = [
         f"campaign at the rates evalkit smoke measured on {rates.device} ({rates.device_type}), "
         f"{rates.path}:",
-        f"  train   {tokens:,.0f} tokens / {rates.train_tokens_per_second:,.1f} tokens/s = "
-        f"{_hours(campaign.train_hours_per_run)} h a run",
+        f"  train   {least}{tokens:,.0f} tokens / {rates.train_tokens_per_second:,.1f} tokens/s "
+        f"= {least}{_hours(campaign.train_hours_per_run)} h a run",
         f"  eval    {evaluation.examples:,} x {evaluation.new_tokens:,} new tokens / "
         f"{rates.eval_tokens_per_second:,.1f} tokens/s = {_hours(campaign.eval_hours_per_run)} h "
         "a pass",
         f"  total   {campaign.runs} x {_hours(run)} h + baseline eval "
         f"{_hours(campaign.baseline_eval_hours)} h + export {_hours(campaign.export_hours)} h + "
-        f"reload check {_hours(campaign.reload_check_hours)} h = {_hours(campaign.total_hours)} h",
+        f"reload check {_hours(campaign.reload_check_hours)} h = {least}"
+        f"{_hours(campaign.total_hours)} h",
         f"  window  {campaign.window_hours:g} h - recovery {100 * campaign.recovery:g}% "
         f"({_hours(campaign.recovery_hours)} h) - {_hours(campaign.total_hours)} h = margin "
-        f"{_hours(campaign.margin_hours)} h: {'FITS' if campaign.fits else 'DOES NOT FIT'}",
+        f"{most}{_hours(campaign.margin_hours)} h: {verdict}",
     ]
     if campaign.price_per_hour is not None:
         lines.append(
