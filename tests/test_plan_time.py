@@ -280,7 +280,7 @@ def test_the_campaign_on_the_command_line(run_cli, tmp_path: Path) -> None:
     result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", smoke, "--json", target)
     assert result.exit_code == 0, result.stderr
     out = result.stdout
-    assert "margin 12.97 h: FITS" in out
+    assert "margin 12.97 h: FITS" in out and "baseline 0.50 h" in out
     assert "2.00/h x 5.03 h = 10.06 (the whole window: 48.00)" in out
     assert "x86_64 (cpu), which is none of the table's GPU classes" in " ".join(out.split())
     document = json.loads(target.read_text())

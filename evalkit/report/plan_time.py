@@ -46,9 +46,13 @@ def _number(value: int | float | str) -> str:
     return value
 
 
-def _wrap(text: str, indent: int) -> list[str]:
+def _wrap(text: str, indent: int, hang: int = 2) -> list[str]:
     return textwrap.wrap(
-        text, width=WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 2)
+        text,
+        width=WIDTH,
+        initial_indent=" " * indent,
+        subsequent_indent=" " * (indent + hang),
+        break_on_hyphens=False,
     )
 
 
@@ -150,7 +154,7 @@ def _measured(rates: MeasuredRates, campaign: Campaign, time: TimePlan) -> list[
     least, most = ("at least ", "at most ") if not time.tokens.exact else ("", "")
     verdict = "FITS" if campaign.fits else "DOES NOT FIT"
     if least and campaign.fits:
-        verdict = "FITS at this floor of the tokens"
+        verdict = "FITS at this token floor"
     lines = [
         f"campaign at the rates evalkit smoke measured on {rates.device} ({rates.device_type}), "
         f"{rates.path}:",
@@ -159,14 +163,22 @@ def _measured(rates: MeasuredRates, campaign: Campaign, time: TimePlan) -> list[
         f"  eval    {evaluation.examples:,} x {evaluation.new_tokens:,} new tokens / "
         f"{rates.eval_tokens_per_second:,.1f} tokens/s = {_hours(campaign.eval_hours_per_run)} h "
         "a pass",
-        f"  total   {campaign.runs} x {_hours(run)} h + baseline eval "
+    ]
+    lines += _wrap(
+        f"total   {campaign.runs} x {_hours(run)} h + baseline "
         f"{_hours(campaign.baseline_eval_hours)} h + export {_hours(campaign.export_hours)} h + "
-        f"reload check {_hours(campaign.reload_check_hours)} h = {least}"
+        f"reload {_hours(campaign.reload_check_hours)} h = {least}"
         f"{_hours(campaign.total_hours)} h",
-        f"  window  {campaign.window_hours:g} h - recovery {100 * campaign.recovery:g}% "
+        2,
+        8,
+    )
+    lines += _wrap(
+        f"window  {campaign.window_hours:g} h - {100 * campaign.recovery:g}% recovery "
         f"({_hours(campaign.recovery_hours)} h) - {_hours(campaign.total_hours)} h = margin "
         f"{most}{_hours(campaign.margin_hours)} h: {verdict}",
-    ]
+        2,
+        8,
+    )
     if campaign.price_per_hour is not None:
         lines.append(
             f"  cost    {campaign.price_per_hour:,.2f}/h x {_hours(campaign.total_hours)} h = "
