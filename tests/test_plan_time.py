@@ -408,3 +408,18 @@ def test_a_tokens_report_on_the_command_line(run_cli, tmp_path: Path) -> None:
         run_cli("plan", "--config", LLAMA7, "--tokens-report", not_a_report),
         "other.json", "not an `evalkit tokens --json` report",
     )  # fmt: skip
+
+
+def test_gpus_named_narrow_the_table_and_a_new_one_without_bandwidth(run_cli, tmp_path) -> None:
+    target = tmp_path / "plan.json"
+    arguments = ["--train-tokens", "1000000", "--eval-examples", "10", "--eval-new-tokens", "8",
+                 "--gpu", "RTX 4090", "--gpu", "T4:16:65", "--json", target]  # fmt: skip
+    result = run_cli("plan", "--config", LLAMA7, *arguments)
+    assert result.exit_code == 0, result.stderr
+    gpus = json.loads(target.read_text())["time"]["gpus"]
+    assert list(gpus) == ["RTX 4090", "T4"]
+    assert gpus["T4"]["bandwidth_gbps"] is None and gpus["T4"]["source"] == "given with --gpu"
+    assert gpus["T4"]["decode_steps_bandwidth_bound"] is None
+    assert gpus["RTX 4090"]["decode_steps_bandwidth_bound"] is not None
+    assert "FLOPs only" in result.stdout
+    assert "T4: no bandwidth given, so only FLOPs bound its decoding" in result.stdout
