@@ -93,12 +93,31 @@ evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
   --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
 
 echo
+echo "   and the hours of a campaign on Llama-2-7B (QLoRA, 2 epochs of 20M tokens, 500"
+echo "   evaluations of 256 new tokens, 2 runs + the baseline in a week): lower bounds on the"
+echo "   four GPU classes people rent (peak dense bf16 rate and bandwidth from each datasheet)"
+evalkit plan --config examples/plan/llama-2-7b --method qlora --seq-len 2048 \
+  --train-tokens 20000000 --epochs 2 --eval-examples 500 --eval-new-tokens 256 --eval-tokens 1024 \
+  --gpu "RTX 4090" --gpu "A100 SXM 80GB" --gpu "H100 SXM 80GB" --gpu MI300X \
+  --runs 2 --window 7d --recovery 0.2 --json "$OUT/plan/llama-2-7b-time.json" | sed -n '/^time:/,$p'
+
+echo
 echo "== 5. smoke: 3 real LoRA steps of the example model on the chat split at 512 tokens,"
 echo "   each phase measured beside evalkit plan's bound, the adapter reloaded in a fresh process"
 echo "   (on the CPU the figures are process RSS: they show the mechanics, not the GPU plan)"
 evalkit smoke --base examples/model/base --data "$OUT/chat-split/train.jsonl" --text messages \
   --seq-len 512 --batch 2 --json "$OUT/model/smoke.json"
 echo "   -> exit 0: finite losses, and the reloaded adapter gives the trained logits"
+
+echo
+echo "== 5b. the example model's campaign at the rates smoke just measured (3 epochs of the"
+echo "   train split, its tokens from step 3's report; 180 evaluations of 48 new tokens;"
+echo "   2 runs in a day, 20% kept for reruns, at 2.00 an hour). The CPU is none of the"
+echo "   table's GPU classes: the hours are its own, nothing is scaled to a GPU"
+evalkit plan --config examples/model/base --seq-len 512 --batch 2 --eval-tokens 400 \
+  --tokens-report "$OUT/tokens/report.json" --epochs 3 --eval-examples 180 --eval-new-tokens 48 \
+  --gpu "RTX 4090" --measured "$OUT/model/smoke.json" --runs 2 --window 1d --recovery 0.2 \
+  --price-per-hour 2 --json "$OUT/plan/example-campaign.json" | sed -n '/^lower bounds/,$p'
 
 echo
 echo "######## After training: the adapter, its predictions, the verdict ########"

@@ -193,6 +193,71 @@ def test_the_bounds_are_the_plan_of_the_settings_that_ran(
         assert phase["bound_gb"] == expected.phases[name]
 
 
+# Wall times on a shared machine vary; the rates must agree within this factor, no closer.
+RATE_TOLERANCE = 10
+
+
+def test_the_throughput_is_what_a_timed_loop_measures(
+    lora_run: dict[str, Any], tiny: TinyModels
+) -> None:
+    """The same work timed here with transformers and peft: steps 2-3 and the greedy pass."""
+    import time
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    report = lora_run["report"]
+    rates = report["throughput"]
+    assert rates["device"]["type"] == "cpu" and rates["device_memory_gb"] is None
+    assert rates["train_tokens"] == (STEPS - 1) * BATCH * SEQ_LEN
+    assert rates["train_tokens_per_second"] == pytest.approx(
+        rates["train_tokens"] / rates["train_seconds"], rel=1e-3
+    )
+    assert rates["eval_tokens_per_second"] == pytest.approx(
+        rates["eval_new_tokens"] / rates["eval_seconds"], rel=1e-3
+    )
+    assert rates["save_seconds"] > 0 and rates["reload_seconds"] > 0
+    torch.manual_seed(0)
+    base = AutoModelForCausalLM.from_pretrained(str(tiny.base), dtype=torch.float32)
+    model = get_peft_model(base, LoraConfig(r=8, target_modules=["q_proj", "v_proj"]))
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    model.train()
+    seconds = 0.0
+    for step, rows in enumerate(report["batches"]):
+        batch = _reference_batch(tiny, rows)
+        started = time.perf_counter()
+        model(**batch).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if step:  # the first step is the warm-up, as in smoke
+            seconds += time.perf_counter() - started
+    theirs = (STEPS - 1) * BATCH * SEQ_LEN / seconds
+    ratio = rates["train_tokens_per_second"] / theirs
+    assert 1 / RATE_TOLERANCE < ratio < RATE_TOLERANCE, (rates, theirs)
+    # The greedy pass: the first batch's prompts, left-padded, 16 new tokens at most.
+    tokenizer = _marked_tokenizer(tiny)
+    tokenizer.padding_side = "left"
+    data = _rows(tiny)
+    texts = [tokenizer.apply_chat_template(data[row]["messages"][:-1], tokenize=False,
+                                           add_generation_prompt=True)
+             for row in report["batches"][0]]  # fmt: skip
+    inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    model.eval()
+    started = time.perf_counter()
+    with torch.inference_mode():
+        output = model.generate(**inputs, max_new_tokens=16, do_sample=False)
+    elapsed = time.perf_counter() - started
+    new = output[:, inputs["input_ids"].shape[1] :]
+    stops = {tokenizer.eos_token_id, tokenizer.pad_token_id}
+    generated = sum(
+        next((i + 1 for i, token in enumerate(row.tolist()) if token in stops), len(row))
+        for row in new
+    )
+    ratio = rates["eval_tokens_per_second"] / (generated / elapsed)
+    assert 1 / RATE_TOLERANCE < ratio < RATE_TOLERANCE, (rates, generated, elapsed)
+
+
 def test_the_reload_reproduces_the_trained_logits(lora_run: dict[str, Any]) -> None:
     reload = lora_run["report"]["reload"]
     assert reload["ok"] is True and reload["artifact"] == "adapter"

@@ -120,6 +120,77 @@ _POSITIVE = click.IntRange(min=1)
     "adapter: save the adapter alone.  [default: merge]",
 )
 @click.option(
+    "--train-tokens",
+    type=int,
+    metavar="N",
+    help="Time: tokens of one epoch (every position the model computes; with padding, the "
+    "padded count). Adds lower bounds of hours per GPU class.",
+)
+@click.option(
+    "--tokens-report",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Time: the tokens of an epoch from `evalkit tokens --json` of the training split "
+    "(its total; derived, and said how, when the report lacks it).",
+)
+@click.option(
+    "--tokens-split",
+    metavar="NAME",
+    help="The training split's name in --tokens-report.  [default: train, or its only split]",
+)
+@click.option(
+    "--epochs",
+    type=float,
+    default=1.0,
+    show_default=True,
+    metavar="E",
+    help="Time: passes over the training tokens.",
+)
+@click.option(
+    "--eval-examples",
+    type=int,
+    metavar="M",
+    help="Time: sequences one evaluation pass generates for (prompts of --eval-tokens minus "
+    "--eval-new-tokens tokens, --eval-batch at once).",
+)
+@click.option(
+    "--eval-new-tokens",
+    type=int,
+    metavar="T",
+    help="Time: new tokens generated per sequence.",
+)
+@click.option(
+    "--gpu",
+    "gpu",
+    multiple=True,
+    metavar="NAME|NAME:MEMORY_GB:TFLOPS[:BANDWIDTH_GBPS]",
+    help="Time: a GPU of the shipped table (repeat to choose several), or a new class with "
+    "its peak dense bf16 TFLOP/s and memory bandwidth in GB/s (without it, only FLOPs bound "
+    "decoding).  [default: the whole table]",
+)
+@click.option(
+    "--measured",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="SMOKE_JSON",
+    help="Campaign: the rates `evalkit smoke --json` measured on its device (same model).",
+)
+@click.option("--runs", type=int, metavar="K", help="Campaign: variants trained and evaluated.")
+@click.option("--window", metavar="7d|36h|90m", help="Campaign: the rented window.")
+@click.option(
+    "--recovery",
+    type=float,
+    default=0.0,
+    show_default=True,
+    metavar="SHARE",
+    help="Campaign: share of the window kept for reruns.",
+)
+@click.option(
+    "--price-per-hour",
+    type=float,
+    metavar="P",
+    help="Campaign: rental price per hour (the cost of the hours and of the window).",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -145,6 +216,18 @@ def plan_command(
     eval_batch: int,
     eval_tokens: int | None,
     export: str | None,
+    train_tokens: int | None,
+    tokens_report: Path | None,
+    tokens_split: str | None,
+    epochs: float,
+    eval_examples: int | None,
+    eval_new_tokens: int | None,
+    gpu: tuple[str, ...],
+    measured: Path | None,
+    runs: int | None,
+    window: str | None,
+    recovery: float,
+    price_per_hour: float | None,
     json_path: Path | None,
     force: bool,
     quiet: bool,
@@ -163,22 +246,53 @@ def plan_command(
     phase with headroom (CUDA context and allocator slack, listed apart), or
     the number of 80 GB GPUs sharding needs. GB = 10^9 bytes.
 
+    Time, given the work (--train-tokens or --tokens-report, --epochs,
+    --eval-examples and --eval-new-tokens): the FLOPs of a training token
+    term by term, and per GPU class (memory, peak dense bf16 TFLOP/s and
+    bandwidth, each from its datasheet) the LOWER BOUND of the hours of the
+    epochs and of an evaluation pass: no run on that card is faster. With
+    --runs K --window 7d, a campaign of K runs and the baseline's
+    evaluation: at least so many hours on each card; with --measured
+    smoke.json, the hours at the rates `evalkit smoke` measured on its
+    device (nothing scaled to another card), the margin left in the window
+    after --recovery, and with --price-per-hour the cost.
+
     Exit codes: 0 planned, 2 bad input (a missing key in the config, an
-    option that does not apply to the method or the model).
+    option that does not apply to the method or the model, a token count
+    below 1, an unknown --gpu, a --measured file that is not a smoke report,
+    a window shorter than one run).
 
     \b
-    Example:
+    Examples:
       evalkit plan --config examples/plan/llama-2-7b --method qlora \\
         --seq-len 1024 --eval-batch 8 --eval-tokens 1024 --json plan.json
+      evalkit plan --config examples/plan/llama-2-7b --train-tokens 20000000 \\
+        --epochs 2 --eval-examples 500 --eval-new-tokens 256 --runs 2 --window 7d
     """
     from evalkit.io import atomic_write_text, check_new_output
     from evalkit.plan.api import plan
+    from evalkit.plan.time_api import TimeRequest
     from evalkit.report.plan_table import render_plan
 
     if json_path is not None:
-        check_new_output(json_path, force, inputs=[config])
+        check_new_output(json_path, force, inputs=[config, tokens_report, measured])
+    time = TimeRequest(
+        train_tokens=train_tokens,
+        tokens_report=tokens_report,
+        tokens_split=tokens_split,
+        epochs=epochs,
+        eval_examples=eval_examples,
+        eval_new_tokens=eval_new_tokens,
+        gpu=gpu,
+        measured=measured,
+        runs=runs,
+        window=window,
+        recovery=recovery,
+        price_per_hour=price_per_hour,
+    )
     result = plan(
         config,
+        time=time,
         method=method,  # type: ignore[arg-type]
         r=r,
         targets=targets,

@@ -43,7 +43,13 @@ from evalkit.cli._model_options import device_options
     metavar="all-linear|NAMES",
     help="Linears the adapter wraps (default: PEFT's for the family, e.g. q_proj,v_proj).",
 )
-@click.option("--steps", default=3, show_default=True, type=int, help="Optimizer steps.")
+@click.option(
+    "--steps",
+    default=3,
+    show_default=True,
+    type=int,
+    help="Optimizer steps; the first is a warm-up the training throughput leaves out.",
+)
 @click.option(
     "--seq-len",
     default=2048,
@@ -126,7 +132,10 @@ def smoke_command(
     torch.cuda.max_memory_allocated (reset between phases), comparable
     with the bound; on the CPU the process's peak resident memory (RSS),
     which is NOT comparable (it counts the interpreter and libraries).
-    Nothing is downloaded; the saved artifact is a temporary folder.
+    The throughput of each phase on this device (training tokens/s after the
+    first step, the greedy pass's new tokens/s, the save and the reload) is
+    recorded for `evalkit plan --measured`. Nothing is downloaded; the saved
+    artifact is a temporary folder.
 
     \b
     Example:

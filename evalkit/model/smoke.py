@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from evalkit._version import __version__
 from evalkit.errors import UsageError
@@ -26,10 +26,14 @@ from evalkit.model.smoke_records import (
     SmokeData,
     SmokeReport,
     SmokeSettings,
+    Throughput,
 )
 from evalkit.plan.models import PlanResult
 from evalkit.tokens.models import Loss
 from evalkit.tokens.sequences import Batch, TrainingData
+
+if TYPE_CHECKING:
+    from evalkit.model.smoke_run import Outcome
 
 SmokeMethod = Literal["lora", "full"]
 METHODS: tuple[str, ...] = ("lora", "full")
@@ -240,6 +244,46 @@ def _phases(prepared: Prepared, peaks: dict[str, int], comparable: bool) -> dict
     return phases
 
 
+def _rate(amount: float, seconds: float | None) -> float | None:
+    return round(amount / seconds, 3) if seconds and amount else None
+
+
+def _device_memory_gb(device: str) -> float | None:
+    if device != "cuda":
+        return None
+    from evalkit.model import runtime
+
+    return round(runtime.torch_module().cuda.get_device_properties(0).total_memory / GB, 2)
+
+
+def throughput(prepared: Prepared, outcome: Outcome) -> Throughput:
+    """Rates of the phases that ran: training after its warm-up step, the pass, the save.
+
+    A training step computes every position of its batch, ``batch`` x
+    ``seq_len`` (each row is padded to it).
+    """
+    from evalkit.model.generate import device_record
+
+    timed = outcome.step_seconds[1:]
+    tokens = len(timed) * prepared.settings.batch * prepared.settings.seq_len
+    seconds = sum(timed)
+    eval_seconds = outcome.eval_seconds or 0.0
+    return Throughput(
+        train_tokens_per_second=_rate(tokens, seconds),
+        train_tokens=tokens,
+        train_seconds=round(seconds, 6),
+        eval_tokens_per_second=_rate(outcome.eval_new_tokens, eval_seconds),
+        eval_new_tokens=outcome.eval_new_tokens,
+        eval_seconds=round(eval_seconds, 6),
+        save_seconds=None if outcome.save_seconds is None else round(outcome.save_seconds, 6),
+        reload_seconds=(
+            None if outcome.reload_seconds is None else round(outcome.reload_seconds, 6)
+        ),
+        device=device_record(prepared.device),
+        device_memory_gb=_device_memory_gb(prepared.device),
+    )
+
+
 def smoke(
     base: Path | str,
     data: Path | str,
@@ -331,6 +375,7 @@ def smoke(
         trainable_params=outcome.trainable,
         generation=outcome.generation,
         reload=outcome.reload,
+        throughput=throughput(prepared, outcome),
         problems=outcome.problems,
         verdict="fail" if outcome.problems else "pass",
     )

@@ -123,6 +123,37 @@ class GenerationRun(_Model):
     """Tokens generated for the longest output."""
 
 
+class Throughput(_Model):
+    """How fast each phase ran on this device: what ``evalkit plan --measured`` reads.
+
+    Wall-clock seconds, the device synchronized before each reading. Training
+    counts every position the steps computed (``batch`` x ``seq_len``, padding
+    included: the rate of packed training), over the steps after the first
+    (a warm-up: kernels are chosen and memory is allocated there).
+    """
+
+    train_tokens_per_second: float | None
+    """train_tokens / train_seconds (null with one step: only the warm-up ran)."""
+    train_tokens: int
+    """Positions computed by the timed steps: (steps - 1) x batch x seq_len."""
+    train_seconds: float
+    """Their wall-clock time: forward, backward and the optimizer step."""
+    eval_tokens_per_second: float | None
+    """eval_new_tokens / eval_seconds: the greedy pass's new tokens per second."""
+    eval_new_tokens: int
+    """Tokens generated in the pass, over its prompts (up to each one's stop)."""
+    eval_seconds: float
+    """The pass's wall-clock time, prefill included."""
+    save_seconds: float | None
+    """Saving the adapter (or the whole model, full) with ``save_pretrained``."""
+    reload_seconds: float | None
+    """The reload check: a fresh process loads the saved artifact and computes the logits."""
+    device: DeviceInfo
+    """The device it ran on."""
+    device_memory_gb: float | None
+    """The GPU's memory as torch reports it (null on the CPU)."""
+
+
 class SmokeReport(_Model):
     """``evalkit smoke``: a few real steps, the measured peak of each phase beside the plan."""
 
@@ -163,6 +194,9 @@ class SmokeReport(_Model):
     """The short generation (null when it did not run)."""
     reload: ReloadCheck | None
     """The fresh-process reload (null when it did not run)."""
+    throughput: Throughput | None = None
+    """How fast training, the greedy pass and the save ran (null in reports before it was
+    measured)."""
     problems: list[str]
     """Why the verdict is fail (empty when it passes)."""
     verdict: Literal["pass", "fail"]

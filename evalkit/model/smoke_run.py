@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,11 @@ class Outcome:
     generation: GenerationRun | None = None
     reload: ReloadCheck | None = None
     problems: list[str] = field(default_factory=list)
+    step_seconds: list[float] = field(default_factory=list)
+    eval_new_tokens: int = 0
+    eval_seconds: float | None = None
+    save_seconds: float | None = None
+    reload_seconds: float | None = None
 
 
 @dataclass
@@ -84,11 +90,18 @@ def _load(prepared: Prepared) -> LoadedModel:
     return loaded
 
 
-def _generate(loaded: LoadedModel, prepared: Prepared) -> GenerationRun:
+def _generate(loaded: LoadedModel, prepared: Prepared, outcome: Outcome) -> GenerationRun:
+    """The greedy pass, timed: its wall-clock seconds and new tokens go to ``outcome``."""
     from evalkit.model.decode import decode_batch, default_settings
+    from evalkit.model.training import synchronize
 
     settings = default_settings(loaded, prepared.settings.max_new_tokens)
+    synchronize(loaded.device)
+    started = time.perf_counter()
     outputs = decode_batch(loaded, prepared.prompts, settings)
+    synchronize(loaded.device)
+    outcome.eval_seconds = time.perf_counter() - started
+    outcome.eval_new_tokens = sum(len(output.output_ids) for output in outputs)
     return GenerationRun(
         prompts=len(prepared.prompts),
         prompt_tokens=max(len(ids) for ids in prepared.prompts),
@@ -209,11 +222,15 @@ def _export(
         scratch = Path(name)
         saved = scratch / ("adapter" if prepared.method == "lora" else "model")
         with phases.phase("export"):
+            started = time.perf_counter()
             saved_bytes = _save(loaded, saved)
+            outcome.save_seconds = time.perf_counter() - started
         _write_batch(reference, scratch / "batch.safetensors")
         _release(loaded)
         request = {**_reload_request(prepared, saved, scratch), "debug": phases.debug}
+        started = time.perf_counter()
         result = run_worker(WORKER_MODULE, request, scratch, what="smoke reload")
+        outcome.reload_seconds = time.perf_counter() - started
         outcome.peaks["export"] = max(outcome.peaks["export"], int(result["peak_bytes"]))
         if "out_of_memory" in result:
             phases.current = "export"
@@ -257,7 +274,12 @@ def _phases(phases: _Phases, prepared: Prepared, progress: bool) -> None:
         Progress(progress).stage("training", len(tensors), "steps") as tick,
     ):
         train_steps(
-            loaded.model, tensors, lr=prepared.settings.lr, advance=tick, losses=outcome.losses
+            loaded.model,
+            tensors,
+            lr=prepared.settings.lr,
+            advance=tick,
+            losses=outcome.losses,
+            timings=outcome.step_seconds,
         )
     if not finite(outcome.losses):
         step = next(i for i, loss in enumerate(outcome.losses, 1) if not math.isfinite(loss))
@@ -267,7 +289,7 @@ def _phases(phases: _Phases, prepared: Prepared, progress: bool) -> None:
         )
     trained = logits_at(loaded.model, tensors[0], where)
     with phases.phase("eval"):
-        outcome.generation = _generate(loaded, prepared)
+        outcome.generation = _generate(loaded, prepared, outcome)
     _export(phases, loaded, prepared, _Reference(tensors[0], where, before, trained))
 
 

@@ -17,6 +17,7 @@ defaults):
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,12 @@ def forward_logits(model: Any, tensors: Tensors) -> Any:
     ).logits
 
 
+def synchronize(device: str) -> None:
+    """Wait for the device's queued work, so that a clock read after it times that work."""
+    if device == "cuda":
+        runtime.torch_module().cuda.synchronize()
+
+
 def train_steps(
     model: Any,
     batches: Sequence[Tensors],
@@ -103,26 +110,36 @@ def train_steps(
     lr: float,
     advance: Callable[[int], object] = lambda _count: None,
     losses: list[float] | None = None,
+    timings: list[float] | None = None,
 ) -> list[float]:
     """One AdamW step per batch; the loss of each step (computed before its update).
 
     Each loss is appended to ``losses`` as its step ends (so a step that runs
-    out of memory leaves the earlier ones). The optimizer and the gradients
-    are freed at the end, so what is measured next (generation, saving) holds
-    what those phases hold.
+    out of memory leaves the earlier ones), and each step's wall-clock
+    seconds to ``timings`` (forward, backward, optimizer step; the device
+    synchronized at both ends). The optimizer and the gradients are freed at
+    the end, so what is measured next (generation, saving) holds what those
+    phases hold.
     """
     torch = runtime.torch_module()
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=lr)
     model.train()
     found: list[float] = [] if losses is None else losses
+    device = str(next(iter(parameters)).device.type) if parameters else "cpu"
     with runtime.quiet_warnings():
         for tensors in batches:
+            synchronize(device)
+            started = time.perf_counter()
             loss = supervised_loss(forward_logits(model, tensors), tensors.labels)
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
-            found.append(float(loss.detach()))
+            value = float(loss.detach())
+            synchronize(device)
+            if timings is not None:
+                timings.append(time.perf_counter() - started)
+            found.append(value)
             del loss
             advance(1)
     del optimizer

@@ -14,11 +14,13 @@ from evalkit.plan.api import phase_bounds, plan, plan_shape
 from evalkit.plan.config import ModelShape, load_model_shape
 from evalkit.plan.models import PlanResult
 from evalkit.plan.options import Options, resolve_options
+from evalkit.plan.time_api import TimeRequest
 
 __all__ = [
     "ModelShape",
     "Options",
     "PlanResult",
+    "TimeRequest",
     "load_model_shape",
     "phase_bounds",
     "plan",

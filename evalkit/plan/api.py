@@ -34,6 +34,7 @@ from evalkit.plan.recommend import (
     recommend,
     smallest_class,
 )
+from evalkit.plan.time_api import TimeRequest, plan_time, wants_time
 
 DIGITS = 4
 
@@ -100,8 +101,8 @@ def phase_bounds(shape: ModelShape, options: Options) -> dict[str, int]:
     return {name: bounds.phases[name].total for name in PHASES}
 
 
-def plan_shape(shape: ModelShape, options: Options) -> PlanResult:
-    """The plan of an already-read model under resolved options."""
+def plan_shape(shape: ModelShape, options: Options, time: TimeRequest | None = None) -> PlanResult:
+    """The plan of an already-read model under resolved options (and its hours, if asked)."""
     bounds = compute_bounds(shape, options)
     phases = {name: bounds.phases[name].total for name in PHASES}
     chosen = recommend(
@@ -110,9 +111,20 @@ def plan_shape(shape: ModelShape, options: Options) -> PlanResult:
         lambda **changes: phase_bounds(shape, replace(options, **changes)),
     )
     train = phases["train"]
+    summary = _summary(shape, bounds)
+    timed = None
+    if wants_time(time):
+        assert time is not None
+        timed = plan_time(
+            shape,
+            options,
+            time,
+            needs_gb=max(_gb(needs(total)) for total in phases.values()),
+            config_sha256=summary.sha256,
+        )
     return PlanResult(
         evalkit_version=__version__,
-        inputs=PlanInputs(config=_summary(shape, bounds), options=_options(options)),
+        inputs=PlanInputs(config=summary, options=_options(options)),
         components=_components(bounds),
         apart=ApartFromBound(
             cuda_context=_gb(CUDA_CONTEXT_BYTES),
@@ -136,10 +148,13 @@ def plan_shape(shape: ModelShape, options: Options) -> PlanResult:
             needs_gb=chosen.needs_gb,
             advice=chosen.advice,
         ),
+        time=timed,
     )
 
 
-def plan(config: Path | str, **options: Unpack[OptionValues]) -> PlanResult:
+def plan(
+    config: Path | str, *, time: TimeRequest | None = None, **options: Unpack[OptionValues]
+) -> PlanResult:
     """Plan the GPU memory of loading, training, evaluating and exporting a model.
 
     ``config`` is a model's config.json or its folder; ``options`` are those
@@ -151,7 +166,9 @@ def plan(config: Path | str, **options: Unpack[OptionValues]) -> PlanResult:
     is a lower bound of its peak allocated memory: a GPU with less cannot run
     it. Unset options default as PEFT does (r=8, its per-family targets), as
     QLoRA's recipe does (nf4-dq, k-bit preparation, gradient checkpointing),
-    and ``eval_tokens`` to ``seq_len``.
+    and ``eval_tokens`` to ``seq_len``. ``time`` (a
+    :class:`~evalkit.plan.time_api.TimeRequest`: the tokens of an epoch, the
+    evaluation's work, a smoke report, a campaign) adds ``result.time``.
     """
     shape = load_model_shape(Path(config))
-    return plan_shape(shape, resolve_options(shape, **options))
+    return plan_shape(shape, resolve_options(shape, **options), time)

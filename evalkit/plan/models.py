@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalkit.plan.time_models import TimePlan
+
 PLAN_FORMAT_VERSION = 1
 
 
@@ -129,3 +131,8 @@ class PlanResult(_Model):
     phase_fit: dict[str, PhaseFit] = Field(description="Each phase's needs and smallest card.")
     trainable_params: int = Field(description="Exact count the optimizer updates.")
     recommendation: PlanRecommendation
+    time: TimePlan | None = Field(
+        default=None,
+        description="Hours (with --train-tokens or --tokens-report): lower bounds per GPU "
+        "class, and the campaign at the rates of a smoke report (--measured).",
+    )

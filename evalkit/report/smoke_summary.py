@@ -108,9 +108,43 @@ def _reload(report: SmokeReport) -> list[str]:
     return textwrap.wrap(sentence, width=100, subsequent_indent=" " * 8)
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g} s"
+
+
+def _throughput(report: SmokeReport) -> list[str]:
+    rates = report.throughput
+    if rates is None:
+        return []
+    settings = report.settings
+    timed = report.steps - 1
+    if rates.train_tokens_per_second is None:
+        train = "train - (one step: only the warm-up ran)"
+    else:
+        train = (
+            f"train {rates.train_tokens_per_second:,.1f} tokens/s (steps 2-{report.steps}: "
+            f"{timed} x {settings.batch} x {settings.seq_len:,} positions in "
+            f"{rates.train_seconds:.3g} s)"
+        )
+    if rates.eval_tokens_per_second is None:
+        evaluation = "eval -"
+    else:
+        evaluation = (
+            f"eval {rates.eval_tokens_per_second:,.1f} new tokens/s ({rates.eval_new_tokens} in "
+            f"{rates.eval_seconds:.3g} s)"
+        )
+    sentence = (
+        f"throughput on {rates.device.type} ({rates.device.name}): {train}; {evaluation}; "
+        f"save {_seconds(rates.save_seconds)}; reload check {_seconds(rates.reload_seconds)} "
+        "(fresh process)"
+    )
+    return textwrap.wrap(sentence, width=100, subsequent_indent=" " * 12)
+
+
 def render_smoke_summary(report: SmokeReport) -> str:
     """The steps, the phases measured beside the plan, the reload, the verdict."""
     lines = [*_headline(report), "", *_steps(report), "", *_phases(report), "", *_reload(report)]
+    lines += _throughput(report)
     lines += [f"problem: {problem}" for problem in report.problems]
     lines.append(f"smoke: {report.verdict.upper()}")
     return "\n".join(lines)

@@ -1,0 +1,185 @@
+"""The campaign in hours: K runs, the baseline, export and reload, in a rented window.
+
+With ``--measured smoke.json`` the hours come from the rates ``evalkit
+smoke`` measured on its device; nothing is scaled to another card (a smoke
+run on one card says nothing exact about another, and the report says which
+class of the table, if any, it ran on). Without it only the lower bounds
+exist, so a campaign is "at least" so many hours and can only be ruled out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit.errors import MalformedFile, UsageError
+from evalkit.plan.gpus import GpuSpec, for_device
+from evalkit.plan.time_models import Campaign, MeasuredRates
+
+_UNITS = {"d": 24.0, "h": 1.0, "m": 1.0 / 60}
+SIGNIFICANT = 6
+
+
+def _round(value: float) -> float:
+    return float(f"{value:.{SIGNIFICANT}g}")
+
+
+def parse_window(text: str) -> float:
+    """``--window``: ``7d``, ``36h``, ``90m`` (or ``1.5d``) -> hours."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhm])\s*", str(text))
+    if not match:
+        raise UsageError(f"--window {text!r}: use a duration such as 7d, 36h or 90m")
+    hours = float(match.group(1)) * _UNITS[match.group(2)]
+    if not hours > 0:
+        raise UsageError(f"--window {text!r}: must be longer than zero")
+    return hours
+
+
+def check_recovery(recovery: float) -> float:
+    """``--recovery``: the share of the window kept for reruns, in [0, 1)."""
+    if not (isinstance(recovery, float | int) and math.isfinite(recovery) and 0 <= recovery < 1):
+        raise UsageError(f"--recovery {recovery!r}: a share of the window from 0 to below 1")
+    return float(recovery)
+
+
+def check_price(price: float | None) -> float | None:
+    """``--price-per-hour``: a non-negative number."""
+    if price is None:
+        return None
+    if not (isinstance(price, float | int) and math.isfinite(price) and price >= 0):
+        raise UsageError(f"--price-per-hour {price!r}: must be a number of at least 0")
+    return float(price)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A smoke report's rates, and what it was measured on."""
+
+    rates: MeasuredRates
+    config_sha256: str
+    config_path: str
+    settings: dict[str, Any]
+
+
+def _not_smoke(path: Path, why: str) -> MalformedFile:
+    return MalformedFile(
+        f"--measured {path}: not an `evalkit smoke --json` report ({why}); pass the file "
+        "smoke wrote with --json"
+    )
+
+
+def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
+    """The throughput of a smoke report; anything else is one clear error."""
+    from pydantic import ValidationError
+
+    from evalkit.io import sha256_file
+    from evalkit.model.smoke_records import SmokeReport
+    from evalkit.provenance.folder_files import read_json_file
+
+    data = read_json_file(path)
+    if not isinstance(data, dict) or "verdict" not in data or "settings" not in data:
+        raise _not_smoke(path, "no verdict or settings")
+    try:
+        report = SmokeReport.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise _not_smoke(path, f"{where}: {first['msg']}") from None
+    throughput = report.throughput
+    if throughput is None:
+        raise UsageError(
+            f"--measured {path}: this smoke report has no throughput (written before smoke "
+            "measured it); run evalkit smoke again"
+        )
+    if throughput.train_tokens_per_second is None or throughput.eval_tokens_per_second is None:
+        missing = "training" if throughput.train_tokens_per_second is None else "evaluation"
+        raise UsageError(
+            f"--measured {path}: no {missing} rate was measured (training needs --steps 2 or "
+            "more: the first step is a warm-up); run evalkit smoke again"
+        )
+    if throughput.save_seconds is None:
+        raise UsageError(
+            f"--measured {path}: the smoke run stopped before saving ({'; '.join(report.problems)}"
+            "): its rates are incomplete; run evalkit smoke again"
+        )
+    device = throughput.device
+    match = for_device(device.name, gpus) if device.type == "cuda" else None
+    settings = report.settings
+    return Measured(
+        rates=MeasuredRates(
+            path=str(path),
+            sha256=sha256_file(path),
+            device=device.name,
+            device_type=device.type,
+            gpu_class=match.name if match else None,
+            train_tokens_per_second=throughput.train_tokens_per_second,
+            eval_tokens_per_second=throughput.eval_tokens_per_second,
+            save_seconds=throughput.save_seconds,
+            reload_seconds=throughput.reload_seconds,
+            settings_differ=[],
+        ),
+        config_sha256=report.plan.inputs.config.sha256,
+        config_path=report.plan.inputs.config.path,
+        settings={
+            "method": settings.method,
+            "r": settings.r,
+            "targets": ",".join(settings.targets),
+            "seq_len": settings.seq_len,
+            "batch": settings.batch,
+            "grad_checkpointing": settings.grad_checkpointing,
+        },
+    )
+
+
+def measured_campaign(
+    rates: MeasuredRates,
+    *,
+    train_tokens: float,
+    eval_tokens: float,
+    runs: int,
+    window_hours: float,
+    recovery: float,
+    price: float | None,
+) -> Campaign:
+    """Hours at the measured rates: runs × (train + eval) + baseline eval + export + reload.
+
+    ``train_tokens`` is every epoch's tokens, ``eval_tokens`` one pass's new
+    tokens. A window shorter than one run is refused: nothing could finish.
+    """
+    train = train_tokens / rates.train_tokens_per_second / 3600
+    evaluation = eval_tokens / rates.eval_tokens_per_second / 3600
+    if window_hours < train + evaluation:
+        raise UsageError(
+            f"--window: {window_hours:g} h is shorter than one run ({train + evaluation:.3g} h "
+            f"of training and evaluation at the rates of {rates.path}); rent a longer window"
+        )
+    export = rates.save_seconds / 3600
+    reload = (rates.reload_seconds or 0.0) / 3600
+    total = runs * (train + evaluation) + evaluation + export + reload
+    kept = window_hours * recovery
+    margin = window_hours - kept - total
+    return Campaign(
+        runs=runs,
+        train_hours_per_run=_round(train),
+        eval_hours_per_run=_round(evaluation),
+        baseline_eval_hours=_round(evaluation),
+        export_hours=_round(export),
+        reload_check_hours=_round(reload),
+        total_hours=_round(total),
+        window_hours=window_hours,
+        recovery=recovery,
+        recovery_hours=_round(kept),
+        margin_hours=_round(margin),
+        fits=margin >= 0,
+        price_per_hour=price,
+        cost=None if price is None else round(price * total, 2),
+        window_cost=None if price is None else round(price * window_hours, 2),
+    )
+
+
+def bound_campaign(run_hours: float, eval_hours: float, runs: int) -> float:
+    """The least hours of a campaign: runs × (train + eval) + the baseline's evaluation."""
+    return runs * run_hours + eval_hours

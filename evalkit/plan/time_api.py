@@ -1,0 +1,316 @@
+"""The time plan: lower bounds per GPU class, and the campaign at measured rates.
+
+read (the work: tokens, evaluation; the GPU table; a smoke report) ->
+validate -> compute (FLOPs, bounds, campaign) -> a
+:class:`~evalkit.plan.time_models.TimePlan` in ``PlanResult.time``. Arithmetic
+only: no torch, so it runs before anything is rented.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalkit.errors import UsageError
+from evalkit.plan.campaign import (
+    Measured,
+    bound_campaign,
+    check_price,
+    check_recovery,
+    measured_campaign,
+    parse_window,
+    read_measured,
+)
+from evalkit.plan.config import ModelShape
+from evalkit.plan.flops import train_flops
+from evalkit.plan.gpus import GpuSpec, choose
+from evalkit.plan.options import Options
+from evalkit.plan.time_models import (
+    CampaignInputs,
+    EvalInput,
+    FlopTerm,
+    GpuTime,
+    MeasuredRates,
+    TimePlan,
+    TokensInput,
+)
+from evalkit.plan.timing import eval_bound, generation_costs, train_hours
+from evalkit.plan.work import EvalWork, TrainTokens, eval_work, from_count, from_report
+
+SIGNIFICANT = 6
+
+
+def _round(value: float) -> float:
+    """Six significant digits: hours of a tiny model and of a week both keep their figures."""
+    return float(f"{value:.{SIGNIFICANT}g}")
+
+
+@dataclass(frozen=True)
+class TimeRequest:
+    """The time options of ``evalkit plan`` (all optional but the tokens)."""
+
+    train_tokens: int | None = None
+    tokens_report: Path | str | None = None
+    tokens_split: str | None = None
+    epochs: float = 1.0
+    eval_examples: int | None = None
+    eval_new_tokens: int | None = None
+    gpu: tuple[str, ...] = field(default_factory=tuple)
+    measured: Path | str | None = None
+    runs: int | None = None
+    window: str | None = None
+    recovery: float = 0.0
+    price_per_hour: float | None = None
+
+
+def _tokens(request: TimeRequest) -> TrainTokens:
+    if (request.train_tokens is None) == (request.tokens_report is None):
+        raise UsageError(
+            "time: give the tokens of an epoch with --train-tokens N or --tokens-report FILE "
+            "(one of them)"
+        )
+    if request.tokens_split is not None and request.tokens_report is None:
+        raise UsageError("--tokens-split applies to --tokens-report")
+    if request.train_tokens is not None:
+        return from_count(request.train_tokens)
+    return from_report(Path(request.tokens_report or ""), request.tokens_split)
+
+
+def _epochs(epochs: float) -> float:
+    if isinstance(epochs, bool) or not (
+        isinstance(epochs, float | int) and math.isfinite(epochs) and epochs > 0
+    ):
+        raise UsageError(f"--epochs: must be a positive number, got {epochs!r}")
+    return float(epochs)
+
+
+def wants_time(request: TimeRequest | None) -> bool:
+    """Whether any time option was given (then the tokens are required)."""
+    if request is None:
+        return False
+    defaults = TimeRequest()
+    return request != defaults
+
+
+def _differences(measured: Measured, options: Options) -> list[str]:
+    planned = {
+        "method": options.method,
+        "r": options.r,
+        "targets": ",".join(options.targets),
+        "seq_len": options.seq_len,
+        "batch": options.batch,
+        "grad_checkpointing": options.grad_checkpointing,
+    }
+    return [
+        f"{key} {measured.settings[key]} (plan: {value})"
+        for key, value in planned.items()
+        if measured.settings[key] != value
+    ]
+
+
+def _check_same_model(measured: Measured, config_sha256: str, config_path: str) -> None:
+    if measured.config_sha256 != config_sha256:
+        raise UsageError(
+            f"--measured {measured.rates.path}: measured {measured.config_path}, a different "
+            f"model config than {config_path} (sha256 differs): its rates are another model's; "
+            "run evalkit smoke on this model"
+        )
+
+
+def _gpu_time(
+    gpu: GpuSpec,
+    *,
+    needs_gb: float,
+    train: float,
+    shape: ModelShape,
+    options: Options,
+    work: EvalWork | None,
+    inputs: CampaignInputs | None,
+) -> GpuTime:
+    evaluation = eval_bound(shape, options, work, gpu) if work else None
+    eval_hours = evaluation.hours if evaluation else None
+    campaign = ruled_out = None
+    if inputs is not None and eval_hours is not None:
+        campaign = bound_campaign(train + eval_hours, eval_hours, inputs.runs)
+        ruled_out = campaign > inputs.window_hours * (1 - inputs.recovery)
+    return GpuTime(
+        memory_gb=gpu.memory_gb,
+        peak_tflops=gpu.peak_tflops,
+        bandwidth_gbps=gpu.bandwidth_gbps,
+        source=gpu.source,
+        holds_plan=needs_gb <= gpu.memory_gb,
+        train_hours_lower_bound=_round(train),
+        eval_hours_lower_bound=None if eval_hours is None else _round(eval_hours),
+        decode_steps=evaluation.decode_steps if evaluation else None,
+        decode_steps_bandwidth_bound=(
+            evaluation.steps_bound_by_bandwidth
+            if evaluation and gpu.bandwidth_gbps is not None
+            else None
+        ),
+        campaign_hours_lower_bound=None if campaign is None else _round(campaign),
+        ruled_out=ruled_out,
+    )
+
+
+def _campaign_inputs(request: TimeRequest, work: EvalWork | None) -> CampaignInputs | None:
+    asked = request.runs is not None or request.window is not None or request.measured
+    if not asked:
+        for value, option in ((request.recovery, "--recovery"),
+                              (request.price_per_hour, "--price-per-hour")):  # fmt: skip
+            if value:
+                raise UsageError(f"{option} applies to a campaign: give --runs K --window 7d")
+        return None
+    if request.runs is None or request.window is None:
+        raise UsageError("a campaign needs both --runs K and --window (e.g. 7d)")
+    if isinstance(request.runs, bool) or not isinstance(request.runs, int) or request.runs < 1:
+        raise UsageError(f"--runs: must be a positive integer, got {request.runs!r}")
+    if work is None:
+        raise UsageError(
+            "a campaign evaluates each run and the baseline: give --eval-examples M "
+            "--eval-new-tokens T"
+        )
+    return CampaignInputs(
+        runs=request.runs,
+        window_hours=parse_window(request.window),
+        recovery=check_recovery(request.recovery),
+        price_per_hour=check_price(request.price_per_hour),
+    )
+
+
+def _notes(
+    tokens: TrainTokens, gpus: dict[str, GpuTime], measured: MeasuredRates | None
+) -> list[str]:
+    notes = []
+    if not tokens.exact:
+        notes.append(f"train tokens: {tokens.how}")
+    for name, gpu in gpus.items():
+        if gpu.bandwidth_gbps is None and gpu.eval_hours_lower_bound is not None:
+            notes.append(f"{name}: no bandwidth given, so only FLOPs bound its decoding")
+    if measured is not None:
+        if measured.gpu_class is None:
+            notes.append(
+                f"measured on {measured.device} ({measured.device_type}), which is none of the "
+                "table's GPU classes: the campaign's hours are that device's; nothing is scaled "
+                "to another card"
+            )
+        else:
+            notes.append(
+                f"measured on {measured.device} = {measured.gpu_class} of the table: its lower "
+                "bounds are beside the measured hours; nothing is scaled to other cards"
+            )
+        if measured.settings_differ:
+            notes.append(
+                "the smoke ran with " + "; ".join(measured.settings_differ) + ": its rates are "
+                "of those settings"
+            )
+    return notes
+
+
+def plan_time(
+    shape: ModelShape,
+    options: Options,
+    request: TimeRequest,
+    *,
+    needs_gb: float,
+    config_sha256: str,
+) -> TimePlan:
+    """The time plan of ``request`` for a model and its resolved options.
+
+    ``needs_gb`` is the largest phase's memory with headroom (a card with
+    less cannot run the cycle); ``config_sha256`` the planned config's, that
+    a smoke report must have measured.
+    """
+    tokens = _tokens(request)
+    epochs = _epochs(request.epochs)
+    work = eval_work(
+        request.eval_examples, request.eval_new_tokens, options.eval_tokens, options.eval_batch
+    )
+    gpus = choose(tuple(request.gpu))
+    inputs = _campaign_inputs(request, work)
+    counted = train_flops(shape, options)
+    per_token = counted.per_token
+    epoch_tokens = tokens.tokens * epochs
+    times = {
+        gpu.name: _gpu_time(
+            gpu,
+            needs_gb=needs_gb,
+            train=train_hours(epoch_tokens, per_token, gpu, options.gpus),
+            shape=shape,
+            options=options,
+            work=work,
+            inputs=inputs,
+        )
+        for gpu in gpus
+    }
+    if inputs is not None and not request.measured:
+        fastest = min(
+            (time.train_hours_lower_bound + (time.eval_hours_lower_bound or 0.0))
+            for time in times.values()
+        )
+        if inputs.window_hours < fastest:
+            raise UsageError(
+                f"--window: {inputs.window_hours:g} h is shorter than one run on any card of the "
+                f"table (at least {fastest:.3g} h of training and evaluation); rent a longer window"
+            )
+    measured_rates = campaign = None
+    if request.measured:
+        measured = read_measured(Path(request.measured), gpus)
+        _check_same_model(measured, config_sha256, shape.path)
+        measured_rates = measured.rates.model_copy(
+            update={"settings_differ": _differences(measured, options)}
+        )
+        assert inputs is not None and work is not None  # _campaign_inputs required them
+        campaign = measured_campaign(
+            measured_rates,
+            train_tokens=epoch_tokens,
+            eval_tokens=work.examples * work.new_tokens,
+            runs=inputs.runs,
+            window_hours=inputs.window_hours,
+            recovery=inputs.recovery,
+            price=inputs.price_per_hour,
+        )
+    return TimePlan(
+        train_tokens=tokens.tokens,
+        epochs=epochs,
+        flops_per_train_token=round(per_token, 3),
+        tokens=TokensInput(
+            tokens=tokens.tokens,
+            supervised_tokens=tokens.supervised,
+            exact=tokens.exact,
+            source=tokens.source,
+            how=tokens.how,
+        ),
+        flop_terms=[
+            FlopTerm(
+                name=term.name,
+                flops_per_token=round(term.flops / counted.length, 3),
+                formula=term.formula,
+                inputs=term.inputs,
+            )
+            for term in counted.terms
+        ],
+        eval=_eval_input(shape, options, work),
+        gpus=times,
+        campaign_inputs=inputs,
+        measured=measured_rates,
+        campaign=campaign,
+        notes=_notes(tokens, times, measured_rates),
+    )
+
+
+def _eval_input(shape: ModelShape, options: Options, work: EvalWork | None) -> EvalInput | None:
+    if work is None:
+        return None
+    costs = generation_costs(shape, options, work.prompt_tokens)
+    return EvalInput(
+        examples=work.examples,
+        prompt_tokens=work.prompt_tokens,
+        new_tokens=work.new_tokens,
+        batch=work.batch,
+        prefill_flops_per_sequence=costs.prefill_flops,
+        step_flops=costs.step_flops,
+        attention_flops_per_key=costs.attention_per_key,
+        weight_bytes_per_step=costs.weight_bytes,
+        kv_bytes_per_cached_token=costs.kv_bytes_per_token,
+    )
