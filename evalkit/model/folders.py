@@ -22,6 +22,7 @@ from evalkit.provenance.artifacts import ADAPTER_CONFIG as ADAPTER_CONFIG
 from evalkit.provenance.artifacts import ADAPTER_WEIGHTS as ADAPTER_WEIGHTS
 from evalkit.provenance.artifacts import (
     adapter_file_names,
+    inside,
     model_file_names,
     refuse_custom_code,
     tokenizer_file_names,
@@ -85,6 +86,9 @@ def check_model_folder(folder: Path, what: str = "model") -> dict[str, Any]:
             "model-*.safetensors or pytorch_model*.bin); the download or save is incomplete"
         )
     refuse_custom_code(folder)
+    files = weight_files(folder)
+    if not any(path.suffix == ".safetensors" for path in files):  # transformers reads the .bin
+        check_pickles(files)
     return read_json(config)
 
 
@@ -105,7 +109,25 @@ def check_adapter_folder(folder: Path) -> dict[str, Any]:
             "is incomplete"
         )
     refuse_custom_code(folder)
+    if not (folder / ADAPTER_WEIGHTS[0]).is_file():  # PEFT reads the .bin
+        check_pickles([folder / ADAPTER_WEIGHTS[1]])
     return read_json(config)
+
+
+def check_pickles(files: list[Path]) -> None:
+    """Refuse a pickled weight file (``*.bin``) whose records would expand past its tensors.
+
+    torch.load decompresses every record of the zip whole, so a few-MB
+    ``adapter_model.bin`` whose record is a zip bomb takes gigabytes before
+    any shape is checked. The card's check (each record's declared size
+    against the shapes the pickle declares, from the zip's directory and the
+    pickle alone) runs before transformers or PEFT open the file.
+    """
+    from evalkit.provenance.torch_pickle import check_archive
+
+    for path in files:
+        if path.suffix == ".bin" and path.is_file():
+            check_archive(path)
 
 
 @dataclass(frozen=True)
@@ -138,17 +160,21 @@ def tokenizer_pins(folder: Path) -> Pins:
     return pin_files(folder, tokenizer_file_names(folder))
 
 
-def changed_pins(folder: Path, pinned: dict[str, str], *, weights: bool = False) -> str | None:
+def changed_pins(
+    folder: Path, pinned: dict[str, str], *, weights: bool = False, where: str = "run.json"
+) -> str | None:
     """The first problem with a pinned folder now: a changed, missing or new file.
 
     Returns one line naming the file, or None when every pinned file has its
     pinned sha256. With ``weights``, a weight file that was not there at the
-    run (a new shard) counts as a change too: transformers would load it.
+    run (a new shard) counts as a change too: transformers would load it. A
+    pinned name that leaves the folder (``../x``, an absolute path) is refused
+    before any file is read: ``where`` (the record) is named.
     """
+    paths = {name: inside(folder, name, where) for name in sorted(pinned)}
     if not folder.is_dir():
         return f"{folder}: the folder the run pinned no longer exists"
-    for name in sorted(pinned):
-        path = folder / name
+    for name, path in paths.items():
         if not path.is_file():
             return f"{path}: pinned by the run but no longer exists"
         now = sha256_file(path)
