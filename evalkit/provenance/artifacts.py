@@ -113,7 +113,7 @@ def inside(folder: Path, name: str, where: str) -> Path:
     """
     parts = PurePosixPath(name).parts
     if (
-        not name
+        not parts
         or "\\" in name
         or "\0" in name
         or PurePosixPath(name).is_absolute()
