@@ -90,7 +90,7 @@ def floor_seconds(conversations: list[list[dict]]) -> tuple[float, float, int]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(TOKENIZER))
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(TOKENIZER), trust_remote_code=False)
     started, cpu = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
     renders = tokenizer.apply_chat_template(conversations, tokenize=False)
     encoded = tokenizer(renders, add_special_tokens=False, return_offsets_mapping=True)

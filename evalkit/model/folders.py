@@ -37,7 +37,7 @@ def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``, or a one-line error naming it."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise MalformedFile(f"{path}: not readable as JSON ({error})") from None
     if not isinstance(value, dict):
         raise MalformedFile(f"{path}: expected a JSON object, found {type(value).__name__}")

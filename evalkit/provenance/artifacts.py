@@ -89,7 +89,7 @@ def refuse_custom_code(folder: Path) -> None:
         if not path.is_file():
             continue
         config = _json_object(path)
-        if config is None or config.get("auto_map") is None:
+        if config is None or not config.get("auto_map"):
             continue
         auto_map = config["auto_map"]
         first = next(iter(auto_map.values()), None) if isinstance(auto_map, dict) else auto_map
@@ -290,7 +290,7 @@ def chat_templates(folder: Path) -> dict[str, str]:
         return {}
     try:
         value = json.loads(_read_text(config))
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, RecursionError) as error:
         raise MalformedFile(f"{config}: not valid JSON ({error})") from error
     return templates_of(value.get("chat_template") if isinstance(value, dict) else None)
 

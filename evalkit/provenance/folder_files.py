@@ -38,7 +38,7 @@ def read_json_file(path: Path) -> Any:
     """A JSON file's value, or one clear error naming it."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise MalformedFile(f"{path}: not valid JSON ({error})") from error
     except OSError as error:
         raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error

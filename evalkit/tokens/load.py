@@ -69,7 +69,7 @@ def _generic_tokenizer_folder(folder: Path) -> bool:
         return False
     try:
         tokenizer_class = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError, RecursionError):
         return False  # let AutoTokenizer say what is wrong with it
     return tokenizer_class in GENERIC_CLASSES
 
@@ -88,7 +88,7 @@ def _damaged_tokenizer_file(folder: Path) -> MalformedFile | None:
             continue
         try:
             json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
             return MalformedFile(
                 f"{path}: not valid JSON ({error}); the tokenizer files are damaged: copy or "
                 "save them again"
@@ -176,7 +176,7 @@ def stop_token_ids(tokenizer: Any, folder: Path | str | None = None) -> list[int
     if config is not None and config.is_file():
         try:
             value = json.loads(config.read_text(encoding="utf-8")).get("eos_token_id")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, RecursionError) as error:
             raise MalformedFile(
                 f"{config}: not a JSON object ({error}); fix it or remove it"
             ) from None
