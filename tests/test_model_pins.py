@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error
+from conftest import ROOT, assert_one_line_error
 from model_fixtures import TinyModels
 
 from evalkit.errors import MalformedFile
@@ -59,3 +59,15 @@ def test_names_inside_a_folder_pass(tmp_path: Path) -> None:
     for bad in ("", ".", "..", "a/../../b", "/etc/passwd", "a\\..\\b", "a\0b", "a/b/c"):
         with pytest.raises(MalformedFile):
             inside(tmp_path, bad, "r")
+
+
+def test_a_shard_index_naming_a_file_outside_the_folder_is_refused(run_cli, tmp_path: Path) -> None:
+    """``card --base`` (and every model load) reads the shards an index names: only its own."""
+    base = Path(shutil.copytree(ROOT / "examples" / "model" / "base", tmp_path / "base"))
+    outside = tmp_path / "elsewhere.safetensors"
+    (base / "model.safetensors").rename(outside)
+    index = base / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"lm_head.weight": "../elsewhere.safetensors"}}))
+    adapter = ROOT / "examples" / "model" / "adapter"
+    result = run_cli("card", adapter, "--base", base)
+    assert_one_line_error(result, str(index), "'../elsewhere.safetensors'", "not a file of")
