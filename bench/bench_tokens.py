@@ -21,6 +21,13 @@ the user turn, the JSON answer), in a JSONL file.
 The figure is evalkit's throughput as a share of the floor's (floor seconds
 over evalkit seconds, same conversations, same run); the goal is >= 75%.
 The machine is shared: the load average is printed with each figure.
+
+``--limit-cost``: what the render time limit costs instead. In this process,
+the ``n`` conversations rendered through ``render_all`` (evalkit's render
+path, 2,048 a call as ``evalkit tokens`` renders them), with the time limit
+(:mod:`evalkit.tokens.time_limit`) and with it replaced by a no-op, in
+alternating order (the side that runs first in a round is slower); CPU
+seconds of each, best of ``--repeat``.
 """
 
 from __future__ import annotations
@@ -83,7 +90,7 @@ def floor_seconds(conversations: list[list[dict]]) -> tuple[float, float, int]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(TOKENIZER))
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(str(TOKENIZER), trust_remote_code=False)
     started, cpu = time.perf_counter(), cpu_seconds(resource.RUSAGE_SELF)
     renders = tokenizer.apply_chat_template(conversations, tokenize=False)
     encoded = tokenizer(renders, add_special_tokens=False, return_offsets_mapping=True)
@@ -107,15 +114,51 @@ def evalkit_seconds(data: Path, out: Path) -> tuple[float, float]:
     return seconds, cpu
 
 
+def limit_cost(conversations: list[list[dict]], repeat: int) -> None:
+    """CPU seconds of evalkit's renders with the render time limit and with a no-op."""
+    import contextlib
+
+    import evalkit.tokens.render as render
+    from evalkit.tokens.load import load_tokenizer
+    from evalkit.tokens.time_limit import Watch
+
+    tokenizer = load_tokenizer(TOKENIZER)
+    limited = render.time_limit
+
+    @contextlib.contextmanager
+    def unlimited(*_: object) -> object:
+        yield Watch(0, 0.0)
+
+    best = {"with the limit": float("inf"), "without": float("inf")}
+    sides = [("with the limit", limited), ("without", unlimited)]
+    for run in range(repeat):
+        for name, guard in sides if run % 2 else sides[::-1]:  # alternate who goes first
+            render.time_limit = guard  # type: ignore[assignment]
+            cpu = time.process_time()
+            for start in range(0, len(conversations), 2048):
+                render.render_all(tokenizer, conversations[start : start + 2048])
+            best[name] = min(best[name], time.process_time() - cpu)
+            print(f"run {run + 1}: {name}: {time.process_time() - cpu:.2f} CPU-s (load {load()})")
+    render.time_limit = limited
+    ratio = best["with the limit"] / best["without"]
+    print(f"best of {repeat}: renders of {len(conversations):,} conversations "
+          f"{best['with the limit']:.2f} CPU-s with the time limit, {best['without']:.2f} "
+          f"without ({ratio - 1:+.1%})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100_000, help="conversations")
     parser.add_argument("--repeat", type=int, default=2, help="runs of each side (best kept)")
+    parser.add_argument("--limit-cost", action="store_true", help="the render time limit's cost")
     args = parser.parse_args()
     rows = make_conversations(args.n)
     conversations = [row["messages"] for row in rows]
     print(f"{datetime.now():%Y-%m-%d %H:%M}  {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, python {platform.python_version()}")  # fmt: skip
+    if args.limit_cost:
+        limit_cost(conversations, args.repeat)
+        return
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "conversations.jsonl"
         data.write_text("".join(json.dumps(row) + "\n" for row in rows))

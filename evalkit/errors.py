@@ -82,6 +82,10 @@ class AdapterMismatch(ModelLoadError):
     """An adapter does not fit the base it is loaded on (shapes or modules differ)."""
 
 
+class CustomCodeRefused(EvalkitError):
+    """A model, adapter or tokenizer folder asks to run its own Python code (``auto_map``)."""
+
+
 class DeviceUnavailable(UsageError):
     """The device or dtype asked for is not available on this machine."""
 

@@ -87,7 +87,7 @@ def test_a_damaged_adapter_file_is_named(run_cli, tiny: TinyModels, tmp_path: Pa
         ({"model_type": "foollama"}, ["model_type 'foollama' is not an architecture",
                                       "upgrade transformers"]),
         ({"model_type": "mine", "auto_map": {"AutoModelForCausalLM": "m.Mine"}},
-         ["custom code ('auto_map')", "trust_remote_code"]),
+         ["key 'auto_map' asks to run Python code", "trust_remote_code stays off"]),
         ({"model_type": None}, ["has no 'model_type'"]),
         ({"model_type": "t5"}, ["model_type 't5' has no causal-LM"]),
     ],

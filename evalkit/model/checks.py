@@ -46,8 +46,9 @@ def check_architecture(config: dict[str, Any], base: Path, transformers: Any) ->
 
     transformers' own words for these ("does not recognize this
     architecture", "Unrecognized configuration class ...") name neither the
-    file nor a way out; a model of custom code (``auto_map``) is refused
-    because evalkit never runs a model folder's code (``trust_remote_code``).
+    file nor a way out. A model of custom code (``auto_map``) never gets
+    here: :func:`evalkit.provenance.artifacts.refuse_custom_code` refuses its
+    folder first, since evalkit never runs a folder's code.
     """
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
@@ -61,12 +62,6 @@ def check_architecture(config: dict[str, Any], base: Path, transformers: Any) ->
         )
     if model_type in CONFIG_MAPPING_NAMES and model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return
-    if "auto_map" in config:
-        raise ModelLoadError(
-            f"{source}: model_type {model_type!r} is custom code ('auto_map'), which evalkit "
-            "never runs (no trust_remote_code); use a transformers version that ships this "
-            "architecture, or a folder of a supported one"
-        )
     if model_type not in CONFIG_MAPPING_NAMES:
         raise ModelLoadError(
             f"{source}: model_type {model_type!r} is not an architecture transformers "

@@ -4,7 +4,9 @@ No torch here: ``reload-check`` verifies every pinned hash before it starts
 the process that imports torch, so a changed file is reported in a second,
 not after a model load. A folder is judged by its files: ``config.json``
 plus weights make a model, ``adapter_config.json`` plus adapter weights an
-adapter, and the tokenizer files (those transformers reads) a tokenizer.
+adapter, and the tokenizer files (those transformers reads) a tokenizer; the
+lists and hashes are :mod:`evalkit.provenance.artifacts`', shared with the
+card and ``evalkit tokens``.
 """
 
 from __future__ import annotations
@@ -16,44 +18,26 @@ from typing import Any
 
 from evalkit.errors import MalformedFile, ModelLoadError, UnreadableFile
 from evalkit.io import sha256_file
-from evalkit.tokens.load import TOKENIZER_FILES, check_local_folder
-
-# Weights transformers loads from a model folder (single file or shards + index).
-WEIGHT_SUFFIXES = (".safetensors", ".bin")
-WEIGHT_PREFIXES = ("model", "pytorch_model")
-WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-MODEL_CONFIG_FILES = ("config.json", "generation_config.json")
-ADAPTER_CONFIG = "adapter_config.json"
-ADAPTER_WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
-# Every file of a tokenizer folder that can change how text becomes ids.
-TOKENIZER_PIN_FILES = (
-    *TOKENIZER_FILES,
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "chat_template.jinja",
-    "chat_template.json",
-    "merges.txt",
-    "vocab.txt",
+from evalkit.provenance.artifacts import ADAPTER_CONFIG as ADAPTER_CONFIG
+from evalkit.provenance.artifacts import ADAPTER_WEIGHTS as ADAPTER_WEIGHTS
+from evalkit.provenance.artifacts import (
+    adapter_file_names,
+    inside,
+    model_file_names,
+    refuse_custom_code,
+    tokenizer_file_names,
 )
-
-
-def _is_weight_file(path: Path) -> bool:
-    name = path.name
-    return (name.endswith(WEIGHT_SUFFIXES) and name.startswith(WEIGHT_PREFIXES)) or (
-        name in WEIGHT_INDEXES
-    )
-
-
-def weight_files(folder: Path) -> list[Path]:
-    """The model weight files of ``folder`` (shards and their index included), sorted."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and _is_weight_file(p))
+from evalkit.provenance.artifacts import combined_sha256 as combined_sha256
+from evalkit.provenance.artifacts import has_tokenizer as has_tokenizer
+from evalkit.provenance.artifacts import weight_files as weight_files
+from evalkit.tokens.load import check_local_folder
 
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``, or a one-line error naming it."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise MalformedFile(f"{path}: not readable as JSON ({error})") from None
     if not isinstance(value, dict):
         raise MalformedFile(f"{path}: expected a JSON object, found {type(value).__name__}")
@@ -79,7 +63,8 @@ def context_length(config: dict[str, Any]) -> tuple[str, int] | None:
 
 
 def check_model_folder(folder: Path, what: str = "model") -> dict[str, Any]:
-    """The ``config.json`` of a model folder, refusing a folder that holds no model."""
+    """The ``config.json`` of a model folder, refusing a folder that holds no model
+    or one that asks to run its own code (``auto_map``)."""
     check_local_folder(folder, what)
     config = folder / "config.json"
     if (folder / ADAPTER_CONFIG).is_file() and not config.is_file():
@@ -100,6 +85,10 @@ def check_model_folder(folder: Path, what: str = "model") -> dict[str, Any]:
             f"{folder}: has a config.json but no weights (model.safetensors, "
             "model-*.safetensors or pytorch_model*.bin); the download or save is incomplete"
         )
+    refuse_custom_code(folder)
+    files = weight_files(folder)
+    if not any(path.suffix == ".safetensors" for path in files):  # transformers reads the .bin
+        check_pickles(files)
     return read_json(config)
 
 
@@ -119,12 +108,26 @@ def check_adapter_folder(folder: Path) -> dict[str, Any]:
             f"{folder}: has adapter_config.json but no adapter_model.safetensors; the save "
             "is incomplete"
         )
+    refuse_custom_code(folder)
+    if not (folder / ADAPTER_WEIGHTS[0]).is_file():  # PEFT reads the .bin
+        check_pickles([folder / ADAPTER_WEIGHTS[1]])
     return read_json(config)
 
 
-def has_tokenizer(folder: Path) -> bool:
-    """Whether ``folder`` holds tokenizer files (so a tokenizer loads from it)."""
-    return any((folder / name).is_file() for name in TOKENIZER_FILES)
+def check_pickles(files: list[Path]) -> None:
+    """Refuse a pickled weight file (``*.bin``) whose records would expand past its tensors.
+
+    torch.load decompresses every record of the zip whole, so a few-MB
+    ``adapter_model.bin`` whose record is a zip bomb takes gigabytes before
+    any shape is checked. The card's check (each record's declared size
+    against the shapes the pickle declares, from the zip's directory and the
+    pickle alone) runs before transformers or PEFT open the file.
+    """
+    from evalkit.provenance.torch_pickle import check_archive
+
+    for path in files:
+        if path.suffix == ".bin" and path.is_file():
+            check_archive(path)
 
 
 @dataclass(frozen=True)
@@ -138,48 +141,40 @@ class Pins:
 
 
 def pin_files(folder: Path, names: list[str]) -> Pins:
-    """sha256 of each named file of ``folder`` that exists."""
-    present = sorted(name for name in set(names) if (folder / name).is_file())
-    return Pins(str(folder), {name: sha256_file(folder / name) for name in present})
+    """sha256 of each named file of ``folder`` (relative names), sorted by name."""
+    return Pins(str(folder), {name: sha256_file(folder / name) for name in sorted(set(names))})
 
 
 def model_pins(folder: Path) -> Pins:
     """The config, generation config and weight files of a model folder."""
-    names = [*MODEL_CONFIG_FILES, *(p.name for p in weight_files(folder))]
-    return pin_files(folder, names)
+    return pin_files(folder, model_file_names(folder))
 
 
 def adapter_pins(folder: Path) -> Pins:
     """The adapter config and weights of a PEFT adapter folder."""
-    return pin_files(folder, [ADAPTER_CONFIG, *ADAPTER_WEIGHTS])
+    return pin_files(folder, adapter_file_names(folder))
 
 
 def tokenizer_pins(folder: Path) -> Pins:
-    """The tokenizer files of a folder."""
-    return pin_files(folder, list(TOKENIZER_PIN_FILES))
+    """The tokenizer files of a folder (named templates in their subfolder included)."""
+    return pin_files(folder, tokenizer_file_names(folder))
 
 
-def combined_sha256(files: dict[str, str]) -> str:
-    """One sha256 over several files' names and hashes (order-independent)."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in sorted(files):
-        digest.update(f"{name}\0{files[name]}\n".encode())
-    return digest.hexdigest()
-
-
-def changed_pins(folder: Path, pinned: dict[str, str], *, weights: bool = False) -> str | None:
+def changed_pins(
+    folder: Path, pinned: dict[str, str], *, weights: bool = False, where: str = "run.json"
+) -> str | None:
     """The first problem with a pinned folder now: a changed, missing or new file.
 
     Returns one line naming the file, or None when every pinned file has its
     pinned sha256. With ``weights``, a weight file that was not there at the
-    run (a new shard) counts as a change too: transformers would load it.
+    run (a new shard) counts as a change too: transformers would load it. A
+    pinned name that leaves the folder (``../x``, an absolute path) is refused
+    before any file is read: ``where`` (the record) is named.
     """
+    paths = {name: inside(folder, name, where) for name in sorted(pinned)}
     if not folder.is_dir():
         return f"{folder}: the folder the run pinned no longer exists"
-    for name in sorted(pinned):
-        path = folder / name
+    for name, path in paths.items():
         if not path.is_file():
             return f"{path}: pinned by the run but no longer exists"
         now = sha256_file(path)

@@ -114,7 +114,11 @@ def load_base(folder: Path | str, *, device: str = "auto", dtype: str = "auto") 
     check_architecture(config, base, transformers)
     quantized = check_quantization(config, base, resolved_device)
     keyword = _dtype_keyword(transformers)
-    options = {keyword: runtime.torch_dtype(resolved_dtype), "local_files_only": True}
+    options = {
+        keyword: runtime.torch_dtype(resolved_dtype),
+        "local_files_only": True,
+        "trust_remote_code": False,
+    }
     try:
         with runtime.quiet_warnings():
             model, info = transformers.AutoModelForCausalLM.from_pretrained(
@@ -331,11 +335,13 @@ def load_model(
 
     base_path = Path(base)
     adapter_path = Path(adapter) if adapter is not None else None
-    # Every folder and the device checked before the slow part, so a typo costs nothing.
-    check_model_folder(base_path)
+    # Every folder and the device checked before the slow part, so a typo costs nothing,
+    # and the architecture before the tokenizer loads (which may read config.json too).
+    config = check_model_folder(base_path)
     if adapter_path is not None:
         check_adapter_folder(adapter_path)
     device = runtime.resolve_device(device)
+    check_architecture(config, base_path, runtime.transformers_module())
     tokenizer_folder = choose_tokenizer_folder(
         base_path, adapter_path, Path(tokenizer) if tokenizer is not None else None
     )

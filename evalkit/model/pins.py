@@ -32,6 +32,7 @@ from evalkit.model.records import (
     FolderPins,
     RunRecord,
 )
+from evalkit.provenance.artifacts import inside
 
 
 def base_pins(folder: Path) -> BasePins:
@@ -124,15 +125,28 @@ def verify_pins(run: RunRecord, run_dir: Path, *, merged: Path | None) -> list[s
     Always the run's own outputs and the data; the base and adapter unless a
     merged folder replaces them; the tokenizer unless the merged folder has
     one of its own (then the prompt ids it gives are compared instead).
-    Raises :class:`~evalkit.errors.ArtifactChanged` naming the first file that
+    Every pinned name must lie in the folder the run recorded beside it (a
+    name like ``../../x`` is refused before any file is read). Raises
+    :class:`~evalkit.errors.ArtifactChanged` naming the first file that
     changed or disappeared.
     """
+    record = run_dir / RUN_FILE
+    folders: list[tuple[str, str, dict[str, str], bool]] = []
+    if merged is None:
+        folders.append(("base model", run.base.path, run.base.files, True))
+        if run.adapter is not None:
+            folders.append(("adapter", run.adapter.path, run.adapter.files, False))
+    if merged is None or not has_tokenizer(merged):
+        folders.append(("tokenizer", run.tokenizer.path, run.tokenizer.files, False))
+    for what, folder, files, _ in folders:
+        for name in files:
+            inside(Path(folder), name, f"{record} ({what} files)")
     checked: list[str] = []
     outputs = {
         PREDICTIONS_FILE: run.outputs.predictions_sha256,
         TOKENS_FILE: run.outputs.tokens_sha256,
     }
-    _check(changed_pins(run_dir, outputs), "output")
+    _check(changed_pins(run_dir, outputs, where=str(record)), "output")
     checked += [str(run_dir / name) for name in sorted(outputs)]
     data = Path(run.data.path)
     _reachable(data, "data")
@@ -145,15 +159,9 @@ def verify_pins(run: RunRecord, run_dir: Path, *, merged: Path | None) -> list[s
             "data",
         )
     checked.append(str(data))
-    folders: list[tuple[str, str, dict[str, str], bool]] = []
-    if merged is None:
-        folders.append(("base model", run.base.path, run.base.files, True))
-        if run.adapter is not None:
-            folders.append(("adapter", run.adapter.path, run.adapter.files, False))
-    if merged is None or not has_tokenizer(merged):
-        folders.append(("tokenizer", run.tokenizer.path, run.tokenizer.files, False))
     for what, folder, files, weights in folders:
         _reachable(Path(folder), what)
-        _check(changed_pins(Path(folder), files, weights=weights), what)
+        where = f"{record} ({what} files)"
+        _check(changed_pins(Path(folder), files, weights=weights, where=where), what)
         checked += [str(Path(folder) / name) for name in sorted(files)]
     return checked

@@ -253,7 +253,7 @@ def read_config(folder: Path) -> AdapterConfig:
         )
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise MalformedFile(f"{path}: not valid JSON ({error}); save the adapter again") from error
     except OSError as error:
         raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error

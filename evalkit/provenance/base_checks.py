@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import CorruptWeights, MalformedFile, NotAnAdapter, UnreadableFile
+from evalkit.errors import CorruptWeights, NotAnAdapter, UnreadableFile
 from evalkit.provenance.adapter_config import INCLUDE_LINEAR_LAYERS, AdapterConfig
+from evalkit.provenance.artifacts import weight_files
 from evalkit.provenance.folder_files import read_json_file, tokenizer_info
 from evalkit.provenance.models import ModuleInfo, Problem, TokenizerInfo
 from evalkit.provenance.safetensors_file import (
@@ -74,19 +75,8 @@ BASE_REPAIR = "the base's weights are damaged: copy or save the base model again
 
 
 def _weight_files(folder: Path) -> list[Path]:
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        value = read_json_file(index)
-        weight_map = value.get("weight_map") if isinstance(value, dict) else None
-        if not (
-            isinstance(weight_map, dict) and all(isinstance(v, str) for v in weight_map.values())
-        ):
-            raise MalformedFile(
-                f"{index}: no 'weight_map' of tensor names to file names; copy or save the "
-                "base model again"
-            )
-        return [folder / name for name in sorted(set(weight_map.values()))]
-    return sorted(folder.glob("*.safetensors"))
+    """The base's safetensors weight files, as transformers finds them (index or single)."""
+    return [path for path in weight_files(folder) if path.suffix == ".safetensors"]
 
 
 def _base_header(path: Path) -> SafetensorsHeader:

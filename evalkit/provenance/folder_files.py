@@ -6,46 +6,39 @@ tokenizer or a model, so a card costs what hashing the folder costs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import MalformedFile, UnreadableFile
+from evalkit.provenance import artifacts
+from evalkit.provenance.artifacts import hash_named
 from evalkit.provenance.models import TokenizerInfo
 
-TOKENIZER_FILES = (
-    "added_tokens.json", "chat_template.jinja", "chat_template.json", "merges.txt",
-    "special_tokens_map.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
-    "vocab.json", "vocab.txt",
-)  # fmt: skip
-# What marks a folder as holding a tokenizer (tokenizer_config.json alone does not).
-TOKENIZER_MARKERS = ("tokenizer.json", "tokenizer.model", "vocab.json", "vocab.txt")
 TRAINING_FILES = ("training_args.json", "trainer_state.json")
 # From trainer_state.json only the settings; its log history is results, not settings.
 TRAINER_STATE_KEYS = ("global_step", "max_steps", "num_train_epochs", "train_batch_size")
 
 
 def hash_files(folder: Path, skip: dict[str, str] | None = None) -> dict[str, str]:
-    """sha256 of every regular file directly in ``folder``, by name (``skip``: known hashes)."""
-    from evalkit.io import sha256_file
-
+    """sha256 of every regular file directly in ``folder``, by name (``skip``: known hashes),
+    and of the tokenizer's named chat templates (``additional_chat_templates/<name>.jinja``)."""
     known = skip or {}
-    hashes = {}
-    for path in sorted(folder.iterdir()):
-        if path.is_file() and not path.name.startswith("."):
-            try:
-                hashes[path.name] = known.get(path.name) or sha256_file(path)
-            except OSError as error:
-                raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
-    return hashes
+    names = [p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+    names += artifacts.named_template_files(folder)
+    todo = [name for name in names if not known.get(name)]
+    hashes = {
+        **{name: known[name] for name in names if known.get(name)},
+        **hash_named(folder, todo),
+    }
+    return dict(sorted(hashes.items()))
 
 
 def read_json_file(path: Path) -> Any:
     """A JSON file's value, or one clear error naming it."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise MalformedFile(f"{path}: not valid JSON ({error})") from error
     except OSError as error:
         raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
@@ -61,26 +54,6 @@ def read_text_file(path: Path) -> str:
         ) from error
     except OSError as error:
         raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
-
-
-def _sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _chat_template(folder: Path) -> str | None:
-    jinja = folder / "chat_template.jinja"
-    if jinja.is_file():
-        return read_text_file(jinja)
-    for name in ("chat_template.json", "tokenizer_config.json"):
-        path = folder / name
-        if path.is_file():
-            value = read_json_file(path)
-            template = value.get("chat_template") if isinstance(value, dict) else None
-            if isinstance(template, str):
-                return template
-            if template:  # a list of named templates
-                return json.dumps(template, sort_keys=True, ensure_ascii=False)
-    return None
 
 
 def tokenizer_length(tokenizer_json: Any) -> tuple[int, int | None]:
@@ -100,17 +73,20 @@ def tokenizer_length(tokenizer_json: Any) -> tuple[int, int | None]:
 
 
 def tokenizer_info(folder: Path, hashes: dict[str, str]) -> TokenizerInfo | None:
-    """The tokenizer saved in a folder, or None when there is none."""
-    if not any(name in hashes for name in TOKENIZER_MARKERS):
+    """The tokenizer saved in a folder, or None when there is none.
+
+    Its files, hash and chat templates are those of
+    :mod:`evalkit.provenance.artifacts` (``hashes``: the folder's files
+    hashed already), so ``evalkit tokens`` and ``run.json`` record the same.
+    """
+    if not artifacts.has_tokenizer(folder):
         return None
-    lines = "".join(f"{name}:{hashes[name]}\n" for name in TOKENIZER_FILES if name in hashes)
     added, length = 0, None
-    if "tokenizer.json" in hashes:
+    if (folder / "tokenizer.json").is_file():
         added, length = tokenizer_length(read_json_file(folder / "tokenizer.json"))
-    template = _chat_template(folder)
     return TokenizerInfo(
-        sha256=_sha256_text(lines),
-        chat_template_sha256=_sha256_text(template) if template is not None else None,
+        sha256=artifacts.tokenizer_sha256(folder, hashes),
+        chat_template_sha256=artifacts.chat_template_sha256(artifacts.chat_templates(folder)),
         added_tokens=added,
         length=length,
     )

@@ -107,7 +107,7 @@ def _parse(path: Path, size: int, prefix: bytes, read_header: bytes) -> Safetens
         raise _fail(path, f"the header length {length} does not fit in the {size}-byte file")
     try:
         raw = json.loads(read_header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise _fail(path, f"the header is not JSON ({error})") from error
     if not isinstance(raw, dict):
         raise _fail(path, "the header is not a JSON object")

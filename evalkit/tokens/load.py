@@ -4,27 +4,21 @@ transformers would happily treat a name that is not a folder as a Hub id
 and fetch it; evalkit refuses, so a run is always pinned to files on disk
 (and a typo is an error, not a download). The hub is switched off before
 transformers is imported, and every failure of the library becomes one line
-naming the folder.
+naming the folder. transformers is never allowed to run a folder's own code
+(``trust_remote_code=False`` on every load, and a folder whose configs name
+code in ``auto_map`` refused before transformers sees it), so it never asks
+on stdin either.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import MalformedFile, UnreadableFile, UsageError
-
-# Files that make a folder a tokenizer folder (fast, slow or sentencepiece).
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "vocab.json",
-    "tokenizer.model",
-    "spiece.model",
-)
+from evalkit.provenance import artifacts
 
 
 def offline_transformers() -> Any:
@@ -75,18 +69,12 @@ def _generic_tokenizer_folder(folder: Path) -> bool:
         return False
     try:
         tokenizer_class = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError, RecursionError):
         return False  # let AutoTokenizer say what is wrong with it
     return tokenizer_class in GENERIC_CLASSES
 
 
-_TOKENIZER_JSON = (
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "added_tokens.json",
-    "chat_template.json",
-)
+_TOKENIZER_JSON = tuple(name for name in artifacts.TOKENIZER_FILES if name.endswith(".json"))
 
 
 def _damaged_tokenizer_file(folder: Path) -> MalformedFile | None:
@@ -100,13 +88,12 @@ def _damaged_tokenizer_file(folder: Path) -> MalformedFile | None:
             continue
         try:
             json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
             return MalformedFile(
                 f"{path}: not valid JSON ({error}); the tokenizer files are damaged: copy or "
                 "save them again"
             )
-    vocabularies = ("tokenizer.json", "tokenizer.model", "spiece.model", "vocab.json", "vocab.txt")
-    if not any((folder / name).is_file() for name in vocabularies):
+    if not artifacts.has_vocabulary(folder):
         return MalformedFile(
             f"{folder}: has a tokenizer config but no vocabulary (tokenizer.json, "
             "tokenizer.model or vocab.json); copy the model's tokenizer.json here"
@@ -122,11 +109,12 @@ def load_tokenizer(path: Path | str) -> Any:
     """
     folder = Path(path)
     check_local_folder(folder)
-    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+    if not artifacts.has_tokenizer(folder):
         raise UnreadableFile(
-            f"{folder}: holds no tokenizer files ({', '.join(TOKENIZER_FILES[:2])}, …); "
+            f"{folder}: holds no tokenizer files (tokenizer.json, tokenizer_config.json, …); "
             "pass a model or tokenizer folder"
         )
+    artifacts.refuse_custom_code(folder)
     transformers = offline_transformers()
     loader = (
         transformers.PreTrainedTokenizerFast
@@ -134,7 +122,7 @@ def load_tokenizer(path: Path | str) -> Any:
         else transformers.AutoTokenizer
     )
     try:
-        return loader.from_pretrained(str(folder), local_files_only=True)
+        return loader.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
     except Exception as error:  # the library raises many types; the user needs one line
         damaged = _damaged_tokenizer_file(folder)
         if damaged is not None:
@@ -155,28 +143,22 @@ def chat_template(tokenizer: Any) -> str | None:
 
 
 def chat_template_sha256(tokenizer: Any) -> str | None:
-    """sha256 of the chat template's text (what decides every render), or None."""
-    template = chat_template(tokenizer)
-    return hashlib.sha256(template.encode("utf-8")).hexdigest() if template else None
+    """The hash of every chat template the tokenizer holds (named ones too), or None.
+
+    Defined in :mod:`evalkit.provenance.artifacts`, where the card hashes the
+    same templates from the folder's files.
+    """
+    return artifacts.chat_template_sha256(
+        artifacts.templates_of(getattr(tokenizer, "chat_template", None))
+    )
 
 
 def tokenizer_sha256(folder: Path | str) -> str:
-    """sha256 of the folder's tokenizer files: the value an adapter card records for them.
+    """sha256 of the folder's tokenizer files: what the card and ``run.json`` record too.
 
-    The adapter card (:mod:`evalkit.provenance.folder_files`) hashes
-    ``name:sha256`` of each tokenizer file present, in a fixed order; the
-    same definition here lets a report and a card be matched. The stop ids
-    (``generation_config.json``) are reported beside it, as ``stop_tokens``.
+    The stop ids (``generation_config.json``) are reported beside it, as ``stop_tokens``.
     """
-    from evalkit.io import sha256_file
-    from evalkit.provenance.folder_files import TOKENIZER_FILES as HASHED
-
-    lines = "".join(
-        f"{name}:{sha256_file(Path(folder) / name)}\n"
-        for name in HASHED
-        if (Path(folder) / name).is_file()
-    )
-    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+    return artifacts.tokenizer_sha256(Path(folder))
 
 
 def stop_token_ids(tokenizer: Any, folder: Path | str | None = None) -> list[int]:
@@ -194,7 +176,7 @@ def stop_token_ids(tokenizer: Any, folder: Path | str | None = None) -> list[int
     if config is not None and config.is_file():
         try:
             value = json.loads(config.read_text(encoding="utf-8")).get("eos_token_id")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as error:
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, RecursionError) as error:
             raise MalformedFile(
                 f"{config}: not a JSON object ({error}); fix it or remove it"
             ) from None

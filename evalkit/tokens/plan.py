@@ -27,6 +27,7 @@ from evalkit.tokens.render import (
     render_with_generation_spans,
 )
 from evalkit.tokens.spans import PROBE, Closers, all_assistant_spans
+from evalkit.tokens.time_limit import TemplateTimeout
 
 
 def loss_from_spans(loss: Loss, markers: bool) -> bool:
@@ -103,7 +104,10 @@ class SplitPlanner:
     def _probe_render(self) -> str | None:
         """The template's render of the probe conversation (None: the template refused it)."""
         try:
-            return render_all(self.tokenizer, [PROBE])[0]
+            where = "evalkit's probe conversation (one user turn, one answer)"
+            return render_all(self.tokenizer, [PROBE], where=lambda _: where)[0]
+        except TemplateTimeout:  # a template that does not end is no refusal: stop here
+            raise
         except EvalkitError:
             return None
 

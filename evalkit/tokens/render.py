@@ -12,14 +12,18 @@ rendering once and encoding many renders at a time is far faster than one
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import EvalkitError, UsageError
 from evalkit.tokens.load import chat_template
+from evalkit.tokens.time_limit import Watch, time_limit
 
 Messages = Sequence[dict[str, str]]
+# CPU seconds one conversation's render may take: real templates take milliseconds on
+# the longest conversations; a template that loops for ever is stopped after this.
+RENDER_SECONDS = 10.0
 
 
 class TemplateFailure(EvalkitError):
@@ -48,9 +52,11 @@ def has_generation_markers(template: str | None) -> bool:
 
 def render(tokenizer: Any, messages: Messages, *, add_generation_prompt: bool = False) -> str:
     """One conversation rendered by the tokenizer's chat template, as text."""
-    text = tokenizer.apply_chat_template(
-        list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
-    )
+    with _limited(tokenizer, lambda _: "the conversation") as watch:
+        watch.at(0)
+        text = tokenizer.apply_chat_template(
+            list(messages), tokenize=False, add_generation_prompt=add_generation_prompt
+        )
     assert isinstance(text, str)
     return text
 
@@ -65,7 +71,7 @@ def _is_plain(messages: Messages) -> bool:
 
 
 def _direct_renders(
-    tokenizer: Any, conversations: Sequence[Messages], add_generation_prompt: bool
+    tokenizer: Any, conversations: Sequence[Messages], add_generation_prompt: bool, watch: Watch
 ) -> list[str] | None:
     """The renders from transformers' compiled template itself, or None where that is unsafe.
 
@@ -96,13 +102,32 @@ def _direct_renders(
             )
         )
 
+    watch.at(0)
     first = one(conversations[0])
     general, _ = _render_batch(
         tokenizer, conversations[:1], add_generation_prompt=add_generation_prompt, spans=False
     )
     if general != [first]:
         return None
-    return [first, *(one(messages) for messages in conversations[1:])]
+    renders = [first]
+    for row in range(1, len(conversations)):
+        watch.at(row)
+        renders.append(one(conversations[row]))
+    return renders
+
+
+class _Ticking(list[Any]):
+    """The conversations as transformers iterates them, telling the watch which one renders."""
+
+    def __init__(self, conversations: Sequence[Messages], watch: Watch | None, first: int) -> None:
+        super().__init__(list(messages) for messages in conversations)
+        self.watch, self.first = watch, first
+
+    def __iter__(self) -> Iterator[Any]:
+        for row, messages in enumerate(super().__iter__()):
+            if self.watch is not None:
+                self.watch.at(self.first + row)
+            yield messages
 
 
 def _render_batch(
@@ -111,6 +136,8 @@ def _render_batch(
     *,
     add_generation_prompt: bool,
     spans: bool,
+    watch: Watch | None = None,
+    first: int = 0,
 ) -> tuple[list[str], list[list[tuple[int, int]]]]:
     """transformers' own renderer over the whole batch: what apply_chat_template renders.
 
@@ -128,7 +155,7 @@ def _render_batch(
         ) from None
     template = chat_template(tokenizer)
     rendered: Any = render_jinja_template(
-        conversations=[list(messages) for messages in conversations],
+        conversations=_Ticking(conversations, watch, first),
         chat_template=template,
         add_generation_prompt=add_generation_prompt,
         return_assistant_tokens_mask=spans,
@@ -146,6 +173,11 @@ def _template_file(tokenizer: Any) -> str:
     if jinja.is_file():
         return str(jinja)
     return f"{folder / 'tokenizer_config.json'} ('chat_template')"
+
+
+def _limited(tokenizer: Any, where: Callable[[int], str]) -> Any:
+    """The renders of the block under :data:`RENDER_SECONDS` each (read at call time)."""
+    return time_limit(RENDER_SECONDS, _template_file(tokenizer), where)
 
 
 def _uncompilable(tokenizer: Any) -> TemplateFailure | None:
@@ -181,9 +213,17 @@ def _failing_row(
     """The first conversation the template refuses, as an error naming its row."""
     for row, messages in enumerate(conversations):
         try:
-            _render_batch(
-                tokenizer, [messages], add_generation_prompt=add_generation_prompt, spans=False
-            )
+            with _limited(tokenizer, where) as watch:
+                _render_batch(
+                    tokenizer,
+                    [messages],
+                    add_generation_prompt=add_generation_prompt,
+                    spans=False,
+                    watch=watch,
+                    first=row,
+                )
+        except EvalkitError:
+            raise
         except Exception as error:  # a template may raise anything; the user needs one line
             first = str(error).strip().splitlines()[0] if str(error).strip() else ""
             return TemplateFailure(
@@ -204,13 +244,18 @@ def _rendered(
     if not conversations:
         return [], []
     try:
-        if not spans:
-            direct = _direct_renders(tokenizer, conversations, add_generation_prompt)
-            if direct is not None:
-                return direct, []
-        return _render_batch(
-            tokenizer, conversations, add_generation_prompt=add_generation_prompt, spans=spans
-        )
+        with _limited(tokenizer, where) as watch:
+            if not spans:
+                direct = _direct_renders(tokenizer, conversations, add_generation_prompt, watch)
+                if direct is not None:
+                    return direct, []
+            return _render_batch(
+                tokenizer,
+                conversations,
+                add_generation_prompt=add_generation_prompt,
+                spans=spans,
+                watch=watch,
+            )
     except EvalkitError:
         raise
     except Exception as error:  # find the row that broke the batch, and name it

@@ -58,7 +58,9 @@ LORA: dict[str, Any] = {
 def _tokenizer_ids() -> dict[str, int]:
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(TOKENIZER), local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(
+        str(TOKENIZER), local_files_only=True, trust_remote_code=False
+    )
     return {
         "vocab_size": len(tokenizer),
         "eos_token_id": tokenizer.convert_tokens_to_ids("<|im_end|>"),
@@ -92,7 +94,9 @@ def build_adapter(
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(str(base), local_files_only=True)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(base), local_files_only=True, trust_remote_code=False
+    )
     torch.manual_seed(seed)
     peft_model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **LORA))
     peft_model.save_pretrained(str(out))

@@ -32,7 +32,9 @@ def merge(base: Path, adapter: Path, out: Path, save_dtype: str = "float32") -> 
     logging.disable_progress_bar()
     # Library deprecation notices (is_gradient_checkpointing, …) say nothing about the model.
     warnings.filterwarnings("ignore", category=FutureWarning)
-    model = AutoModelForCausalLM.from_pretrained(str(base), dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(base), dtype=torch.float32, trust_remote_code=False
+    )
     merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     merged.to(getattr(torch, save_dtype)).save_pretrained(str(out))
     for name in TOKENIZER_FILES:
