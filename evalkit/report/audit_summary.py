@@ -38,8 +38,6 @@ def render_audit_summary(report: AuditReport, json_path: str | None = None) -> s
     if report.lsh is not None:
         lines.append(f"{'near-duplicate pairs':<32} {counts.near_duplicates:>8,}")
     lines += ["", *_split_table(report)]
-    if report.within:
-        lines += ["", *_within_table(report)]
     examples = _examples(report)
     if examples:
         lines += ["", "examples:", *examples]
@@ -49,6 +47,8 @@ def render_audit_summary(report: AuditReport, json_path: str | None = None) -> s
             if summary.missing_classes:
                 missing = ", ".join(summary.missing_classes)
                 lines.append(f"warning: split {name} has no item of class {missing}")
+    if report.within:
+        lines += ["", *_within_table(report)]
     lines.append("")
     if report.leak:
         where = f"; full lists in {json_path}" if json_path else "; --json FILE for full lists"
