@@ -259,3 +259,29 @@ def test_within_needs_the_text_column(tmp_path: Path, run_cli: Callable[..., Cli
         "--text", "text", "--within",
     )  # fmt: skip
     assert_one_line_error(refused, "train.parquet", "'text'")
+
+
+def test_conversations_compare_the_chosen_roles(tmp_path: Path) -> None:
+    """A shared system prompt makes no repetition; the user turns decide (evalkit.chat reads)."""
+    rng = random.Random(9)
+    system = "You are a helpful triage assistant. " + _text(rng, 300)
+    frames = {}
+    for split, size in (("train", 30), ("test", 10)):
+        rows = []
+        for index in range(size):
+            user = _text(rng, 30)
+            if split == "train" and index < 4:
+                user = "please resend the invoice for my last order " + "thanks " * 25
+            messages = [
+                {"role": "system", "content": system},
+                {"role": "user", "content": user},
+                {"role": "assistant", "content": "billing"},
+            ]
+            rows.append({"id": f"{split}{index:02d}", "messages": messages})
+        frames[split] = pl.DataFrame(rows)
+    default = audit(frames, id_column="id", text_column="messages")
+    assert default.within["train"].in_near_clusters == 4  # the four repeated user turns
+    assert default.within["test"].in_near_clusters == 0
+    with_system = audit(frames, id_column="id", text_column="messages", roles="system,user")
+    assert with_system.within["train"].near_share == 1.0  # the shared prompt dominates
+    assert with_system.within["train"].openings[0].text == "you are a helpful triage"
