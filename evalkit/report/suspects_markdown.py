@@ -35,6 +35,29 @@ def probability_text(suspect: SuspectLabel) -> str:
     return f"{values[0]:.2f}–{values[-1]:.2f}"
 
 
+def count_sentence(check: SuspectLabelCheck, *, define: bool = False) -> str:
+    """How many suspects, of how many items (what a suspect is, with ``define``), and how
+    many chance would give."""
+    expected = ""
+    if check.expected_by_chance is not None:
+        expected = (
+            f" Independent errors would agree this way on about "
+            f"{check.expected_by_chance:.2g} items by chance."
+        )
+    what = ""
+    if define:
+        what = (
+            f": their gold `{check.field}` {_who(check)} contradict with the same "
+            "format-valid answer"
+        )
+    return f"{check.suspects} of {check.checked:,} items{what}.{expected}"
+
+
+def capitalized(text: str) -> str:
+    """``text`` with its first letter in upper case (for a note written lower case)."""
+    return text[:1].upper() + text[1:]
+
+
 def suspect_summary(report: ComparisonReport) -> str | None:
     """One line: how many suspects, of how many items, the first few (None when not checked)."""
     check = report.suspect_label_check
@@ -80,13 +103,7 @@ def suspect_section(report: ComparisonReport, level: str = "##") -> list[str]:
         "test set (docs/compare.md)."
     )
     lines.append("")
-    expected = ""
-    if check.expected_by_chance is not None:
-        expected = (
-            f" Independent errors would agree this way on about "
-            f"{check.expected_by_chance:.2g} items by chance."
-        )
-    lines.append(f"{check.suspects} of {check.checked:,} items.{expected}")
+    lines.append(count_sentence(check))
     if not check.suspects:
         return [*lines, ""]
     per_class = ", ".join(f"{label} {n}" for label, n in check.by_class.items())
@@ -95,7 +112,7 @@ def suspect_section(report: ComparisonReport, level: str = "##") -> list[str]:
     lines += _rows(report.suspect_labels[:MAX_ROWS], check)
     if check.suspects > MAX_ROWS:
         lines += ["", f"({check.suspects - MAX_ROWS} more in report.json.)"]
-    lines += ["", f"_{check.probability_note[0].upper()}{check.probability_note[1:]}._"]
+    lines += ["", f"_{capitalized(check.probability_note)}._"]
     if check.note:
         lines += ["", f"_Note: {check.note}._"]
     return [*lines, ""]

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from evalkit.comparison.models import ComparisonReport
 from evalkit.report.html.page import Section, element, join, paragraph, table
-from evalkit.report.suspects_markdown import MAX_ROWS, probability_text, suspect_summary
+from evalkit.report.suspects_markdown import (
+    MAX_ROWS,
+    capitalized,
+    count_sentence,
+    probability_text,
+)
 
 
 def suspect_labels_section(report: ComparisonReport) -> Section | None:
@@ -12,8 +17,10 @@ def suspect_labels_section(report: ComparisonReport) -> Section | None:
     check = report.suspect_label_check
     if check is None:
         return None
-    summary = suspect_summary(report) or ""
-    parts: list[object] = [paragraph(summary.removeprefix("Suspect gold labels: "))]
+    if check.field is None or (check.note and not check.checked):
+        return Section("Suspect gold labels", paragraph(f"Not checked: {check.note}."))
+    lead = count_sentence(check, define=True).replace("`", "")
+    parts: list[object] = [paragraph(lead)]
     if check.suspects:
         parts.append(
             paragraph(
@@ -39,7 +46,9 @@ def suspect_labels_section(report: ComparisonReport) -> Section | None:
         per_class = ", ".join(f"{label} {n}" for label, n in check.by_class.items())
         parts += [
             table(header, rows, numeric=(3, 4)),
-            paragraph(f"Per gold class: {per_class}. {check.probability_note}.", muted=True),
+            paragraph(
+                f"Per gold class: {per_class}. {capitalized(check.probability_note)}.", muted=True
+            ),
         ]
     if check.note and check.checked:
         parts.append(paragraph(f"Note: {check.note}.", muted=True))
