@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "Contract": "evalkit.contract.model",
     "contract_fingerprint": "evalkit.contract.fingerprint",
     "score": "evalkit.scoring.engine",
+    "rescore": "evalkit.scoring.rescore",
     "ScoreResult": "evalkit.scoring.result",
     "ScoreSummary": "evalkit.scoring.summary",
     "write_score": "evalkit.scoring.write",

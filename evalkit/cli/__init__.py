@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("evalkit.cli.audit_cmd", "audit_command"),
     "prompts": ("evalkit.cli.prompts_cmd", "prompts_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
+    "rescore": ("evalkit.cli.rescore_cmd", "rescore_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
     "card": ("evalkit.cli.card_cmd", "card_command"),
     "ledger": ("evalkit.cli.ledger_cmd", "ledger_command"),
@@ -118,6 +119,7 @@ def cli(debug: bool) -> None:
                        generate     - greedy predictions, every input pinned [hf]
     After training:    card         - what a PEFT adapter is, without loading it
                        score        - format validity and accuracy per class
+                       rescore      - results again under a new contract version
                        ledger       - how often each test set was looked at
                        compare      - paired regression report vs a baseline
                        gate         - CI verdict: exit 0 pass, 1 fail

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from evalkit.comparison.models import CandidateReport
+    from evalkit.comparison.models import CandidateReport, ComparisonReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,3 +100,10 @@ def verdict_lines(report: CandidateReport) -> list[str]:
             line += "; negative flips: " + ", ".join(failure.negative_flip_ids)
         lines.append(line)
     return lines
+
+
+def suspect_line(report: ComparisonReport) -> str | None:
+    """One terminal line about the suspect gold labels (None when the check did not run)."""
+    from evalkit.report.suspects_markdown import suspect_summary
+
+    return suspect_summary(report)

@@ -47,6 +47,19 @@ import click
     "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the MinHash."
 )
 @click.option(
+    "--within",
+    is_flag=True,
+    help="List the exact and near-duplicate pairs inside each split too (in --json).",
+)
+@click.option(
+    "--opening-words",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Words of an opening, for the most repeated openings of each split.",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -65,6 +78,8 @@ def audit_command(
     near_dup: float,
     exact_only: bool,
     seed: int,
+    within: bool,
+    opening_words: int,
     json_path: Path | None,
     force: bool,
     quiet: bool,
@@ -82,6 +97,13 @@ def audit_command(
     --text may name a conversation column ({role, content} messages or
     ShareGPT {from, value}): the text compared is then the content of the
     --roles turns, so a system prompt shared by every example is no leak.
+
+    Repetition within each split is reported too (not a leak): the share of
+    its items in exact and in near-duplicate clusters of its own, the largest
+    clusters with an example id, and the most repeated openings (the first
+    --opening-words words). --within lists those pairs in --json. A template
+    repeated through the training split is merged into one group by
+    `evalkit split --near-dup` (docs/leakage.md).
 
     Exit codes: 0 no leak, 1 leak found, 2 bad input (a missing file or
     column, an unknown format). A missing class is a warning, not a leak.
@@ -108,6 +130,8 @@ def audit_command(
         near_dup=None if exact_only else near_dup,
         seed=seed,
         progress=not quiet,
+        within=within,
+        opening_words=opening_words,
     )
     if json_path is not None:
         atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")

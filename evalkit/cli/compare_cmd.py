@@ -10,6 +10,7 @@ from evalkit.cli._comparison_options import (
     RESULT_FOLDER,
     provenance_options,
     statistics_options,
+    suspect_line,
     verdict_lines,
     warn_unpaired,
 )
@@ -31,6 +32,20 @@ from evalkit.cli._comparison_options import (
     show_default=True,
     help="Overall accuracy gain a passing candidate needs to be adopted.",
 )
+@click.option(
+    "--suspect-min-agree",
+    type=click.IntRange(min=2),
+    metavar="N",
+    help="Suspect gold labels: results that must give the same valid answer "
+    "[default: every result; invalid outputs abstain].",
+)
+@click.option(
+    "--text",
+    "text_column",
+    metavar="COL",
+    help="Gold file column whose first words show each suspect label's input "
+    "[default: text, or the contract's conversation column].",
+)
 @statistics_options
 @provenance_options
 def compare_command(
@@ -44,6 +59,8 @@ def compare_command(
     factors: tuple[str, ...],
     allow_base_change: bool,
     ledger_path: Path | None,
+    suspect_min_agree: int | None,
+    text_column: str | None,
 ) -> None:
     """Compare CANDIDATES with BASELINE example by example, rank them and decide.
 
@@ -59,6 +76,12 @@ def compare_command(
     set's ledger state and what a reload needs (base id and commit, adapter
     weights hash). --factor, --allow-base-change and --ledger work as for
     `evalkit gate`.
+
+    Suspect gold labels: items whose gold class the baseline and every
+    candidate contradict with the same format-valid answer, ranked by how
+    many results agree, with the first words of each input (--text) and,
+    for predictions written by `evalkit generate`, the answer's probability.
+    A hint to read those labels again, never a verdict (docs/compare.md).
 
     \b
     Writes DIR/report.json, DIR/report.md, DIR/report.html (charts, one
@@ -90,6 +113,8 @@ def compare_command(
         factors=factors,
         allow_base_change=allow_base_change,
         ledger=ledger_path,
+        suspect_min_agree=suspect_min_agree,
+        text_column=text_column,
     )
     for candidate in report.candidates:
         warn_unpaired(candidate)
@@ -103,5 +128,8 @@ def compare_command(
     for entry, candidate in zip(report.ranking, report.candidates, strict=True):
         click.echo(f"{entry.rank}. " + "\n".join(verdict_lines(candidate)))
     click.echo(f"Decision: {report.decision.reason}")
+    suspects = suspect_line(report)
+    if suspects:
+        click.echo(suspects)
     if out is not None:
         click.echo(f"wrote {out}/report.json, report.md, report.html, junit.xml")

@@ -19,6 +19,7 @@ from evalkit.comparison.record_models import (
     ReloadNeeds,
 )
 from evalkit.comparison.rules import GateRules
+from evalkit.comparison.suspect_models import SuspectLabel, SuspectLabelCheck
 
 REPORT_FORMAT_VERSION = 1
 
@@ -369,3 +370,8 @@ class ComparisonReport(_Model):
     """Per-class statistics of the top-ranked candidate."""
     candidates: list[CandidateReport]
     """The full report of every candidate, in ranking order."""
+    suspect_labels: list[SuspectLabel] = []
+    """Gold items whose class every result contradicts with the same format-valid answer,
+    most agreeing results first: labels to read again (a hint, never a verdict)."""
+    suspect_label_check: SuspectLabelCheck | None = None
+    """How the suspects were looked for, and the counts per class."""

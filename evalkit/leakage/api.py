@@ -19,6 +19,7 @@ import polars as pl
 from evalkit.chat import parse_roles
 from evalkit.errors import UsageError
 from evalkit.leakage import findings
+from evalkit.leakage import within as within_module
 from evalkit.leakage.candidates import sorted_unique
 from evalkit.leakage.clusters import distinct_texts
 from evalkit.leakage.inputs import Rows, file_fingerprint, read_rows
@@ -32,10 +33,17 @@ from evalkit.leakage.models import (
     IdOverlap,
     NearDuplicatePair,
     SplitSummary,
+    WithinSplit,
 )
 from evalkit.leakage.normalize import normalize_texts
 from evalkit.leakage.progress import Progress
-from evalkit.leakage.search import SimilarPairs, find_similar_pairs
+from evalkit.leakage.search import (
+    SimilarPairs,
+    cross_split_pairs,
+    lsh_index,
+    within_split_pairs,
+)
+from evalkit.leakage.within import DEFAULT_OPENING_WORDS
 
 DEFAULT_NEAR_DUP = 0.8
 PairT = TypeVar("PairT", bound=DuplicatePair)
@@ -52,6 +60,8 @@ def audit(
     near_dup: float | None = DEFAULT_NEAR_DUP,
     seed: int = 0,
     progress: bool = False,
+    within: bool = False,
+    opening_words: int = DEFAULT_OPENING_WORDS,
 ) -> AuditReport:
     """Audit the splits of a dataset for leakage; ``report.leak`` says whether any was found.
 
@@ -69,11 +79,18 @@ def audit(
     the text compared is then the content of the ``roles`` turns (default:
     every role but system, so a system prompt shared by every example never
     makes two items duplicates).
+
+    ``report.within`` says how repetitive each split is on its own (exact and
+    near-duplicate clusters inside it, the most repeated openings of
+    ``opening_words`` words); ``within`` lists those pairs too. Repetition
+    inside a split is not a leak.
     """
     if near_dup is not None and not 0.0 < near_dup <= 1.0:
         raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
     if seed < 0:
         raise UsageError(f"--seed: must be >= 0, got {seed}")
+    if opening_words < 1:
+        raise UsageError(f"--opening-words: must be >= 1, got {opening_words}")
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if not text_columns or len(text_columns) > 2:
         raise UsageError(
@@ -100,8 +117,11 @@ def audit(
         }
     )
     exact = findings.with_ids(findings.exact_pairs(keyed), table)
-    similar = _similar(distinct, keyed, params, progress)
+    similar, inside = _similar(distinct, keyed, params, progress, len(rows.names), within)
     near = findings.with_ids(findings.near_pairs(keyed, similar), table)
+    repetition = _repetition(
+        table, normalized, keyed, inside, rows.names, opening_words, params is not None
+    )
     leaks = findings.group_leaks(table, rows.group_columns) if group else None
     overlaps = findings.id_overlaps(table)
     report_splits, classes = _split_summaries(rows, normalized, exact, near)
@@ -113,6 +133,14 @@ def audit(
     ]
     exact_list = _pair_models(exact, names, DuplicatePair)
     near_list = _pair_models(near, names, NearDuplicatePair)
+    within_exact = within_near = None
+    if within:  # every pair inside a split: listed only when asked (it can be quadratic)
+        within_exact = _within_pairs(
+            within_module.exact_pairs_within(keyed), table, names, DuplicatePair
+        )
+        if params is not None:
+            pairs = within_module.near_pairs_within(keyed, inside)
+            within_near = _within_pairs(pairs, table, names, NearDuplicatePair)
     counts = AuditCounts(
         group_leaks=len(group_list),
         id_overlaps=len(overlap_list),
@@ -131,6 +159,8 @@ def audit(
             stratify=stratify,
             near_dup=near_dup,
             seed=seed,
+            opening_words=opening_words,
+            within=within,
         ),
         lsh=params,
         splits=report_splits,
@@ -140,20 +170,75 @@ def audit(
         id_overlaps=overlap_list,
         exact_duplicates=exact_list,
         near_duplicates=near_list,
+        within=repetition,
+        within_exact_duplicates=within_exact,
+        within_near_duplicates=within_near,
     )
+
+
+def _nothing() -> SimilarPairs:
+    nothing = np.zeros(0, dtype=np.int64)
+    return SimilarPairs(nothing, nothing, nothing.astype(float), nothing.astype(float), 0)
 
 
 def _similar(
-    distinct: pl.Series, keyed: pl.DataFrame, params: LshParameters | None, progress: bool
-) -> SimilarPairs:
-    """Near-duplicate pairs of distinct texts that can span splits (none when skipped)."""
-    if params is None:
-        nothing = np.zeros(0, dtype=np.int64)
-        return SimilarPairs(nothing, nothing, nothing.astype(float), nothing.astype(float), 0)
+    distinct: pl.Series,
+    keyed: pl.DataFrame,
+    params: LshParameters | None,
+    progress: bool,
+    n_splits: int,
+    every_pair: bool,
+) -> tuple[SimilarPairs, list[SimilarPairs]]:
+    """Near-duplicate pairs of distinct texts across splits, and inside each split.
+
+    One LSH index serves both. Inside a split, only the pairs that connect its
+    clusters are checked (linear even for a template repeated thousands of
+    times), unless ``every_pair`` asks for the full listing (``--within``).
+    """
+    if params is None or len(distinct) < 2:
+        return _nothing(), [_nothing() for _ in range(n_splits)]
+    bars = Progress(progress)
     masks = findings.split_masks(
         keyed["split"].to_numpy(), keyed["text_index"].to_numpy(), len(distinct)
     )
-    return find_similar_pairs(distinct, params, split_masks=masks, progress=Progress(progress))
+    index = lsh_index(distinct, params, bars)
+    across = cross_split_pairs(index, params, masks, bars)
+    inside = [
+        within_split_pairs(index, params, masks, split, bars, every_pair=every_pair)
+        for split in range(n_splits)
+    ]
+    return across, inside
+
+
+def _repetition(
+    table: pl.DataFrame,
+    normalized: pl.Series,
+    keyed: pl.DataFrame,
+    inside: list[SimilarPairs],
+    names: list[str],
+    opening_words: int,
+    near: bool,
+) -> dict[str, WithinSplit]:
+    """``report.within``: each split's own exact and near-duplicate clusters and openings."""
+    clusters = within_module.split_clusters(keyed, [(p.left, p.right) for p in inside])
+    items = (
+        table.select("row", "split", "id")
+        .with_columns(normalized.alias("text"))
+        .join(keyed.select("row", pl.col("text_index").alias("exact")), on="row", how="left")
+        .join(clusters, on="row", how="left")
+    )
+    summary = within_module.summarize(items, names, opening_words=opening_words, near=near)
+    return {name: WithinSplit.model_validate(value) for name, value in summary.items()}
+
+
+def _within_pairs(
+    pairs: pl.DataFrame, table: pl.DataFrame, names: list[str], model: type[PairT]
+) -> list[PairT]:
+    """The pairs inside splits as report models, smaller id first."""
+    if pairs.height == 0:
+        return []
+    named = within_module.smaller_id_first(findings.with_ids(pairs, table))
+    return _pair_models(named, names, model)
 
 
 def _pair_models(pairs: pl.DataFrame, names: list[str], model: type[PairT]) -> list[PairT]:

@@ -22,6 +22,7 @@ from evalkit.report.numbers import rate_ci as _rate_ci
 from evalkit.report.numbers import signed as _signed
 from evalkit.report.numbers import with_ci as _with_ci
 from evalkit.report.provenance_markdown import decision_record, provenance_section, test_set_line
+from evalkit.report.suspects_markdown import suspect_section
 
 MAX_TABLE_CLASSES = 200
 
@@ -235,5 +236,6 @@ def render_comparison_markdown(report: ComparisonReport) -> str:
     ]
     lines += [*_table(header, rows), ""]
     lines += decision_record(report.decision, "##", with_reason=False)
+    lines += suspect_section(report, "##")
     sections = [render_candidate_markdown(candidate, 2) for candidate in report.candidates]
     return "\n".join(lines) + "\n" + "\n".join(sections)

@@ -50,6 +50,7 @@ from evalkit.splitting.record import (
     TextInfo,
     manifest_text,
 )
+from evalkit.splitting.repetition import split_repetition
 from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, Problem, required_classes
 
@@ -219,6 +220,9 @@ def split(
         merging=grouping.merging,
         freezing=grouping.freezing,
         quality=quality,
+        within=split_repetition(
+            frame, grouping.compared, grouping.clusters, row_split, options.names, id_column
+        ),
     )
     _check_tolerance(record, source)
     order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
@@ -307,6 +311,8 @@ class _Grouping:
     pinned: IntArray | None
     merging: Merging | None
     freezing: Freezing | None
+    compared: pl.Series | None = None  # the texts --near-dup compared
+    clusters: IntArray | None = None  # their duplicate cluster per row
 
 
 def _grouping(
@@ -319,15 +325,15 @@ def _grouping(
     """Key groups, merged with duplicate-text clusters, pinned by --freeze."""
     policy: NullGroupPolicy = "singleton" if options.null_group == "singleton" else "error"
     key_group, n_null = key_groups(frame, options.group, options.id, policy, source)
-    row_group, merging = key_group, None
+    row_group, merging, compared, clusters = key_group, None, None, None
     if options.near_dup is not None and chat is not None:
         from evalkit.chat import require_compared_roles
         from evalkit.leakage import duplicate_components
 
         require_compared_roles([chat], roles)
         compared = chat.compared_text(roles)
-        clusters = duplicate_components(compared, options.near_dup, seed=options.seed)
-        row_group, n_merged, largest = merge_clusters(key_group, np.asarray(clusters))
+        clusters = np.asarray(duplicate_components(compared, options.near_dup, seed=options.seed))
+        row_group, n_merged, largest = merge_clusters(key_group, clusters)
         merging = Merging(
             threshold=options.near_dup, merged_groups=n_merged, largest_merged_group=largest
         )
@@ -344,7 +350,9 @@ def _grouping(
             new_groups=n_groups - n_frozen,
             conflicts=conflicts,
         )
-    return _Grouping(key_group, row_group, n_groups, n_null, pinned, merging, freezing)
+    return _Grouping(
+        key_group, row_group, n_groups, n_null, pinned, merging, freezing, compared, clusters
+    )
 
 
 def _check_tolerance(manifest: ManifestRecord, source: str) -> None:
