@@ -28,7 +28,7 @@ from evalkit.io import (
     sha256_file,
     write_table,
 )
-from evalkit.splitting.assign import assign_groups
+from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
     NullGroupPolicy,
@@ -51,7 +51,7 @@ from evalkit.splitting.record import (
     manifest_text,
 )
 from evalkit.splitting.report import build_report
-from evalkit.splitting.state import IntArray, Problem, required_classes
+from evalkit.splitting.state import IntArray, required_classes
 
 if TYPE_CHECKING:
     from evalkit.chat import ChatColumn, Role
@@ -183,9 +183,7 @@ def split(
     row_class, labels = class_index(frame, stratify)
     table = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
     unused = frame.height - int(targets.sum())
-    all_targets = np.r_[targets, unused] if unused else targets
-    covered = np.r_[np.ones(targets.size, bool), np.zeros(1 if unused else 0, bool)]
-    problem = Problem(targets=all_targets, covered_splits=covered & (all_targets > 0), seed=seed)
+    problem = items_problem(targets, frame.height, seed)
     row_split = assign_groups(table, problem)[grouping.row_group]
 
     required = [labels[i] for i in np.flatnonzero(required_classes(table, problem))]
