@@ -54,6 +54,8 @@ from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, required_classes
 
 if TYPE_CHECKING:
+    from datasets import DatasetDict
+
     from evalkit.chat import ChatColumn, Role
     from evalkit.splitting.manifest import SplitManifest
 
@@ -82,6 +84,17 @@ class SplitResult:
     the text column's values (content a string in some messages and a list of parts
     in others, as OpenAI's vision fine-tuning files have): polars converted them
     there, so only JSONL output, of these lines, keeps them."""
+
+    def to_datasets(self) -> DatasetDict:
+        """The splits as a ``datasets.DatasetDict`` (``val`` named ``validation``), in memory.
+
+        Same rows, columns and order as the split files; needs the optional
+        ``datasets`` package (``pip install 'evalkit[datasets]'``).
+        """
+        from evalkit.splitting.hf_datasets import to_dataset_dict
+
+        source = self.record.input.path or "input table"
+        return to_dataset_dict(self.frames, source, retyped=self.lines is not None)
 
     def write(self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False) -> None:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
