@@ -9,6 +9,7 @@ included.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -94,3 +95,24 @@ def test_content_polars_cannot_hold_is_refused_not_changed(tmp_path: Path) -> No
         InvalidTable, match=r"mixed.jsonl: .* cannot keep; write the split as JSONL"
     ):
         result.to_datasets()
+
+
+def test_datasets_and_sklearn_load_only_when_used() -> None:
+    code = (
+        "import sys, evalkit\n"
+        "evalkit.split\n"
+        "print('datasets' in sys.modules, 'sklearn' in sys.modules)\n"
+        "evalkit.ExactStratifiedGroupKFold\n"
+        "print('sklearn' in sys.modules)\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.stdout.split() == ["False", "False", "True"], completed.stderr
+
+
+def test_the_splitters_are_exported_from_evalkit() -> None:
+    import evalkit
+    from evalkit.model_selection import ExactGroupShuffleSplit, ExactStratifiedGroupKFold
+
+    assert evalkit.ExactStratifiedGroupKFold is ExactStratifiedGroupKFold
+    assert evalkit.ExactGroupShuffleSplit is ExactGroupShuffleSplit
+    assert {"ExactStratifiedGroupKFold", "ExactGroupShuffleSplit"} <= set(dir(evalkit))
