@@ -50,9 +50,10 @@ def dataset_names(names: list[str]) -> dict[str, str]:
 def to_dataset_dict(frames: Mapping[str, pl.DataFrame], source: str, retyped: bool) -> Any:
     """One ``datasets.Dataset`` per split, built on the frames' Arrow data.
 
-    ``Dataset.from_polars`` wraps the Arrow table polars hands over (no copy
-    of numeric and nested columns; text moves from polars' string views to
-    Arrow's large strings, the layout every ``datasets`` release reads).
+    ``Dataset.from_polars`` wraps the Arrow table polars hands over: numeric
+    data is not copied; text, nested text included, moves once from polars'
+    string views to Arrow's large strings, the layout every ``datasets``
+    release reads.
     """
     if retyped:
         raise InvalidTable(
