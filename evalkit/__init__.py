@@ -17,6 +17,8 @@ _EXPORTS: dict[str, str] = {
     "split": "evalkit.splitting.api",
     "SplitResult": "evalkit.splitting.api",
     "SplitManifest": "evalkit.splitting.manifest",
+    "ExactStratifiedGroupKFold": "evalkit.model_selection",
+    "ExactGroupShuffleSplit": "evalkit.model_selection",
     "audit": "evalkit.leakage.api",
     "AuditReport": "evalkit.leakage.models",
     "duplicate_components": "evalkit.leakage.clusters",

@@ -114,3 +114,14 @@ class DifferentBases(IncompatibleResults):
 
 class InvalidModelConfig(EvalkitError):
     """A model's config.json lacks a key, or has a value the memory planner cannot use."""
+
+
+class InvalidParameter(UsageError, ValueError):
+    """A library argument has a value it cannot take (names the parameter, quotes the value).
+
+    Also a ``ValueError``: what scikit-learn's callers expect from a splitter's arguments.
+    """
+
+
+class InvalidParameterType(InvalidParameter, TypeError):
+    """A library argument has a type it cannot take (also a ``TypeError``, as in scikit-learn)."""

@@ -28,7 +28,7 @@ from evalkit.io import (
     sha256_file,
     write_table,
 )
-from evalkit.splitting.assign import assign_groups
+from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
     NullGroupPolicy,
@@ -52,9 +52,11 @@ from evalkit.splitting.record import (
 )
 from evalkit.splitting.repetition import split_repetition
 from evalkit.splitting.report import build_report
-from evalkit.splitting.state import IntArray, Problem, required_classes
+from evalkit.splitting.state import IntArray, required_classes
 
 if TYPE_CHECKING:
+    from datasets import DatasetDict
+
     from evalkit.chat import ChatColumn, Role
     from evalkit.splitting.manifest import SplitManifest
 
@@ -83,6 +85,17 @@ class SplitResult:
     the text column's values (content a string in some messages and a list of parts
     in others, as OpenAI's vision fine-tuning files have): polars converted them
     there, so only JSONL output, of these lines, keeps them."""
+
+    def to_datasets(self) -> DatasetDict:
+        """The splits as a ``datasets.DatasetDict`` (``val`` named ``validation``), in memory.
+
+        Same rows, columns and order as the split files; needs the optional
+        ``datasets`` package (``pip install 'evalkit[datasets]'``).
+        """
+        from evalkit.splitting.hf_datasets import to_dataset_dict
+
+        source = self.record.input.path or "input table"
+        return to_dataset_dict(self.frames, source, retyped=self.lines is not None)
 
     def write(self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False) -> None:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
@@ -184,9 +197,7 @@ def split(
     row_class, labels = class_index(frame, stratify)
     table = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
     unused = frame.height - int(targets.sum())
-    all_targets = np.r_[targets, unused] if unused else targets
-    covered = np.r_[np.ones(targets.size, bool), np.zeros(1 if unused else 0, bool)]
-    problem = Problem(targets=all_targets, covered_splits=covered & (all_targets > 0), seed=seed)
+    problem = items_problem(targets, frame.height, seed)
     row_split = assign_groups(table, problem)[grouping.row_group]
 
     required = [labels[i] for i in np.flatnonzero(required_classes(table, problem))]
