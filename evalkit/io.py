@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Literal
 
 from evalkit.errors import (
     MalformedFile,
-    OutputExists,
     UnknownColumn,
     UnreadableFile,
     UsageError,
@@ -255,39 +254,24 @@ def require_columns(frame: pl.DataFrame, columns: Sequence[str], source: str) ->
 
 
 def check_new_output(
-    path: Path, force: bool, *, inputs: Iterable[Path | None] = (), marker: str | None = None
+    path: Path,
+    force: bool,
+    *,
+    inputs: Iterable[Path | None] = (),
+    marker: str | None = None,
+    folder: bool = False,
 ) -> None:
     """Refuse an output that would destroy something it should not.
 
-    An existing output needs ``force``; an output that is, or would contain,
-    one of the command's ``inputs`` is refused even with ``force`` (replacing
-    it would delete the data being read); and an existing non-empty folder is
-    replaced only if it holds ``marker``, the file the same command writes, so
-    ``--force`` never wipes a folder evalkit did not write.
+    An existing output needs ``force``; an output that is, lies inside or
+    would contain one of the command's ``inputs`` is refused even with
+    ``force``; and an existing non-empty folder is replaced only if it holds
+    ``marker``, the file the same command writes (the rules of
+    :mod:`evalkit.command_files`, where a command declares all its outputs).
     """
-    resolved = path.resolve()
-    for source in inputs:
-        if source is None:
-            continue
-        source_resolved = Path(source).resolve()
-        if source_resolved == resolved or resolved in source_resolved.parents:
-            raise UsageError(
-                f"{path}: the output would replace the input {source}; choose another output path"
-            )
-    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
-        return  # nothing there to lose
-    kind = "folder" if path.is_dir() else "file"
-    if not force:
-        raise OutputExists(f"{path}: {kind} exists already; pass --force to overwrite it")
-    if marker is None:
-        return
-    if not path.is_dir():
-        raise OutputExists(f"{path}: is a file, not an output folder; choose another path")
-    if any(path.iterdir()) and not (path / marker).exists():
-        raise OutputExists(
-            f"{path}: folder has no {marker}, so evalkit did not write it; refusing to "
-            "replace it even with --force (choose another path)"
-        )
+    from evalkit.command_files import check_new_output as check
+
+    check(path, force, inputs=inputs, marker=marker, folder=folder)
 
 
 def _umask() -> int:
@@ -376,13 +360,13 @@ def atomic_directory(
     only with ``force``), so readers never see a mix of old and new files.
     """
     inputs = list(inputs)
-    check_new_output(path, force, inputs=inputs, marker=marker)
+    check_new_output(path, force, inputs=inputs, marker=marker, folder=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield staging
         if path.exists():
-            check_new_output(path, force, inputs=inputs, marker=marker)
+            check_new_output(path, force, inputs=inputs, marker=marker, folder=True)
             retired = path.with_name(f".{path.name}.old-{os.getpid()}")
             os.replace(path, retired)
             _publish(staging, path, directory=True)

@@ -171,12 +171,12 @@ def plan_command(
       evalkit plan --config examples/plan/llama-2-7b --method qlora \\
         --seq-len 1024 --eval-batch 8 --eval-tokens 1024 --json plan.json
     """
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.command_files import CommandFiles
+    from evalkit.io import atomic_write_text
     from evalkit.plan.api import plan
     from evalkit.report.plan_table import render_plan
 
-    if json_path is not None:
-        check_new_output(json_path, force, inputs=[config])
+    CommandFiles(force=force).reads(config).writes(json_path, option="--json").check()
     result = plan(
         config,
         method=method,  # type: ignore[arg-type]
