@@ -110,3 +110,7 @@ class DifferentBases(IncompatibleResults):
 
 class InvalidModelConfig(EvalkitError):
     """A model's config.json lacks a key, or has a value the memory planner cannot use."""
+
+
+class WriteFailed(EvalkitError):
+    """The operating system refused to write an output (disk full, quota, permissions)."""

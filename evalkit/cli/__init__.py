@@ -208,9 +208,23 @@ def _run(args: list[str]) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as error:  # the system refused (disk full, permissions): bad input, not a bug
+        if _State.debug:
+            traceback.print_exc()
+        where = f"{error.filename}: " if error.filename else ""
+        click.echo(f"evalkit: error: {where}{error.strerror or error}", err=True)
+        sys.exit(2)
     except Exception as error:  # a bug, not bad input: say so in one line
         if _State.debug:
             traceback.print_exc()
+        from evalkit.io import os_error_of
+
+        refused = os_error_of(error)
+        if refused is not None:  # a library's wrapping of a refused read or write
+            click.echo(
+                f"evalkit: error: {refused.strerror}: {str(error).splitlines()[0]}", err=True
+            )
+            sys.exit(2)
         first = str(error).splitlines()[0] if str(error) else ""
         click.echo(
             f"evalkit: internal error: {type(error).__name__}: {first} "
