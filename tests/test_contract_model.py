@@ -181,6 +181,25 @@ def test_schema_file_is_inlined_and_fingerprinted_by_content(tmp_path: Path) -> 
         load_contract(write(tmp_path, MINIMAL + "output: {schema_file: nope.json}\n"))
 
 
+def test_schema_file_outside_the_contracts_folder_is_refused(run_cli, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "object", "description": "not meant to be read"}')
+    folder = tmp_path / "contracts" / "team"
+    folder.mkdir(parents=True)
+    (folder / "link.json").symlink_to(secret)
+    for relative in ("../../secret.json", str(secret), "link.json", "sub/../../../secret.json"):
+        contract = write(folder, MINIMAL + f"output: {{schema_file: {json.dumps(relative)}}}\n")
+        with pytest.raises(InvalidSchema, match="outside the contract's folder"):
+            load_contract(contract)
+        result = run_cli("contract", "check", contract)
+        assert_one_line_error(result, "output.schema_file", "outside the contract's folder")
+        assert "not meant to be read" not in result.stdout
+    (folder / "schemas").mkdir()
+    (folder / "schemas" / "s.json").write_text('{"type": "object"}')
+    inside = write(folder, MINIMAL + "output: {schema_file: ./schemas/../schemas/s.json}\n")
+    assert load_contract(inside).output.json_schema == {"type": "object"}
+
+
 @pytest.mark.parametrize(
     ("schema", "expected"),
     [

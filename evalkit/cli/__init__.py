@@ -172,7 +172,18 @@ def _end_now(code: object) -> NoReturn:
 
 
 def _run(args: list[str]) -> None:
-    """Run the command line ``args``; always ends in ``SystemExit`` with the exit code."""
+    """Run the command line ``args``; always ends in ``SystemExit`` with the exit code.
+
+    Under GitHub Actions every line printed, errors included, goes through
+    :mod:`evalkit.cli._workflow_guard`, so no value can act as a workflow command.
+    """
+    from evalkit.cli._workflow_guard import guarded_streams
+
+    with guarded_streams():
+        _run_guarded(args)
+
+
+def _run_guarded(args: list[str]) -> None:
     # pydantic looks for plugins (validation hooks for observability tools) in
     # the entry points of every installed distribution the first time a model
     # is built: ~30 ms in an environment with the ML extras, on every command,

@@ -75,6 +75,7 @@ def gate_command(
       evalkit gate runs/baseline runs/candidate --junit gate.xml --html gate.html
     """
     from evalkit.cli._files import result_inputs
+    from evalkit.cli._workflow_guard import emit_command, under_github_actions
     from evalkit.command_files import CommandFiles
     from evalkit.comparison.api import gate
     from evalkit.io import atomic_write_text
@@ -120,9 +121,9 @@ def gate_command(
         click.echo(line)
     for path in outputs:
         click.echo(f"wrote {path}")
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+    if under_github_actions():
         for line in error_annotations(report):
-            click.echo(line)
+            emit_command(line)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         try:
