@@ -198,6 +198,8 @@ def score_command(
     report = render_score_html(result.summary).encode("utf-8")
     result.write(out, force=force, extra_files={"report.html": report}, inputs=files.inputs)
     ledger_line = record_look(provenance.ledger, result.summary, purpose)
+    for warning in result.summary.warnings:
+        click.echo(f"evalkit: warning: {warning}", err=True)
     if quiet:
         click.echo(str(out))
         return

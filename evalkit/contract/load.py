@@ -219,4 +219,13 @@ def complete_schema(contract: Contract, contract_path: Path) -> Contract:
         key = "output.schema_file" if output.schema_file else "output.schema"
         raise InvalidSchema(f"{contract_path}: {key}: {problem}") from problem
     new_output = output.model_copy(update={"json_schema": schema, "schema_file": None})
-    return contract.model_copy(update={"output": new_output})
+    completed = contract.model_copy(update={"output": new_output})
+    from evalkit.contract.producible import unproducible_fields
+
+    for name, why in unproducible_fields(completed):
+        key = "output.schema_file" if output.schema_file else "output.schema"
+        raise InvalidSchema(
+            f"{contract_path}: fields.{name}: no format-valid output can match it ({why}); "
+            f"fix the field or {key}"
+        )
+    return completed

@@ -77,6 +77,8 @@ def _headline(report: CandidateReport, level: str) -> list[str]:
     state = test_set_line(report.test_set)
     if state:
         lines += [state, ""]
+    for warning in report.warnings:
+        lines += [f"> ⚠ {text(warning)}", ""]
     if not report.failures:
         lines += [f"No rule fails ({len(report.checks)} checks).", ""]
         return lines

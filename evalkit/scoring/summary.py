@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 FORMAT_VERSION = 1
 
@@ -228,3 +228,7 @@ class ScoreSummary(_Model):
     of the adapter that produced the predictions (``--card`` or ``--adapter``)."""
     ledger: str | None = None
     """The test-set ledger this look was recorded in (null with ``--no-ledger``)."""
+    warnings: list[str] = Field(default=[], exclude_if=lambda warnings: not warnings)
+    """What scored but deserves a look: a slice that matches no gold item (its
+    figures are empty and its gate rules judge nothing). The key is written only
+    when there is a warning."""
