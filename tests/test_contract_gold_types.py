@@ -372,3 +372,30 @@ def test_no_warning_no_key(tmp_path: Path) -> None:
     result = score(contract, _gold(tmp_path, ["a"]), _predictions(tmp_path, ["a"]))
     assert result.summary.warnings == []
     assert b'"warnings"' not in summary_json(result)
+
+
+@pytest.mark.parametrize(
+    ("values", "condition", "fragment"),
+    [
+        ([True, False], "true", "'true' is string, but gold column 'gold' holds Boolean"),
+        (["1", "2"], {"not": [1]}, "1 is integer, but gold column 'gold' holds string"),
+        ([1, 2], True, "True is Boolean, but gold column 'gold' holds integer"),
+    ],
+)
+def test_a_slice_value_of_another_type_is_one_line(
+    run_cli, tmp_path: Path, values, condition, fragment
+) -> None:
+    slices = [{"name": "s", "where": {"gold": condition}}]
+    contract = _contract(tmp_path, {"gold": "gold"}, slices=slices)
+    gold, pred = _gold(tmp_path, values), _predictions(tmp_path, values)
+    result = run_cli("score", "--contract", contract, "--gold", gold, "--pred", pred,
+                     "--out", tmp_path / "out", "--no-ledger")  # fmt: skip
+    assert_one_line_error(result, "slices[0] (s): where.gold", fragment)
+
+
+def test_numbers_of_either_kind_select_a_slice(tmp_path: Path) -> None:
+    slices = [{"name": "two", "where": {"gold": 2.0}}, {"name": "half", "where": {"gold": [0.5]}}]
+    contract = _contract(tmp_path, {"gold": "gold"}, slices=slices)
+    summary = score(contract, _gold(tmp_path, [1, 2, 2]), _predictions(tmp_path, [1, 2, 3])).summary
+    assert summary.slices["two"].n == 2 and summary.slices["two"].content_correct == 1
+    assert summary.slices["half"].n == 0 and summary.warnings

@@ -334,7 +334,31 @@ def check_gold_types(
                     f"{place}: match: set compares lists, but gold column {spec.gold!r} holds "
                     f"{value!r} (id {row_id}), not the JSON text of an array"
                 )
+    _check_slice_types(contract, frame, where, prefix)
     return frame
+
+
+_VALUE_KINDS = {bool: "Boolean", int: "integer", float: "float", str: "string"}
+_NUMBERS = ("integer", "float")
+
+
+def _check_slice_types(contract: Contract, frame: pl.DataFrame, where: str, prefix: str) -> None:
+    """A slice value of another type than its gold column could never match: say which."""
+    for index, item in enumerate(contract.slices):
+        for column, condition in item.where.items():
+            kind = gold_kind(frame.schema[prefix + column])
+            wanted = condition["not"] if isinstance(condition, dict) else condition
+            for value in wanted if isinstance(wanted, list) else [wanted]:
+                value_kind = _VALUE_KINDS.get(type(value))
+                if value is None or kind == "null" or value_kind == kind:
+                    continue
+                if value_kind in _NUMBERS and kind in _NUMBERS:
+                    continue
+                raise InvalidContract(
+                    f"{where}: slices[{index}] ({item.name}): where.{column}: {value!r} is "
+                    f"{value_kind}, but gold column {column!r} holds {kind} values; write "
+                    "the value as the column holds it"
+                )
 
 
 def predicted_class(class_column: str, index: int, matched: pl.Expr) -> pl.Expr:
@@ -357,8 +381,12 @@ def predicted_class(class_column: str, index: int, matched: pl.Expr) -> pl.Expr:
     )
 
 
-def slice_mask(where: dict[str, Any]) -> pl.Expr:
-    """Expression: does a row (gold columns) meet every condition of a slice's ``where``?"""
+def slice_mask(where: dict[str, Any], schema: Any = None) -> pl.Expr:
+    """Expression: does a row (gold columns) meet every condition of a slice's ``where``?
+
+    With the gold columns' ``schema``, numbers compare as numbers whatever
+    their kind (``2.0`` selects the integer 2; integers stay exact).
+    """
     import polars as pl
 
     mask = pl.lit(True)
@@ -368,8 +396,18 @@ def slice_mask(where: dict[str, Any]) -> pl.Expr:
         values = wanted if isinstance(wanted, list) else [wanted]
         present = [value for value in values if value is not None]
         test = pl.lit(False)
+        target = pl.col(column)
+        dtype = schema.get(column) if schema is not None else None
+        numbers = bool(present) and all(type(value) in (int, float) for value in present)
+        if dtype is not None and dtype.is_numeric() and numbers:
+            exact = dtype.is_integer() and all(type(value) is int for value in present)
+            kind = pl.Int64 if exact else pl.Float64
+            target = target.cast(kind)
+            listed = pl.Series(present, dtype=kind, strict=False)
+        else:
+            listed = pl.Series(present, strict=False)
         if present:
-            test = pl.col(column).is_in(pl.lit(pl.Series(present, strict=False)).implode())
+            test = target.is_in(pl.lit(listed).implode())
         if len(present) < len(values):
             test = test | pl.col(column).is_null()
         test = test.fill_null(False)

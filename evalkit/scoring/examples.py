@@ -127,7 +127,7 @@ def _expressions(rows: pl.DataFrame, contract: Contract) -> list[tuple[str, pl.E
     for index, item in enumerate(contract.slices):
         where = {GOLD_PREFIX + column: value for column, value in item.where.items()}
         label = f"slices[{index}] ({item.name})"
-        columns.append((label, slice_mask(where).alias(f"slice.{item.name}")))
+        columns.append((label, slice_mask(where, rows.schema).alias(f"slice.{item.name}")))
     return columns
 
 
