@@ -218,3 +218,18 @@ def test_outputs_reach_the_disk_before_they_are_renamed(tmp_path: Path, monkeypa
         (staging / "y.json").write_text("{}")
     published = events.index("replace folder")
     assert events[:published].count("fsync") >= 3  # both files, then the folder
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+@pytest.mark.parametrize("args", [["contract", "schema"], ["contract", "check", CONTRACT]])
+def test_stdout_on_a_full_disk_is_exit_2(args: list[object]) -> None:
+    with open("/dev/full", "w") as full:
+        completed = subprocess.run(
+            [sys.executable, "-m", "evalkit", *map(str, args)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
+    _one_line_write_error(completed, "No space left on device")

@@ -164,10 +164,17 @@ def _end_now(code: object) -> NoReturn:
     else:
         print(code, file=sys.stderr)
         status = 1
-    for stream in (sys.stdout, sys.stderr):
-        # A closed pipe (evalkit ... | head) leaves nothing more to say.
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass  # a closed pipe (evalkit ... | head) leaves nothing more to say
+    except (OSError, ValueError) as error:  # e.g. stdout on a full disk: the output is lost
+        reason = getattr(error, "strerror", None) or str(error)
         with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+            sys.stderr.write(f"evalkit: error: cannot write the output to stdout ({reason})\n")
+        status = status or 2
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
     os._exit(status)
 
 
