@@ -125,3 +125,7 @@ class InvalidParameter(UsageError, ValueError):
 
 class InvalidParameterType(InvalidParameter, TypeError):
     """A library argument has a type it cannot take (also a ``TypeError``, as in scikit-learn)."""
+
+
+class WriteFailed(EvalkitError):
+    """The operating system refused to write an output (disk full, quota, permissions)."""

@@ -61,7 +61,10 @@ def provenance_options(function: F) -> F:
 
 
 def warn_unpaired(report: CandidateReport) -> None:
-    """Say on stderr when some ids are in only one result (they are left out)."""
+    """Say on stderr what deserves a look: ids in only one result (they are left out), and
+    the report's warnings (a slice that holds no paired example)."""
+    for warning in report.warnings:
+        click.echo(f"evalkit: warning: {report.candidate.name}: {warning}", err=True)
     pairing = report.pairing
     if pairing.only_in_baseline or pairing.only_in_candidate:
         examples = pairing.only_in_baseline_ids or pairing.only_in_candidate_ids

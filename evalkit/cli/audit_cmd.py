@@ -114,12 +114,12 @@ def audit_command(
         --group conversation_id --stratify category --json audit.json
       evalkit audit chat-split/ --id ticket_id --text messages --roles user
     """
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.command_files import CommandFiles
+    from evalkit.io import atomic_write_text
     from evalkit.leakage.api import audit
     from evalkit.report.audit_summary import render_audit_summary
 
-    if json_path is not None:
-        check_new_output(json_path, force)
+    CommandFiles(force=force).reads(*files).writes(json_path, option="--json").check()
     report = audit(
         list(files),
         id_column=id_column,

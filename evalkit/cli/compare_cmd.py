@@ -93,17 +93,19 @@ def compare_command(
     Example:
       evalkit compare runs/baseline runs/cand-a runs/cand-b --out reports/
     """
+    from evalkit.cli._files import result_inputs
+    from evalkit.command_files import CommandFiles
     from evalkit.comparison.api import compare
     from evalkit.comparison.outputs import flip_outputs
-    from evalkit.io import atomic_directory, atomic_write_text, check_new_output
+    from evalkit.io import atomic_directory, atomic_write_text
     from evalkit.report.html.compare import render_comparison_html
     from evalkit.report.json_report import render_json
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_comparison_markdown
 
-    sources = [Path(folder) for folder in (baseline, *candidates)]
-    if out is not None:
-        check_new_output(out, force, inputs=sources, marker="report.json")
+    files = CommandFiles(force=force).reads_all(result_inputs([baseline, *candidates]))
+    files.reads(ledger_path).writes(out, option="--out", marker="report.json")
+    files.check()
     report = compare(
         baseline,
         *candidates,
@@ -118,8 +120,12 @@ def compare_command(
     )
     for candidate in report.candidates:
         warn_unpaired(candidate)
+    for candidate in report.candidates:
+        if candidate.test_set is not None:
+            files.reads(candidate.test_set.ledger)  # the ledger the verdicts read
+    files.check()
     if out is not None:
-        with atomic_directory(out, force, inputs=sources, marker="report.json") as staging:
+        with atomic_directory(out, force, inputs=files.inputs, marker="report.json") as staging:
             atomic_write_text(staging / "report.json", render_json(report))
             atomic_write_text(staging / "report.md", render_comparison_markdown(report))
             html = render_comparison_html(report, flip_outputs(report.candidates))

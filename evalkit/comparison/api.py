@@ -136,6 +136,12 @@ def _compare_one(
         format_errors=format_errors(paired),
         confusion=confusion_change(paired),
         flips=flipped_examples(paired, rare),
+        warnings=[
+            f"slice {scope.scope.removeprefix('slice:')!r} holds no paired example, so its "
+            "figures are empty and its rules judge nothing; check the contract's slices"
+            for scope in slices
+            if scope.n == 0
+        ],
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalkit.comparison.record_models import (
     GoldSplit,
@@ -309,6 +309,9 @@ class CandidateReport(_Model):
     """The ledger's state of the test set."""
     decision: Decision | None = None
     """``evalkit gate``'s decision record (``compare`` has one for all candidates)."""
+    warnings: list[str] = Field(default=[], exclude_if=lambda warnings: not warnings)
+    """What was compared but deserves a look: a slice that holds no paired example (its
+    rules judge nothing). The key is written only when there is a warning."""
 
 
 class RankedCandidate(_Model):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 FORMAT_VERSION = 1
 
@@ -246,3 +246,7 @@ class ScoreSummary(_Model):
     rescored_from: RescoredFrom | None = None
     """The result and contract this one replaces (``evalkit rescore``); null when scored
     from scratch. Everything else is what scoring from scratch writes."""
+    warnings: list[str] = Field(default=[], exclude_if=lambda warnings: not warnings)
+    """What scored but deserves a look: a slice that matches no gold item (its
+    figures are empty and its gate rules judge nothing). The key is written only
+    when there is a warning."""
