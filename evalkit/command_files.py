@@ -44,6 +44,7 @@ class _Output:
     option: str | None
     marker: str | None
     folder: bool
+    container: bool = False
 
     @property
     def name(self) -> str:
@@ -140,6 +141,16 @@ class CommandFiles:
             self._outputs.append(_Output(Path(path), option, marker, folder or marker is not None))
         return self
 
+    def writes_into(self, path: PathLike, *, option: str | None = None) -> CommandFiles:
+        """Declare a folder that receives outputs (``rescore --out DIR``: one DIR/<name> each).
+
+        It is checked as an output against the inputs and the other outputs,
+        but is never replaced itself: what it already holds stays, and each
+        output written into it is declared (and checked) on its own.
+        """
+        self._outputs.append(_Output(Path(path), option, None, True, container=True))
+        return self
+
     def check(self) -> None:
         """Refuse the first output that would replace an input, another output, or lose data."""
         for index, output in enumerate(self._outputs):
@@ -147,7 +158,8 @@ class CommandFiles:
                 _check_distinct(output, other)
         for output in self._outputs:
             _check_not_input(output.path, self._inputs)
-            _check_replaceable(output, self.force)
+            if not output.container:
+                _check_replaceable(output, self.force)
 
 
 def _check_distinct(first: _Output, second: _Output) -> None:

@@ -80,7 +80,9 @@ def rescore_command(
     contract column the gold file lacks, an existing DIR/<name> without
     --force).
     """
+    from evalkit.cli._files import result_inputs, schema_file_input
     from evalkit.cli._rescore_ledger import choose_ledger, record_rescore
+    from evalkit.command_files import CommandFiles
     from evalkit.contract.load import load_contract
     from evalkit.errors import UsageError
     from evalkit.io import check_new_output
@@ -88,6 +90,10 @@ def rescore_command(
     from evalkit.report.score_summary import render_rescore_lines
     from evalkit.scoring.rescore import recorded_inputs, rescore
 
+    # What the command line names is checked before anything is read or scored.
+    files = CommandFiles(force=force).reads(*results, contract_path, ledger_path)
+    files.reads_all(result_inputs(results)).reads(schema_file_input(contract_path))
+    files.writes_into(out, option="--out").check()
     load_contract(contract_path)  # a bad contract fails before any result is read
     names: dict[str, Path] = {}
     for folder in results:
