@@ -26,6 +26,7 @@ from evalkit.chat import (
     require_compared_roles,
 )
 from evalkit.chat.sources import is_jsonl, read_jsonl_exact
+from evalkit.documents import load_json
 from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
 from evalkit.io import read_table, require_columns, sha256_file, table_format
 
@@ -70,7 +71,6 @@ def split_sources(paths: Sequence[Path], *, minimum: int = 2) -> list[SplitSourc
 
 
 def _folder_sources(folder: Path) -> list[SplitSource]:
-    import orjson
 
     manifest = folder / "manifest.json"
     if not manifest.is_file():
@@ -79,9 +79,9 @@ def _folder_sources(folder: Path) -> list[SplitSource]:
             "or a folder written by evalkit split"
         )
     try:
-        splits = orjson.loads(manifest.read_bytes())["splits"]
+        splits = load_json(manifest)["splits"]
         names = [str(name) for name in splits]
-    except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+    except (KeyError, TypeError) as error:
         raise MalformedFile(
             f"{manifest}: no 'splits' object ({error}); is it a manifest written by evalkit split?"
         ) from error
