@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 import evalkit.fast_jsonl as fast_jsonl
 from evalkit.errors import MalformedFile
-from evalkit.io import _read_ndjson_tolerant, read_table
+from evalkit.io import read_table
+from evalkit.tables import _read_ndjson_tolerant
 
 
 def _write(path: Path, rows: list[object], raw_tail: str = "") -> Path:
@@ -33,7 +34,7 @@ def _whole_file(path: Path) -> pl.DataFrame | None:
     try:
         return pl.read_ndjson(path, infer_schema_length=None)
     except pl.exceptions.SchemaError:
-        return _read_ndjson_tolerant(path)
+        return _read_ndjson_tolerant(path.read_bytes())
     except pl.exceptions.PolarsError:
         return None
 
