@@ -249,8 +249,11 @@ def check_records(
 
 def _arrow_vouches(data: bytes, id_columns: Sequence[str]) -> bool:
     table = arrow_table(data)
-    if table is None:
-        return False
+    return table is not None and arrow_ids_are_text(table, id_columns)
+
+
+def arrow_ids_are_text(table: pa.Table, id_columns: Sequence[str]) -> bool:
+    """Whether each id column pyarrow read holds only text or integers (or nothing)."""
     import pyarrow as pa
 
     for column in id_columns:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from evalkit import containers, jsonl
 from evalkit.documents import read_bytes, require_regular_file
 from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile
+from evalkit.fast_jsonl import read_with_prefix_types
 
 if TYPE_CHECKING:
     import polars as pl
@@ -159,11 +160,13 @@ def read_jsonl_bytes(
     """JSON Lines as a frame, on the fastest path whose verdict is the reference's."""
     import polars as pl
 
-    from evalkit.fast_jsonl import read_with_prefix_types
-
     body = data.removeprefix(UTF8_BOM)
     if not body.strip():
         return pl.DataFrame()
+    if len(data) > jsonl.REFERENCE_BYTES:
+        read = _read_by_arrow(data, columns, ids)
+        if read is not None:
+            return read
     try:
         fast = read_with_prefix_types(body, columns)
         if fast is not None:
@@ -183,6 +186,39 @@ def read_jsonl_bytes(
         raise MalformedFile(f"{name}: cannot read as jsonl: {_first_line(error)}") from error
     _check(data, name, frame, ids, array)
     return frame
+
+
+def _read_by_arrow(
+    data: bytes, columns: Sequence[str] | None, ids: Sequence[str]
+) -> pl.DataFrame | None:
+    """A large file parsed once by pyarrow, which proves the rules as it reads.
+
+    When pyarrow vouches for the file (:func:`evalkit.jsonl.arrow_table`) and
+    its ids, the wanted columns are taken from its table if they hold plain
+    values (text, numbers, booleans: read exactly as polars reads them), and
+    from polars' own reading otherwise (nested values, where the two libraries
+    build different types). None: pyarrow could not vouch; read the slow way.
+    """
+    import polars as pl
+    import pyarrow as pa
+
+    table = jsonl.arrow_table(data)
+    if table is None or not jsonl.arrow_ids_are_text(table, ids):
+        return None
+    wanted = list(dict.fromkeys(columns)) if columns is not None else table.column_names
+    if not all(name in table.column_names for name in wanted):
+        wanted = table.column_names  # the caller names the missing column
+    plain = (pa.types.is_string, pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean,
+             pa.types.is_null)  # fmt: skip
+    if all(any(test(table.schema.field(name).type) for test in plain) for name in wanted):
+        frame = pl.from_arrow(table.select(wanted))
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+    body = data.removeprefix(UTF8_BOM)
+    fast = read_with_prefix_types(body, columns)
+    if fast is not None:
+        return fast.frame
+    return _only(pl.read_ndjson(io.BytesIO(body), infer_schema_length=None), columns)
 
 
 def _check(data: bytes, name: str, frame: pl.DataFrame, ids: Sequence[str], array: bool) -> None:
