@@ -87,6 +87,10 @@ CORPUS: dict[str, bytes] = {
     "nested 150 deep": _lines('{"id": "a", "output": "x", "d": ' + "[" * DEEP + "]" * DEEP + "}"),
     "nested 99 deep": _lines('{"id": "a", "output": "x", "d": ' + "[" * 99 + "]" * 99 + "}"),
     "nested 5000 deep": _lines('{"id": "a", "output": "x", "d": ' + "[" * 5000 + "]" * 5000 + "}"),
+    # pyarrow's parser crashes the process on such a line: it must never see it.
+    "nested 100000 deep": _lines(
+        '{"id": "a", "output": "x", "d": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    ),
     "not an object": _lines('{"id": "a", "output": "x"}', "[1, 2]"),
     "a string line": _lines('"just text"'),
     "trailing garbage": _lines('{"id": "a", "output": "x"} x'),
