@@ -406,3 +406,24 @@ def test_deep_json_prediction_is_exit_2(case: Path, run_cli, nul: bool) -> None:
         "-q",
     )
     assert_one_line_error(result, f"{pred}:2", "nested")
+
+
+def test_a_deep_line_in_an_audited_split_is_exit_2_not_a_crash(tmp_path: Path) -> None:
+    """Before: the audit's pyarrow reader was handed a 100,000-deep line: SIGSEGV (exit 139)."""
+    _jsonl(tmp_path / "a.jsonl", ['{"id": "a1", "text": "x"}'])
+    deep = tmp_path / "b.jsonl"
+    _jsonl(deep, ['{"id": "b1", "text": "z", "d": ' + _deep_json() + "}"])
+    command = [sys.executable, "-m", "evalkit", "audit", str(tmp_path / "a.jsonl"), str(deep),
+               "--id", "id", "--text", "text", "--quiet"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert f"{deep}:1: nested deeper than 100 levels" in done.stderr
+
+
+def test_a_lone_surrogate_is_refused_not_rewritten(tmp_path: Path, run_cli) -> None:
+    """Before: split read "x\\ud800y" as "x\\u0000y" and wrote that back."""
+    rows = [f'{{"id": "i{i}", "g": "g{i}", "text": "x\\ud800y"}}' for i in range(6)]
+    data = _jsonl(tmp_path / "s.jsonl", rows)
+    result = run_cli("split", data, "--out", tmp_path / "out", "--group", "g", "--sizes",
+                     "3,2,1", "--format", "jsonl")  # fmt: skip
+    assert_one_line_error(result, f"{data}:1", "lone surrogate")
