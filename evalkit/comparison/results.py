@@ -21,7 +21,7 @@ from evalkit.errors import (
     MalformedFile,
     UnreadableFile,
 )
-from evalkit.io import read_table, require_columns, sha256_file
+from evalkit.io import hash_early, read_table, require_columns, sha256_file
 
 if TYPE_CHECKING:
     import polars as pl
@@ -73,6 +73,13 @@ class ClassSummary(_Loose):
     rare: bool = False
 
 
+class LookRef(_Loose):
+    """The result's line in the ledger (``summary.json`` ``look``)."""
+
+    line: int
+    sha256: str
+
+
 class ResultSummary(_Loose):
     """The part of ``summary.json`` that comparison reads."""
 
@@ -87,6 +94,8 @@ class ResultSummary(_Loose):
     base: dict[str, Any] | None = None
     card: dict[str, Any] | None = None
     ledger: str | None = None
+    look: LookRef | None = None
+    examples_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,8 @@ class ScoredResult:
     summary: ResultSummary
     examples: pl.DataFrame
     summary_sha256: str
+    examples_sha256: str | None = None
+    """sha256 of ``examples.parquet`` as read (None for a result built in memory)."""
 
     @property
     def name(self) -> str:
@@ -199,11 +210,14 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
             f"{folder}: is a file; pass the folder written by evalkit score "
             "(with summary.json and examples.parquet)"
         )
-    summary_path = folder / "summary.json"
+    summary_path, examples_path = folder / "summary.json", folder / "examples.parquet"
+    hash_early([summary_path, examples_path])
     summary = _read_summary(summary_path)
     _check_fingerprint(summary, summary_path)
-    examples = _read_examples(folder / "examples.parquet", summary)
-    return ScoredResult(folder, summary, examples, sha256_file(summary_path))
+    examples = _read_examples(examples_path, summary)
+    return ScoredResult(
+        folder, summary, examples, sha256_file(summary_path), sha256_file(examples_path)
+    )
 
 
 def check_compatible(baseline: ScoredResult, candidate: ScoredResult) -> None:

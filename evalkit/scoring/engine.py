@@ -23,6 +23,7 @@ from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
 from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, UnknownColumn, UsageError
 from evalkit.io import read_table, sha256_file, table_format
+from evalkit.provenance.gold_content import content_sha256
 from evalkit.scoring import aggregate, answers
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.predictions import predictions_sha256, read_predictions
@@ -258,7 +259,8 @@ def score(
     ignored. ``workers`` sets the parsing processes (default: all cores for
     large inputs). ``card`` (an :class:`~evalkit.AdapterCard` or its JSON
     data) and ``base`` record where the predictions came from, ``ledger`` the
-    ledger the caller records this look in (see :func:`evalkit.append_look`).
+    ledger this look goes to: :meth:`ScoreResult.write` appends it there
+    before it writes the folder (see :func:`evalkit.append_look`).
     Bad input raises an :class:`~evalkit.errors.EvalkitError`.
     """
     if on_duplicate not in ("error", "first", "last"):
@@ -284,6 +286,7 @@ def score(
         parsing = ParsedOutputs(loaded, resolved.predictions["output"], workers, pool)
         kept = resolved.predictions.drop("output")
         gold_frame = read_gold(gold_path, loaded, label)  # while the outputs are parsed
+        gold_content = hashing.submit(content_sha256, gold_frame)
         aligned, unknown_ids, unknown_example = _align(gold_frame, kept)
         resolved_duplicates = resolved.duplicate_ids
         del resolved, gold_frame
@@ -310,7 +313,12 @@ def score(
                 normalized=normalized_contract(loaded),
                 evaluator=Evaluator(**evaluator_semantics()),
             ),
-            gold=GoldInfo(path=str(gold_path), sha256=gold_hash.result(), n=n_gold),
+            gold=GoldInfo(
+                path=str(gold_path),
+                sha256=gold_hash.result(),
+                n=n_gold,
+                content_sha256=gold_content.result(),
+            ),
             predictions=PredictionsInfo(
                 path=str(pred_path),
                 sha256=pred_hash.result(),

@@ -33,6 +33,11 @@ class ScoreResult:
         *,
         force: bool = False,
         extra_files: Mapping[str, bytes] | None = None,
+        purpose: str | None = None,
     ) -> Path:
-        """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``."""
-        return write_score(self, out, force=force, extra_files=extra_files)
+        """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``.
+
+        With a ledger in the summary (``score(..., ledger=...)``) the look is
+        appended there, with ``purpose``, before the folder is published.
+        """
+        return write_score(self, out, force=force, extra_files=extra_files, purpose=purpose)
