@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from evalkit.comparison.verify import verify_summary
 from evalkit.errors import (
     IncompatibleResults,
     InvalidTable,
@@ -128,7 +129,7 @@ def _first_error(error: ValidationError) -> str:
     return f"key {key!r}: {detail['msg'].lower()}"
 
 
-def _read_summary(path: Path) -> ResultSummary:
+def _read_summary(path: Path) -> tuple[dict[str, Any], ResultSummary]:
     import orjson
 
     if not path.is_file():
@@ -152,7 +153,7 @@ def _read_summary(path: Path) -> ResultSummary:
             f"{path}: format_version {summary.format_version} is newer than this evalkit "
             f"understands ({SUPPORTED_FORMAT_VERSION}); upgrade evalkit"
         )
-    return summary
+    return raw, summary
 
 
 def _read_examples(path: Path, summary: ResultSummary) -> pl.DataFrame:
@@ -173,18 +174,20 @@ def _read_examples(path: Path, summary: ResultSummary) -> pl.DataFrame:
                 f"{RERUN_HINT}"
             )
     frame = frame.with_columns(pl.col("id").cast(pl.String), pl.col("class").cast(pl.String))
-    if frame["id"].n_unique() < frame.height:
-        duplicated = frame.filter(pl.col("id").is_duplicated())["id"]
-        raise InvalidTable(
-            f"{path}: id {duplicated.sort()[0]!r} occurs more than once; ids must be unique"
-        )
+    # evalkit score writes examples sorted by id; sort only what is not. In id
+    # order a repeated id is next to itself: no hash table over a million ids.
+    if not frame["id"].is_sorted():
+        frame = frame.sort("id")
+    ids = frame["id"]
+    repeated = ids.slice(1).filter(ids.slice(1) == ids.slice(0, max(len(ids) - 1, 0)))
+    if len(repeated):
+        raise InvalidTable(f"{path}: id {repeated[0]!r} occurs more than once; ids must be unique")
     if frame.height != summary.overall.n:
         raise InvalidTable(
             f"{path}: {frame.height} rows but summary.json says overall.n = "
             f"{summary.overall.n}; the folder mixes two runs, {RERUN_HINT}"
         )
-    # evalkit score writes examples sorted by id; sort only what is not.
-    return frame if frame["id"].is_sorted() else frame.sort("id")
+    return frame
 
 
 def _check_fingerprint(summary: ResultSummary, path: Path) -> None:
@@ -201,7 +204,13 @@ def _check_fingerprint(summary: ResultSummary, path: Path) -> None:
 
 
 def load_result(path: str | os.PathLike[str]) -> ScoredResult:
-    """Read and check a result folder written by ``evalkit score``."""
+    """Read and check a result folder written by ``evalkit score``.
+
+    Beyond the shape of both files, the contract block must hash to its
+    fingerprint, ``examples.parquet`` to the ``examples_sha256`` the summary
+    records, and the summary's figures must be what the examples and the
+    contract give (:mod:`evalkit.comparison.verify`); otherwise exit 2.
+    """
     folder = Path(path)
     if not folder.exists():
         raise UnreadableFile(f"{folder}: no such folder; pass a folder written by evalkit score")
@@ -212,12 +221,12 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
         )
     summary_path, examples_path = folder / "summary.json", folder / "examples.parquet"
     hash_early([summary_path, examples_path])
-    summary = _read_summary(summary_path)
+    raw, summary = _read_summary(summary_path)
     _check_fingerprint(summary, summary_path)
     examples = _read_examples(examples_path, summary)
-    return ScoredResult(
-        folder, summary, examples, sha256_file(summary_path), sha256_file(examples_path)
-    )
+    examples_sha256 = sha256_file(examples_path)
+    verify_summary(summary_path, raw, examples_path, examples, examples_sha256)
+    return ScoredResult(folder, summary, examples, sha256_file(summary_path), examples_sha256)
 
 
 def check_compatible(baseline: ScoredResult, candidate: ScoredResult) -> None:
