@@ -91,7 +91,7 @@ def test_content_parts_join_text_and_count_the_rest(tmp_path: Path) -> None:
         tmp_path / "parts.jsonl", [{"messages": [{"role": "user", "content": parts}]}]
     )
     chat = chat_from_file(path)
-    assert chat.messages() == [[{"role": "user", "content": "look at this"}]]
+    assert [as_pairs(c) for c in chat.messages()] == [[("user", "look at this")]]
     assert chat.skipped_parts == 1
 
 
@@ -111,10 +111,13 @@ def test_string_and_parts_content_mixed_across_rows_are_read_exactly(tmp_path: P
 
 
 def test_sharegpt_roles_are_mapped(tmp_path: Path) -> None:
+    # function_call is the assistant's own call (LLaMA-Factory's function_tag), observation
+    # the tool's answer.
+    call = json.dumps({"name": "lookup", "arguments": {"order": 1}})
     conversation = [
         {"from": "system", "value": "S"},
         {"from": "human", "value": "q"},
-        {"from": "function_call", "value": "call"},
+        {"from": "function_call", "value": call},
         {"from": "observation", "value": "obs"},
         {"from": "gpt", "value": "a"},
     ]
@@ -124,11 +127,11 @@ def test_sharegpt_roles_are_mapped(tmp_path: Path) -> None:
     assert [m["role"] for m in chat.messages()[0]] == [
         "system",
         "user",
-        "tool",
+        "assistant",
         "tool",
         "assistant",
     ]
-    assert chat.compared_text().to_list() == ["q\ncall\nobs\na"]
+    assert chat.compared_text().to_list() == ['q\n\nlookup {"order": 1}\nobs\na']
 
 
 def test_prompt_completion_conversations_are_joined(tmp_path: Path) -> None:
@@ -163,12 +166,13 @@ def test_text_column_stays_text_even_when_it_starts_like_json(tmp_path: Path) ->
 
 
 def test_tool_call_message_without_content_has_empty_text() -> None:
+    call = {"id": "1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
     frame = pl.DataFrame(
         {
             "messages": [
                 [
                     {"role": "user", "content": "weather?", "tool_calls": None},
-                    {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
                 ]
             ]
         }
@@ -272,10 +276,10 @@ def test_a_number_column_is_not_text() -> None:
         read_chat(pl.DataFrame({"n": [1, 2]}), "n", source="f")
 
 
-def test_three_text_columns_are_refused() -> None:
-    frame = pl.DataFrame({"a": ["x"], "b": ["y"], "c": ["z"]})
-    with pytest.raises(UsageError, match="one column, or two"):
-        read_chat(frame, ["a", "b", "c"], source="f")
+def test_four_text_columns_are_refused() -> None:
+    frame = pl.DataFrame({"a": ["x"], "b": ["y"], "c": ["z"], "d": ["w"]})
+    with pytest.raises(UsageError, match="one column, two .* or three"):
+        read_chat(frame, ["a", "b", "c", "d"], source="f")
 
 
 # --- one semantics: the vectorised path equals the reference --------------------------
@@ -317,11 +321,11 @@ def test_vectorised_path_equals_the_reference(conversations: list[list[dict[str,
 @given(conversation)
 def test_normalising_is_idempotent_and_keeps_the_order(value: list[dict[str, Any]]) -> None:
     once = normalize_value(value)
-    again = normalize_value([{"role": role, "content": text} for role, text in once.messages])
+    again = normalize_value([{"role": role, "content": text} for role, text in once.pairs])
     assert again.messages == once.messages
     assert len(once.messages) == len(value)
     mapped = {"developer": "system"}
-    assert [role for role, _ in once.messages] == [mapped.get(m["role"], m["role"]) for m in value]
+    assert [role for role, _ in once.pairs] == [mapped.get(m["role"], m["role"]) for m in value]
 
 
 @settings(max_examples=40, deadline=None)
@@ -341,7 +345,7 @@ def test_a_planted_fault_is_found_at_the_same_row_on_both_paths(
 
 
 sharegpt_names = st.sampled_from(
-    ["system", "human", "user", "gpt", "assistant", "tool", "function_call", "observation"]
+    ["system", "human", "user", "gpt", "assistant", "tool", "observation"]
 )
 sharegpt_conversation = st.lists(
     st.builds(lambda name, value: {"from": name, "value": value}, sharegpt_names, texts),
@@ -359,8 +363,8 @@ def test_sharegpt_normalising_is_idempotent_and_keeps_the_order(
 
     once = normalize_value(value)
     assert once.shape == "sharegpt"
-    assert once.messages == [(SHAREGPT_ROLES[m["from"]], m["value"]) for m in value]
-    again = normalize_value([{"role": role, "content": text} for role, text in once.messages])
+    assert once.pairs == [(SHAREGPT_ROLES[m["from"]], m["value"]) for m in value]
+    again = normalize_value([{"role": role, "content": text} for role, text in once.pairs])
     assert again.messages == once.messages
 
 
@@ -374,7 +378,8 @@ def test_a_normalised_column_written_and_read_again_is_unchanged(
     with tempfile.TemporaryDirectory() as folder:
         first_path = write_jsonl(Path(folder) / "a.jsonl", [{"m": c} for c in conversations])
         first = chat_from_file(first_path, "m").messages()
-        second_path = write_jsonl(Path(folder) / "b.jsonl", [{"m": c} for c in first])
+        pairs = [[{"role": m["role"], "content": m["content"]} for m in c] for c in first]
+        second_path = write_jsonl(Path(folder) / "b.jsonl", [{"m": c} for c in pairs])
         assert chat_from_file(second_path, "m").messages() == first
 
 
