@@ -383,10 +383,11 @@ def test_a_normalised_column_written_and_read_again_is_unchanged(
         assert chat_from_file(second_path, "m").messages() == first
 
 
-def test_split_keeps_content_types_that_only_jsonl_can_write_back(tmp_path: Path, run_cli) -> None:
+def test_split_keeps_content_types_a_frame_cannot_hold(tmp_path: Path, run_cli) -> None:
     # OpenAI's vision fine-tuning files: string content in some messages, parts in others.
     # polars converts such a column, so a split file written from the frame would change
-    # the values; only JSONL output, of the input's own lines, keeps them.
+    # the values: JSONL output holds the input's own lines, Parquet the values' JSON text,
+    # and CSV (which cannot) is refused.
     def row(index: int) -> dict[str, Any]:
         parts = [{"type": "text", "text": f"what is in picture {index}"}]
         parts.append({"type": "image_url", "image_url": {"url": f"file:///{index}.png"}})
@@ -401,16 +402,23 @@ def test_split_keeps_content_types_that_only_jsonl_can_write_back(tmp_path: Path
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\r\n" for r in rows))
     args = ["split", path, "--group", "g", "--id", "id", "--text", "messages",
             "--sizes", "4,2", "--names", "train,test"]  # fmt: skip
-    for fmt in ("parquet", "csv"):
-        result = run_cli(*args, "--out", tmp_path / fmt, "--format", fmt)
-        assert_one_line_error(result, "mixed.jsonl", "'messages'", f"which {fmt} cannot keep",
-                              "--format jsonl")  # fmt: skip
-        assert not (tmp_path / fmt).exists()
+    result = run_cli(*args, "--out", tmp_path / "csv", "--format", "csv")
+    assert_one_line_error(result, "mixed.jsonl", "'messages'", "which csv cannot keep",
+                          "--format jsonl")  # fmt: skip
+    assert not (tmp_path / "csv").exists()
+    result = run_cli(*args, "--out", tmp_path / "parquet", "--format", "parquet")
+    assert result.exit_code == 0, result.stderr
+    assert "written as JSON text: messages" in result.stdout
+    by_id = {r["id"]: r for r in rows}
+    for name in ("train", "test"):
+        table = pl.read_parquet(tmp_path / "parquet" / f"{name}.parquet")
+        assert table.schema["messages"] == pl.String
+        for identifier, text in zip(table["id"], table["messages"], strict=True):
+            assert json.loads(text) == by_id[identifier]["messages"]
     out = tmp_path / "out"
     result = run_cli(*args, "--out", out, "--format", "jsonl")
     assert result.exit_code == 0, result.stderr
     assignments = pl.read_parquet(out / "assignments.parquet")
-    by_id = {r["id"]: r for r in rows}
     for name in ("train", "test"):
         written = [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
         ids = sorted(assignments.filter(pl.col("split") == name)["id"].to_list())
@@ -418,6 +426,11 @@ def test_split_keeps_content_types_that_only_jsonl_can_write_back(tmp_path: Path
     assert "\r" not in (out / "train.jsonl").read_text()
     audit = run_cli("audit", out, "--id", "id", "--text", "messages", "--group", "g")
     assert audit.exit_code == 0, audit.stderr
+    # The Parquet split reads back as the same conversations (JSON text in a string column).
+    again = run_cli("audit", tmp_path / "parquet", "--id", "id", "--text", "messages",
+                    "--group", "g")  # fmt: skip
+    assert again.exit_code == 0, again.stderr
+    assert "conversations (messages, JSON text)" in again.stdout
 
 
 def test_text_parts_whose_text_is_null_in_every_row_are_bad_input(tmp_path: Path) -> None:

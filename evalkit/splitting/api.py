@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, SupportsIndex
@@ -77,38 +77,61 @@ class SplitResult:
 
         return SplitManifest.model_validate(self.record.to_json())
 
-    lines: dict[str, list[bytes]] | None = None
-    """The input's JSONL lines of each split, as written, when ``frames`` cannot hold
-    the text column's values (content a string in some messages and a list of parts
-    in others, as OpenAI's vision fine-tuning files have): polars converted them
-    there, so only JSONL output, of these lines, keeps them."""
+    rows: dict[str, IntArray] | None = None
+    """The input's row numbers of each split, in the rows' order of ``frames``, when the
+    input is a file: what the split files are written back from."""
+    retyped: bool = False
+    """The frame cannot hold the text column's values (content a string in some messages
+    and a list of parts in others, as OpenAI's vision fine-tuning files have): polars
+    converted them, so only the input's values (JSONL lines, JSON text) keep them."""
 
-    def write(self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False) -> None:
+    def write(
+        self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False
+    ) -> ManifestRecord:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
 
-        All files are written into a temporary folder that replaces ``out`` only
-        once everything succeeded; an existing ``out`` needs ``force``, and is
-        never replaced if it holds the input or is a folder this did not write.
+        A JSONL input is written back as it was read (:mod:`evalkit.splitting.writeback`):
+        JSONL output holds its lines byte for byte, Parquet output its nested values as
+        written (as JSON text where the frame would change them). All files are written
+        into a temporary folder that replaces ``out`` only once everything succeeded; an
+        existing ``out`` needs ``force``, and is never replaced if it holds the input or is
+        a folder this did not write. Returns the manifest as written.
         """
+        from evalkit.chat.sources import is_jsonl
+        from evalkit.splitting.writeback import changed_columns, split_lines, with_json_text
+
         source = self.record.input.path
-        if self.lines is not None and fmt != "jsonl":
+        path = Path(source) if source is not None else None
+        if self.retyped and fmt == "csv":
             info = self.record.text
             column = repr(info.columns[0]) if info is not None else "the text column"
             raise InvalidTable(
                 f"{source}: column {column} holds content as text in some messages and as a "
                 f"list of parts in others, which {fmt} cannot keep; pass --format jsonl "
-                "(the split files then hold the input's lines as written)"
+                "(the split files then hold the input's lines as written) or parquet"
             )
-        inputs = [Path(source)] if source is not None else []
+        from_lines = path is not None and self.rows is not None and is_jsonl(path)
+        lines = split_lines(path, self.rows) if from_lines and fmt == "jsonl" else None  # type: ignore[arg-type]
+        changed: dict[str, list[str | None]] = {}
+        if from_lines and fmt == "parquet":
+            assert path is not None and self.rows is not None
+            converted = self.record.text.columns if self.retyped and self.record.text else []
+            changed = changed_columns(path, self.frames, self.rows, converted)
+        record = replace(self.record, json_text_columns=sorted(changed))
+        inputs = [path] if path is not None else []
         with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
             for name, frame in self.frames.items():
-                if self.lines is not None:
-                    (staging / f"{name}.{fmt}").write_bytes(b"".join(self.lines[name]))
+                if lines is not None:
+                    (staging / f"{name}.{fmt}").write_bytes(lines[name])
                     continue
+                if changed:
+                    assert self.rows is not None
+                    frame = with_json_text(frame, changed, self.rows[name])
                 write_table(frame, staging / f"{name}.{fmt}", fmt)
             write_table(self.assignments, staging / "assignments.parquet", "parquet")
-            text = manifest_text(self.record)
+            text = manifest_text(record)
             (staging / "manifest.json").write_text(text, encoding="utf-8")
+        return record
 
 
 def split(
@@ -128,6 +151,8 @@ def split(
     near_dup: float | None = None,
     freeze: Path | str | None = None,
     tokenizer: Path | str | None = None,
+    system: str | None = None,
+    tools: str | None = None,
 ) -> SplitResult:
     """Split ``data`` into named parts, keeping every group whole.
 
@@ -140,12 +165,15 @@ def split(
     count misses by more than ``tolerance`` items.
 
     ``text`` is a column of text or of conversations (``{role, content}`` or
-    ShareGPT ``{from, value}`` messages), or two columns (TRL's
-    prompt-completion form). Its lengths are the characters of every turn, or
-    tokens of a local ``tokenizer`` (a tokenizer.json, or a folder holding
-    one) for text columns; ``near_dup`` compares the turns of ``roles``
-    (default: every role but system, so a shared system prompt is no
-    duplicate).
+    ShareGPT ``{from, value}`` messages, nested or as JSON text), two columns
+    (TRL's prompt-completion form) or three (Alpaca's instruction, input and
+    output); ``system`` and ``tools`` name the columns of system prompts and
+    tools (default: columns named ``system`` and ``tools``, when present). Its
+    lengths are the characters of every turn (tool calls included), or tokens
+    of a local ``tokenizer`` (a tokenizer.json, or a folder holding one);
+    ``near_dup`` compares the turns of ``roles`` (default: every role but
+    system, so a shared system prompt is no duplicate), their text and their
+    tool calls' names and arguments.
     """
     text_columns = _text_columns(text)
     compared_roles = _compared_roles(roles) if text_columns or roles is not None else ()
@@ -165,6 +193,8 @@ def split(
         near_dup=float(near_dup) if near_dup is not None else None,
         freeze=str(freeze) if freeze is not None else None,
         tokenizer=str(tokenizer) if tokenizer is not None else None,
+        system=system,
+        tools=tools,
     )
     _check_options(options)
     path = Path(data) if isinstance(data, str | Path) else None
@@ -175,8 +205,12 @@ def split(
     check_table(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
     )
-    chat = _read_chat(frame, text_columns, source, path) if text_columns else None
-    retyped = chat is not None and chat.retyped and path is not None
+    chat = _read_chat(frame, text_columns, source, path, system, tools) if text_columns else None
+    if chat is not None and roles is not None and not chat.is_conversation:
+        raise UsageError(
+            f"--roles {','.join(compared_roles)}: --text {' '.join(text_columns)} holds plain "
+            "text, not conversations; --roles chooses the conversation turns compared"
+        )
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
     grouping = _grouping(frame, options, chat, compared_roles, source)
@@ -227,7 +261,8 @@ def split(
         frames=_split_frames(frame, row_split, options.names, order),
         assignments=_assignments(frame, group, id_column, split_column, order),
         record=record,
-        lines=_split_lines(path, row_split, options.names, order) if retyped else None,
+        rows=_split_rows(row_split, options.names, order) if path is not None else None,
+        retyped=chat is not None and chat.retyped,
     )
 
 
@@ -262,11 +297,16 @@ def _compared_roles(roles: str | Sequence[str] | None) -> tuple[Role, ...]:
 
 
 def _read_chat(
-    frame: pl.DataFrame, columns: Sequence[str], source: str, path: Path | None
+    frame: pl.DataFrame,
+    columns: Sequence[str],
+    source: str,
+    path: Path | None,
+    system: str | None,
+    tools: str | None,
 ) -> ChatColumn:
     from evalkit.chat import read_chat
 
-    return read_chat(frame, columns, source=source, path=path)
+    return read_chat(frame, columns, source=source, path=path, system=system, tools=tools)
 
 
 def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
@@ -276,6 +316,13 @@ def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
         shape=chat.shape,
         compared_roles=list(roles) if chat.is_conversation else None,
         skipped_parts=chat.skipped_parts,
+        json_text=chat.json_text,
+        system_column=chat.system_column,
+        system_added=chat.system_added,
+        system_kept=chat.system_kept,
+        tools_column=chat.tools_column,
+        tool_calls=chat.tool_call_count,
+        untrained_turns=chat.flagged_untrained,
     )
 
 
@@ -294,6 +341,9 @@ def _check_options(options: SplitOptions) -> None:
         raise UsageError("--tokenizer needs --text COL: the column whose tokens are counted")
     if options.roles is not None and options.text is None:
         raise UsageError("--roles needs --text COL: a conversation column whose turns are compared")
+    for option, value in (("--system", options.system), ("--tools", options.tools)):
+        if value is not None and options.text is None:
+            raise UsageError(f"{option} needs --text COL: the conversation column it goes with")
 
 
 @dataclass(frozen=True)
@@ -380,19 +430,13 @@ def _assignments(
     return table[order] if order is not None else table
 
 
-def _split_lines(
-    path: Path | None, row_split: IntArray, names: Sequence[str], order: IntArray | None
-) -> dict[str, list[bytes]]:
-    """The input's JSONL lines of each split, in the rows' order of :func:`_split_frames`."""
-    from evalkit.chat.sources import jsonl_lines
-
-    assert path is not None
-    lines = jsonl_lines(path)
-    rows = order if order is not None else np.arange(len(lines))
-    return {
-        name: [lines[row] for row in rows if row_split[row] == index]
-        for index, name in enumerate(names)
-    }
+def _split_rows(
+    row_split: IntArray, names: Sequence[str], order: IntArray | None
+) -> dict[str, IntArray]:
+    """The input rows of each split, in the rows' order of :func:`_split_frames`."""
+    rows = order if order is not None else np.arange(len(row_split))
+    placed = row_split[rows]
+    return {name: rows[placed == index] for index, name in enumerate(names)}
 
 
 def _split_frames(
