@@ -278,7 +278,7 @@ def test_a_number_column_is_not_text() -> None:
 
 def test_four_text_columns_are_refused() -> None:
     frame = pl.DataFrame({"a": ["x"], "b": ["y"], "c": ["z"], "d": ["w"]})
-    with pytest.raises(UsageError, match="one column, two .* or three"):
+    with pytest.raises(UsageError, match=r"one column, two .* or three"):
         read_chat(frame, ["a", "b", "c", "d"], source="f")
 
 

@@ -166,12 +166,14 @@ def tools_value(value: Any) -> Any:
         except orjson.JSONDecodeError as error:
             raise ConversationProblem(
                 f"is text that is not JSON ({str(error).split(':')[0]}): {short(value)}; give "
-                f"the tools as a list of function schemas [{TOOL_SHAPE}], or its JSON text"
+                f"the tools as a list of function schemas [{TOOL_SHAPE}], or its JSON text",
+                item="tool",
             ) from None
     if not isinstance(value, list | tuple):
         raise ConversationProblem(
             f"is {described(value)}; give the tools as a list of function schemas "
-            f"[{TOOL_SHAPE}], or its JSON text"
+            f"[{TOOL_SHAPE}], or its JSON text",
+            item="tool",
         )
     for number, tool in enumerate(value):
         _check_schema(tool, number)
