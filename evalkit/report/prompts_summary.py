@@ -42,5 +42,6 @@ def render_prompts_summary(prompts: PromptFile, out: str) -> str:
             "output file with: evalkit score --pred-format openai-batch --pred OUTPUT.jsonl ..."
         )
     else:
-        lines.append(f"wrote {out} (jsonl: id and messages per line)")
+        what = "id, messages and tools" if prompts.with_tools else "id and messages"
+        lines.append(f"wrote {out} (jsonl: {what} per line)")
     return "\n".join(lines)

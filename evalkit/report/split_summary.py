@@ -144,6 +144,8 @@ def conversation_extras(text: TextInfo) -> list[str]:
             parts.append(f"tools from column {text.tools_column}")
         parts.append(f"{text.tool_calls:,} tool calls")
         if text.untrained_turns:
-            parts.append(f"{text.untrained_turns:,} turns flagged not to train (weight 0)")
+            parts.append(
+                f"{text.untrained_turns:,} turns flagged not to train on (weight 0, training false)"
+            )
         lines.append("tools: " + "; ".join(parts))
     return lines
