@@ -114,7 +114,9 @@ def tokens_command(
     Each FILE (JSONL, CSV or Parquet) is a split, named by its file stem; a
     folder written by `evalkit split` stands for its splits. Conversations
     are rendered with the tokenizer's chat template and encoded as
-    apply_chat_template(tokenize=True) does; the loss mask is on assistant
+    apply_chat_template(messages, tools=tools, tokenize=True) does (tool
+    calls, tool answers and the row's --tools column reach the template);
+    the loss mask is on assistant
     turns (their content and the end-of-turn token that closes them), taken
     from the template's {% generation %} markers when it has them.
 
