@@ -32,6 +32,7 @@ from evalkit.chat.extras import (
 from evalkit.chat.frame import NormalizedColumn
 from evalkit.chat.reading import read_column
 from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, ROLES, Role
+from evalkit.chat.texts import TURN_SEPARATOR, joined_texts, message_chars, message_text
 from evalkit.errors import InvalidConversation, UsageError
 from evalkit.io import require_columns
 
@@ -40,43 +41,6 @@ if TYPE_CHECKING:
 
 Kind = Literal["text", "conversation"]
 ColumnShape = Literal["text", "messages", "sharegpt", "alpaca"]
-TURN_SEPARATOR = "\n"
-
-
-def _message_text() -> pl.Expr:
-    """A message's compared text: its content, then each tool call's name and arguments."""
-    import polars as pl
-
-    message, call = pl.element(), pl.element()
-    calls = (
-        message.struct.field("tool_calls")
-        .list.eval(
-            pl.concat_str(
-                [call.struct.field("name"), call.struct.field("arguments")], separator=" "
-            )
-        )
-        .list.join(TURN_SEPARATOR)
-    )
-    return pl.concat_str(
-        [message.struct.field("content"), calls], separator=TURN_SEPARATOR, ignore_nulls=True
-    )
-
-
-def _message_chars() -> pl.Expr:
-    """A message's characters: its content's, and its tool calls' names and arguments."""
-    import polars as pl
-
-    message, call = pl.element(), pl.element()
-    calls = (
-        message.struct.field("tool_calls")
-        .list.eval(
-            call.struct.field("name").str.len_chars()
-            + call.struct.field("arguments").str.len_chars()
-        )
-        .list.sum()
-        .fill_null(0)
-    )
-    return message.struct.field("content").str.len_chars() + calls
 
 
 @dataclass(frozen=True)
@@ -166,10 +130,10 @@ class ChatColumn:
         import polars as pl
 
         if self.conversations is None:
-            return _joined_texts(self.texts)
+            return joined_texts(self.texts)
         element = pl.element()
         chosen = element.struct.field("role").is_in(list(roles))
-        text = _message_text() if self.tool_call_count else element.struct.field("content")
+        text = message_text() if self.tool_call_count else element.struct.field("content")
         return (
             self.conversations.list.eval(text.filter(chosen))
             .list.join(TURN_SEPARATOR)
@@ -188,7 +152,7 @@ class ChatColumn:
     def full_text(self) -> pl.Series:
         """Every turn's content (and tool calls) joined: the text of the whole example."""
         if self.conversations is None:
-            return _joined_texts(self.texts)
+            return joined_texts(self.texts)
         return self.compared_text(ROLES)
 
     def char_lengths(self) -> pl.Series:
@@ -203,7 +167,7 @@ class ChatColumn:
             total = lengths[0].fill_null(0) + lengths[1].fill_null(0)
             return pl.select(pl.when(pl.lit(both_null)).then(None).otherwise(total)).to_series()
         chars = (
-            _message_chars()
+            message_chars()
             if self.tool_call_count
             else pl.element().struct.field("content").str.len_chars()
         )
@@ -294,18 +258,6 @@ def require_compared_roles(chats: Sequence[ChatColumn], roles: Sequence[Role]) -
         f"--roles {','.join(roles)}: no conversation has such a turn, so every item would "
         f"be compared as empty text; the conversations have {have} turns"
     )
-
-
-def _joined_texts(texts: tuple[pl.Series, ...]) -> pl.Series:
-    import polars as pl
-
-    if len(texts) == 1:
-        return texts[0].alias("text")
-    both_null = texts[0].is_null() & texts[1].is_null()
-    joined = pl.concat_str(
-        [pl.lit(texts[0]), pl.lit(texts[1])], separator=TURN_SEPARATOR, ignore_nulls=True
-    )
-    return pl.select(pl.when(pl.lit(both_null)).then(None).otherwise(joined).alias("text"))["text"]
 
 
 def _text_columns(columns: str | Sequence[str]) -> tuple[str, ...]:

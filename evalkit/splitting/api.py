@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, SupportsIndex
@@ -20,14 +20,8 @@ import numpy as np
 import polars as pl
 
 from evalkit._version import __version__
-from evalkit.errors import InfeasibleSplit, InvalidTable, UsageError
-from evalkit.io import (
-    TableFormat,
-    atomic_directory,
-    read_table,
-    sha256_file,
-    write_table,
-)
+from evalkit.errors import InfeasibleSplit, UsageError
+from evalkit.io import TableFormat, read_table, sha256_file
 from evalkit.splitting.assign import assign_groups
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
@@ -48,7 +42,6 @@ from evalkit.splitting.record import (
     Merging,
     SplitOptions,
     TextInfo,
-    manifest_text,
 )
 from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, Problem, required_classes
@@ -97,41 +90,9 @@ class SplitResult:
         existing ``out`` needs ``force``, and is never replaced if it holds the input or is
         a folder this did not write. Returns the manifest as written.
         """
-        from evalkit.chat.sources import is_jsonl
-        from evalkit.splitting.writeback import changed_columns, split_lines, with_json_text
+        from evalkit.splitting.writeback import write_split
 
-        source = self.record.input.path
-        path = Path(source) if source is not None else None
-        if self.retyped and fmt == "csv":
-            info = self.record.text
-            column = repr(info.columns[0]) if info is not None else "the text column"
-            raise InvalidTable(
-                f"{source}: column {column} holds content as text in some messages and as a "
-                f"list of parts in others, which {fmt} cannot keep; pass --format jsonl "
-                "(the split files then hold the input's lines as written) or parquet"
-            )
-        from_lines = path is not None and self.rows is not None and is_jsonl(path)
-        lines = split_lines(path, self.rows) if from_lines and fmt == "jsonl" else None  # type: ignore[arg-type]
-        changed: dict[str, list[str | None]] = {}
-        if from_lines and fmt == "parquet":
-            assert path is not None and self.rows is not None
-            converted = self.record.text.columns if self.retyped and self.record.text else []
-            changed = changed_columns(path, self.frames, self.rows, converted)
-        record = replace(self.record, json_text_columns=sorted(changed))
-        inputs = [path] if path is not None else []
-        with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
-            for name, frame in self.frames.items():
-                if lines is not None:
-                    (staging / f"{name}.{fmt}").write_bytes(lines[name])
-                    continue
-                if changed:
-                    assert self.rows is not None
-                    frame = with_json_text(frame, changed, self.rows[name])
-                write_table(frame, staging / f"{name}.{fmt}", fmt)
-            write_table(self.assignments, staging / "assignments.parquet", "parquet")
-            text = manifest_text(record)
-            (staging / "manifest.json").write_text(text, encoding="utf-8")
-        return record
+        return write_split(self, Path(out), fmt, force)
 
 
 def split(

@@ -19,13 +19,21 @@ frame, each row would differ from its input line. So:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from evalkit.chat.sources import is_jsonl
+from evalkit.errors import InvalidTable
+from evalkit.io import TableFormat, atomic_directory, write_table
+from evalkit.splitting.record import ManifestRecord, manifest_text
+
 if TYPE_CHECKING:
     import polars as pl
+
+    from evalkit.splitting.api import SplitResult
 
 
 def split_lines(path: Path, rows: Mapping[str, np.ndarray]) -> dict[str, bytes]:
@@ -100,3 +108,38 @@ def with_json_text(
         pl.Series(name, [texts[row] for row in rows], dtype=pl.String)
         for name, texts in changed.items()
     )
+
+
+def write_split(result: SplitResult, out: Path, fmt: TableFormat, force: bool) -> ManifestRecord:
+    """Write ``result``'s split files, ``assignments.parquet`` and ``manifest.json`` into
+    ``out`` (see :meth:`SplitResult.write`); returns the manifest as written."""
+    source = result.record.input.path
+    path = Path(source) if source is not None else None
+    if result.retyped and fmt == "csv":
+        info = result.record.text
+        column = repr(info.columns[0]) if info is not None else "the text column"
+        raise InvalidTable(
+            f"{source}: column {column} holds content as text in some messages and as a "
+            f"list of parts in others, which {fmt} cannot keep; pass --format jsonl "
+            "(the split files then hold the input's lines as written) or parquet"
+        )
+    rows = result.rows if path is not None and is_jsonl(path) else None
+    lines = split_lines(path, rows) if rows is not None and path and fmt == "jsonl" else None
+    changed: dict[str, list[str | None]] = {}
+    if rows is not None and path is not None and fmt == "parquet":
+        converted = result.record.text.columns if result.retyped and result.record.text else []
+        changed = changed_columns(path, result.frames, rows, converted)
+    record = replace(result.record, json_text_columns=sorted(changed))
+    inputs = [path] if path is not None else []
+    with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
+        for name, frame in result.frames.items():
+            if lines is not None:
+                (staging / f"{name}.{fmt}").write_bytes(lines[name])
+                continue
+            if changed and rows is not None:
+                frame = with_json_text(frame, changed, rows[name])
+            write_table(frame, staging / f"{name}.{fmt}", fmt)
+        write_table(result.assignments, staging / "assignments.parquet", "parquet")
+        text = manifest_text(record)
+        (staging / "manifest.json").write_text(text, encoding="utf-8")
+    return record
