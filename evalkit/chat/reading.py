@@ -152,6 +152,9 @@ def json_conversations(series: pl.Series) -> list[Any] | None:
     """
     import orjson
 
+    sample = series.head(64).drop_nulls().str.strip_chars_start()
+    if not sample.filter(sample != "").str.starts_with("[").all():
+        return None  # a text column: decided on its first values, without a pass over all
     present = series.drop_nulls()
     present = present.filter(present.str.strip_chars() != "")
     if not len(present) or not present.str.strip_chars_start().str.starts_with("[").all():
