@@ -400,3 +400,41 @@ def test_roles_on_a_text_column_is_bad_input(tmp_path: Path, run_cli) -> None:
     result = run_cli("audit", tmp_path / "a.jsonl", tmp_path / "b.jsonl", "--id", "id",
                      "--text", "text", "--roles", "user")  # fmt: skip
     assert_one_line_error(result, "--roles user", "plain text, not conversations")
+
+
+def test_json_text_in_csv_gives_the_figures_of_the_same_jsonl(tmp_path: Path, run_cli) -> None:
+    rows = [{"id": f"r{i:02d}", "g": str(i // 2), **openai_equivalent(i % 7)} for i in range(30)]
+    write_jsonl(tmp_path / "data.jsonl", rows)
+    flat = pl.DataFrame(
+        {
+            "id": [r["id"] for r in rows],
+            "g": [r["g"] for r in rows],
+            "messages": [json.dumps(r["messages"]) for r in rows],
+            "tools": [json.dumps(r["tools"]) for r in rows],
+        }
+    )
+    flat.write_csv(tmp_path / "data.csv")
+    args = ["--group", "g", "--id", "id", "--text", "messages", "--sizes", "20,10",
+            "--names", "train,test", "--near-dup", "0.9"]  # fmt: skip
+    manifests = {}
+    for name in ("data.jsonl", "data.csv"):
+        out = tmp_path / f"out-{name}"
+        result = run_cli("split", tmp_path / name, "--out", out, *args)
+        assert result.exit_code == 0, result.stderr
+        manifest = json.loads((out / "manifest.json").read_text())
+        manifests[name] = manifest
+        assignments = pl.read_parquet(out / "assignments.parquet").sort("id")
+        manifest["assigned"] = assignments["split"].to_list()
+    a, b = manifests["data.jsonl"], manifests["data.csv"]
+    assert b["text"]["json_text"] and not a["text"]["json_text"]
+    for key in ("splits", "merging", "quality", "assigned"):
+        assert a[key] == b[key], key
+    assert a["text"]["tool_calls"] == b["text"]["tool_calls"] == 30 * 3
+    reports = []
+    for name in ("data.jsonl", "data.csv"):
+        report = tmp_path / f"{name}.audit.json"
+        audit_args = ["--id", "id", "--text", "messages", "--json", report]
+        result = run_cli("audit", tmp_path / f"out-{name}", *audit_args)
+        assert result.exit_code == 0, result.stderr  # --near-dup kept the copies together
+        reports.append(json.loads(report.read_text()))
+    assert reports[0]["counts"] == reports[1]["counts"]
