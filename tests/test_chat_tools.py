@@ -293,3 +293,14 @@ def test_vectorised_path_equals_the_reference_with_tool_calls(
     fast_column = normalize_column(series)
     assert fast_column.conversations.to_list() == reference.conversations.to_list()
     assert fast_column.conversations.dtype == reference.conversations.dtype
+
+
+def test_a_column_of_no_rows_normalises_to_no_conversations() -> None:
+    # An empty split file: no rows, the column typed from the other splits.
+    from evalkit.chat.frame import conversation_dtype
+
+    empty = pl.Series("m", [], dtype=pl.List(pl.Struct({"role": pl.String, "content": pl.String})))
+    result = normalize_column(empty)
+    assert len(result.conversations) == 0
+    assert result.conversations.dtype == conversation_dtype()
+    assert result.conversations.dtype == normalize_values([]).conversations.dtype

@@ -169,7 +169,7 @@ def normalize_column(series: pl.Series) -> NormalizedColumn:
     # Each message's index in its conversation, from the list lengths (a window over the
     # rows costs thirty times as much).
     counts = lengths.filter(~empty).to_numpy().astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    starts = np.cumsum(counts) - counts
     index = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
     messages = messages.unnest("message").with_columns(
         null_message=missing_message, index=pl.Series("index", index)
