@@ -62,6 +62,8 @@ def audit(
     progress: bool = False,
     within: bool = False,
     opening_words: int = DEFAULT_OPENING_WORDS,
+    system: str | None = None,
+    tools: str | None = None,
 ) -> AuditReport:
     """Audit the splits of a dataset for leakage; ``report.leak`` says whether any was found.
 
@@ -75,10 +77,13 @@ def audit(
     missing column names the file and the columns it has).
 
     ``text_column`` may hold conversations (``{role, content}`` or ShareGPT
-    ``{from, value}`` messages), or be two columns (prompt and completion);
-    the text compared is then the content of the ``roles`` turns (default:
-    every role but system, so a system prompt shared by every example never
-    makes two items duplicates).
+    ``{from, value}`` messages, nested or as JSON text), or be two columns
+    (prompt and completion) or three (Alpaca's instruction, input, output);
+    the text compared is then the ``roles`` turns' content and tool calls
+    (default: every role but system, so a system prompt shared by every
+    example never makes two items duplicates). ``system`` and ``tools`` name
+    the columns of system prompts and tools (default: columns named
+    ``system`` and ``tools``, when present).
 
     ``report.within`` says how repetitive each split is on its own (exact and
     near-duplicate clusters inside it, the most repeated openings of
@@ -92,9 +97,10 @@ def audit(
     if opening_words < 1:
         raise UsageError(f"--opening-words: must be >= 1, got {opening_words}")
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
-    if not text_columns or len(text_columns) > 2:
+    if not text_columns or len(text_columns) > 3:
         raise UsageError(
-            f"--text: give one column, or two (prompt and completion); got {len(text_columns)}"
+            "--text: give one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(text_columns)}"
         )
     compared_roles = parse_roles(roles)
     rows = read_rows(
@@ -104,7 +110,14 @@ def audit(
         roles=compared_roles,
         group=group,
         stratify=stratify,
+        system=system,
+        tools=tools,
     )
+    if roles is not None and not any(chat.is_conversation for chat in rows.texts):
+        raise UsageError(
+            f"--roles {','.join(compared_roles)}: --text {' '.join(text_columns)} holds plain "
+            "text, not conversations; --roles chooses the conversation turns compared"
+        )
     params = choose_lsh(near_dup, seed=seed) if near_dup is not None else None
     table = rows.table
     normalized = normalize_texts(table["text"])
@@ -153,8 +166,11 @@ def audit(
         options=AuditOptions(
             id=id_column,
             text=text_columns[0],
-            completion=text_columns[1] if len(text_columns) > 1 else None,
+            completion=text_columns[1] if len(text_columns) == 2 else None,
+            columns=text_columns,
             roles=list(compared_roles),
+            system=system,
+            tools=tools,
             group=list(group),
             stratify=stratify,
             near_dup=near_dup,
@@ -297,6 +313,8 @@ def _split_summaries(
             sha256=file_fingerprint(source),
             n_items=int(n_items[index]),
             shape=chat.shape,
+            json_text=chat.json_text,
+            tool_calls=chat.tool_call_count,
             skipped_parts=chat.skipped_parts,
             n_groups=None if n_groups is None else int(n_groups[index]),
             empty_texts=int(empty[index]),
