@@ -14,10 +14,13 @@ returns; a split run builds and writes the plain mirror in
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalkit.leakage.models import WithinSplit
 from evalkit.splitting.record import MANIFEST_FORMAT_VERSION
+from evalkit.table_input import source_field
 
 
 class _Model(BaseModel):
@@ -34,6 +37,7 @@ class InputInfo(_Model):
     )
     n_items: int = Field(description="Rows in the input.")
     n_groups: int = Field(description="Groups after null handling and duplicate merging.")
+    source: Literal["frame"] | None = source_field()
 
 
 class SplitOptions(_Model):
