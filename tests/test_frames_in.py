@@ -165,3 +165,21 @@ def test_a_lazy_frame_and_an_arrow_batch_are_frames(tickets: pl.DataFrame) -> No
     lazy = read_input(tickets.lazy(), name="data").frame
     batch = read_input(pa.RecordBatch.from_pandas(tickets.to_pandas()), name="data").frame
     assert lazy.equals(tickets) and batch.equals(tickets)
+
+
+def test_generate_reads_the_prompts_of_a_frame_as_of_the_file(tmp_path: Path) -> None:
+    from evalkit.model.prompts import read_prompts
+    from evalkit.tokens.load import load_tokenizer
+
+    chats = pl.read_ndjson(CHATS).head(12)
+    path = tmp_path / "data.jsonl"
+    chats.write_ndjson(path)
+    tokenizer = load_tokenizer(TOKENIZER)
+    options = {"tokenizer_folder": TOKENIZER}
+    from_file = read_prompts(path, "ticket_id", ["messages"], tokenizer, **options)
+    from_frame = read_prompts(chats.to_pandas(), "ticket_id", ["messages"], tokenizer, **options)
+    assert from_frame.ids == from_file.ids
+    assert from_frame.renders == from_file.renders
+    assert from_frame.prompt_ids == from_file.prompt_ids
+    with pytest.raises(InvalidTable, match=r"^data frame: has no rows"):
+        read_prompts(chats.clear(), "ticket_id", ["messages"], tokenizer, **options)
