@@ -183,3 +183,24 @@ def test_generate_reads_the_prompts_of_a_frame_as_of_the_file(tmp_path: Path) ->
     assert from_frame.prompt_ids == from_file.prompt_ids
     with pytest.raises(InvalidTable, match=r"^data frame: has no rows"):
         read_prompts(chats.clear(), "ticket_id", ["messages"], tokenizer, **options)
+
+
+def test_smoke_trains_on_the_sequences_of_a_frame_as_of_the_file(tmp_path: Path) -> None:
+    from evalkit.tokens.api import measure_settings
+    from evalkit.tokens.load import load_tokenizer, stop_token_ids
+    from evalkit.tokens.sequences import choose_sequences, read_training_split
+
+    chats = pl.read_ndjson(CHATS).head(16)
+    path = tmp_path / "train.jsonl"
+    chats.write_ndjson(path)
+    tokenizer = load_tokenizer(TOKENIZER)
+    settings = measure_settings(tokenizer, stop_token_ids(tokenizer, TOKENIZER), 512, "keep_start")
+    chosen = []
+    for data in (path, chats.to_arrow()):
+        training = read_training_split(
+            data, ["messages"], tokenizer, settings=settings, markers=False
+        )
+        picked = choose_sequences(training, tokenizer, steps=2, batch=2, seq_len=512, seed=0)
+        chosen.append([(s.row, s.ids, s.supervised) for s in picked.sequences])
+    assert chosen[0] == chosen[1]
+    assert training.split.path is None and training.split.sha256 == frame_sha256(chats)
