@@ -62,6 +62,7 @@ def test_the_block_reader_pairs_code_with_its_output() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_every_python_block_of_docs_python_md_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
