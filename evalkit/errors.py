@@ -114,3 +114,7 @@ class DifferentBases(IncompatibleResults):
 
 class InvalidModelConfig(EvalkitError):
     """A model's config.json lacks a key, or has a value the memory planner cannot use."""
+
+
+class EngineFailure(EvalkitError):
+    """A distributed run could not finish one of its stages (names the stage)."""

@@ -10,8 +10,9 @@ training set's own business.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 import polars as pl
@@ -19,9 +20,9 @@ import polars as pl
 from evalkit.chat import parse_roles
 from evalkit.errors import UsageError
 from evalkit.leakage import findings
-from evalkit.leakage.candidates import sorted_unique
 from evalkit.leakage.clusters import distinct_texts
-from evalkit.leakage.inputs import Rows, file_fingerprint, read_rows
+from evalkit.leakage.distributed.session import RayOptions
+from evalkit.leakage.inputs import Rows, SplitSource, file_fingerprint, read_rows
 from evalkit.leakage.minhash import LshParameters, choose_lsh
 from evalkit.leakage.models import (
     AuditCounts,
@@ -39,6 +40,17 @@ from evalkit.leakage.search import SimilarPairs, find_similar_pairs
 
 DEFAULT_NEAR_DUP = 0.8
 PairT = TypeVar("PairT", bound=DuplicatePair)
+Engine = Literal["local", "ray"]
+
+
+class ChatFacts(Protocol):
+    """What a split summary says of a split's text column (a ChatColumn has it)."""
+
+    @property
+    def shape(self) -> str: ...
+
+    @property
+    def skipped_parts(self) -> int: ...
 
 
 def audit(
@@ -52,6 +64,8 @@ def audit(
     near_dup: float | None = DEFAULT_NEAR_DUP,
     seed: int = 0,
     progress: bool = False,
+    engine: Engine = "local",
+    ray: RayOptions | None = None,
 ) -> AuditReport:
     """Audit the splits of a dataset for leakage; ``report.leak`` says whether any was found.
 
@@ -69,6 +83,9 @@ def audit(
     the text compared is then the content of the ``roles`` turns (default:
     every role but system, so a system prompt shared by every example never
     makes two items duplicates).
+
+    ``engine="ray"`` runs the same stages on a Ray cluster (``ray`` says
+    which, and how) and returns the same report; ``local`` is the reference.
     """
     if near_dup is not None and not 0.0 < near_dup <= 1.0:
         raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
@@ -80,6 +97,28 @@ def audit(
             f"--text: give one column, or two (prompt and completion); got {len(text_columns)}"
         )
     compared_roles = parse_roles(roles)
+    options = AuditOptions(
+        id=id_column,
+        text=text_columns[0],
+        completion=text_columns[1] if len(text_columns) > 1 else None,
+        roles=list(compared_roles),
+        group=list(group),
+        stratify=stratify,
+        near_dup=near_dup,
+        seed=seed,
+    )
+    if engine == "ray":
+        from evalkit.leakage.distributed.audit import audit_on_ray
+
+        return audit_on_ray(
+            inputs,
+            options=options,
+            roles=compared_roles,
+            progress=progress,
+            ray=ray or RayOptions(),
+        )
+    if engine != "local":
+        raise UsageError(f"--engine: local or ray, got {engine!r}")
     rows = read_rows(
         inputs,
         id_column=id_column,
@@ -104,8 +143,39 @@ def audit(
     near = findings.with_ids(findings.near_pairs(keyed, similar), table)
     leaks = findings.group_leaks(table, rows.group_columns) if group else None
     overlaps = findings.id_overlaps(table)
-    report_splits, classes = _split_summaries(rows, normalized, exact, near)
-    names = rows.names
+    counts = _split_counts(rows, normalized)
+    return build_report(
+        options, params, rows.sources, rows.texts, counts, exact, near, similar, leaks, overlaps
+    )
+
+
+@dataclass(frozen=True)
+class SplitCounts:
+    """Per split (arrays indexed by split): what the summaries count, from either engine."""
+
+    n_items: np.ndarray
+    empty_texts: np.ndarray
+    duplicate_ids: np.ndarray
+    n_groups: np.ndarray | None
+    classes: list[str]
+    class_counts: list[dict[str, int]]
+
+
+def build_report(
+    options: AuditOptions,
+    params: LshParameters | None,
+    sources: Sequence[SplitSource],
+    texts: Sequence[ChatFacts],
+    counts: SplitCounts,
+    exact: pl.DataFrame,
+    near: pl.DataFrame,
+    similar: SimilarPairs,
+    leaks: pl.DataFrame | None,
+    overlaps: pl.DataFrame,
+) -> AuditReport:
+    """The report from the findings: one builder for the local and the Ray engine."""
+    names = [source.name for source in sources]
+    report_splits = _split_summaries(sources, texts, counts, exact, near)
     group_list = _group_leak_models(leaks, names)
     overlap_list = [
         IdOverlap(id=value, splits=[names[s] for s in splits])
@@ -113,7 +183,7 @@ def audit(
     ]
     exact_list = _pair_models(exact, names, DuplicatePair)
     near_list = _pair_models(near, names, NearDuplicatePair)
-    counts = AuditCounts(
+    totals = AuditCounts(
         group_leaks=len(group_list),
         id_overlaps=len(overlap_list),
         exact_duplicates=len(exact_list),
@@ -121,21 +191,12 @@ def audit(
         candidate_pairs_checked=similar.candidates,
     )
     return AuditReport(
-        leak=any((counts.group_leaks, counts.id_overlaps, len(exact_list), len(near_list))),
-        options=AuditOptions(
-            id=id_column,
-            text=text_columns[0],
-            completion=text_columns[1] if len(text_columns) > 1 else None,
-            roles=list(compared_roles),
-            group=list(group),
-            stratify=stratify,
-            near_dup=near_dup,
-            seed=seed,
-        ),
+        leak=any((totals.group_leaks, totals.id_overlaps, len(exact_list), len(near_list))),
+        options=options,
         lsh=params,
         splits=report_splits,
-        classes=classes,
-        counts=counts,
+        classes=counts.classes,
+        counts=totals,
         group_leaks=group_list,
         id_overlaps=overlap_list,
         exact_duplicates=exact_list,
@@ -184,43 +245,61 @@ def _group_leak_models(leaks: pl.DataFrame | None, names: list[str]) -> list[Gro
     ]
 
 
-def _split_summaries(
-    rows: Rows, normalized: pl.Series, exact: pl.DataFrame, near: pl.DataFrame
-) -> tuple[dict[str, SplitSummary], list[str]]:
+def _split_counts(rows: Rows, normalized: pl.Series) -> SplitCounts:
+    """What the summaries count, from the stacked rows (the local engine)."""
     table = rows.table
     n_splits = len(rows.names)
     split_of_row = table["split"].to_numpy()
-    n_items = np.bincount(split_of_row, minlength=n_splits)
-    empty = np.bincount(split_of_row[normalized.is_null().to_numpy()], minlength=n_splits)
-    involved = sorted_unique(
-        np.concatenate(
-            [frame[column].to_numpy() for frame in (exact, near) for column in ("a_row", "b_row")]
-        )
-    ).astype(np.int64)
-    duplicated = np.bincount(split_of_row[involved], minlength=n_splits)
-    repeated_ids = findings.duplicate_ids_per_split(table, n_splits)
-    n_groups = _groups_per_split(table, rows.group_columns, n_splits)
     classes: list[str] = []
     class_counts: list[dict[str, int]] = [{} for _ in range(n_splits)]
     if "class" in table.columns:
         classes, class_counts = findings.class_counts(table, n_splits)
+    return SplitCounts(
+        n_items=np.bincount(split_of_row, minlength=n_splits),
+        empty_texts=np.bincount(split_of_row[normalized.is_null().to_numpy()], minlength=n_splits),
+        duplicate_ids=findings.duplicate_ids_per_split(table, n_splits),
+        n_groups=_groups_per_split(table, rows.group_columns, n_splits),
+        classes=classes,
+        class_counts=class_counts,
+    )
+
+
+def _split_summaries(
+    sources: Sequence[SplitSource],
+    texts: Sequence[ChatFacts],
+    counts: SplitCounts,
+    exact: pl.DataFrame,
+    near: pl.DataFrame,
+) -> dict[str, SplitSummary]:
+    n_splits = len(sources)
+    # Rows with a duplicate in another split, counted once each, per split.
+    involved = pl.concat(
+        [
+            frame.select(pl.col(f"{side}_row").alias("row"), pl.col(f"{side}_split").alias("split"))
+            for frame in (exact, near)
+            for side in ("a", "b")
+        ],
+        how="vertical_relaxed",
+    ).unique("row")
+    duplicated = np.bincount(involved["split"].to_numpy().astype(np.int64), minlength=n_splits)
     summaries = {}
-    for index, (name, source) in enumerate(zip(rows.names, rows.sources, strict=True)):
-        chat = rows.texts[index]
-        summaries[name] = SplitSummary(
+    for index, source in enumerate(sources):
+        chat = texts[index]
+        class_counts = counts.class_counts[index]
+        summaries[source.name] = SplitSummary(
             path=str(source.path) if source.path is not None else None,
             sha256=file_fingerprint(source),
-            n_items=int(n_items[index]),
+            n_items=int(counts.n_items[index]),
             shape=chat.shape,
             skipped_parts=chat.skipped_parts,
-            n_groups=None if n_groups is None else int(n_groups[index]),
-            empty_texts=int(empty[index]),
-            duplicate_ids=int(repeated_ids[index]),
+            n_groups=None if counts.n_groups is None else int(counts.n_groups[index]),
+            empty_texts=int(counts.empty_texts[index]),
+            duplicate_ids=int(counts.duplicate_ids[index]),
             items_with_duplicate_elsewhere=int(duplicated[index]),
-            class_counts=class_counts[index],
-            missing_classes=[label for label, n in class_counts[index].items() if n == 0],
+            class_counts=class_counts,
+            missing_classes=[label for label, n in class_counts.items() if n == 0],
         )
-    return summaries, classes
+    return summaries
 
 
 def _groups_per_split(

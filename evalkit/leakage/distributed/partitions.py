@@ -1,0 +1,322 @@
+"""What one task of the Ray engine computes on its partition: plain numpy and polars.
+
+Nothing here imports Ray, so each function is tested directly against the
+local engine (``tests/test_leakage_partitions.py``). The distributed stages
+(:mod:`evalkit.leakage.distributed.stages`) only move these functions' inputs
+and outputs between tasks.
+
+Text indices are *ranks*: the position of a distinct normalised text in the
+sorted order of all of them, exactly the ``text_index`` of the local engine,
+so every pair code, bucket order and pivot is the local engine's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+import polars as pl
+
+from evalkit.leakage.candidates import (
+    Buckets,
+    all_pairs,
+    cross_class_pairs,
+    decode_pairs,
+    sorted_unique,
+)
+from evalkit.leakage.jaccard import JaccardChecker, segment_positions
+from evalkit.leakage.minhash import band_keys, estimate_similarity
+from evalkit.leakage.search import FULL_CHECK_BUCKET, _pivot_round, _subset
+from evalkit.leakage.shingles import Shingles, splitmix64
+
+TOLERANCE = 1e-12  # the local engine's: a Jaccard of exactly 4/5 passes 0.8
+
+
+def range_boundaries(samples: pl.Series, parts: int) -> pl.Series:
+    """``parts - 1`` sorted texts that cut the sampled texts into ``parts`` equal ranges.
+
+    Boundaries only balance the work: any boundaries give the same ranks.
+    """
+    distinct = samples.drop_nulls().unique().sort()
+    if parts <= 1 or len(distinct) == 0:
+        return pl.Series("text", [], dtype=pl.String)
+    cuts = np.linspace(0, len(distinct), parts + 1)[1:-1].astype(np.int64)
+    return distinct.gather(sorted(set(np.minimum(cuts, len(distinct) - 1).tolist())))
+
+
+def range_part(texts: pl.Series, boundaries: pl.Series) -> np.ndarray:
+    """The range partition of each text: how many boundaries are <= it (equal texts agree)."""
+    if len(boundaries) == 0:
+        return np.zeros(len(texts), dtype=np.int64)
+    return boundaries.search_sorted(texts, side="right").to_numpy().astype(np.int64)
+
+
+def hash_part(values: pl.Series | pl.DataFrame, parts: int) -> np.ndarray:
+    """A partition per value from polars' hash with fixed seeds.
+
+    Every task of one run imports the same polars, so they agree; the answer
+    never depends on which partition a key lands in, only that all of its
+    rows land in the same one.
+    """
+    if parts <= 1:
+        return np.zeros(len(values), dtype=np.int64)
+    frame = isinstance(values, pl.DataFrame)
+    hashed = values.hash_rows(seed=0) if frame else values.hash(seed=0)  # type: ignore[union-attr]
+    return (hashed.to_numpy() % np.uint64(parts)).astype(np.int64)
+
+
+def split_by_part(frame: pl.DataFrame, part: np.ndarray, parts: int) -> list[pl.DataFrame]:
+    """``frame``'s rows of each partition, in row order."""
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(parts + 1))
+    ordered = frame[order] if len(order) else frame
+    return [ordered[int(bounds[k]) : int(bounds[k + 1])] for k in range(parts)]
+
+
+def code_part(codes: np.ndarray, parts: int) -> np.ndarray:
+    """The verification partition of each pair code (mixed, so that ranges spread)."""
+    if parts <= 1:
+        return np.zeros(len(codes), dtype=np.int64)
+    return (splitmix64(codes.astype(np.uint64)) % np.uint64(parts)).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class BandRecords:
+    """Band keys of texts, for one shuffle partition: one record per (text, band)."""
+
+    band: np.ndarray  # int64
+    key: np.ndarray  # uint64, from :func:`evalkit.leakage.minhash.band_keys` (stable)
+    rank: np.ndarray  # int64 text rank
+    mask: np.ndarray  # int64 split mask of the text (0 when splits do not matter)
+
+    @staticmethod
+    def concat(parts: list[BandRecords]) -> BandRecords:
+        """All records of several parts."""
+        return BandRecords(
+            *(np.concatenate([getattr(p, f) for p in parts]) for f in BandRecords._fields())
+        )
+
+    @staticmethod
+    def _fields() -> tuple[str, ...]:
+        return ("band", "key", "rank", "mask")
+
+
+def band_records(
+    signatures: np.ndarray,
+    first_rank: int,
+    masks: np.ndarray,
+    bands: range,
+    rows: int,
+    parts: int,
+) -> list[BandRecords]:
+    """The records of ``bands`` for a partition of texts, cut by band key into ``parts``.
+
+    ``signatures[i]`` is the MinHash signature of the text of rank
+    ``first_rank + i``. The shuffle partition is the key modulo ``parts``, so
+    all texts with one band key meet in one task.
+    """
+    n = len(signatures)
+    ranks = np.arange(first_rank, first_rank + n, dtype=np.int64)
+    keys = [band_keys(signatures, band, rows) for band in bands]
+    records = BandRecords(
+        band=np.repeat(np.array(list(bands), dtype=np.int64), n),
+        key=np.concatenate(keys) if keys else np.zeros(0, dtype=np.uint64),
+        rank=np.tile(ranks, len(bands)),
+        mask=np.tile(masks.astype(np.int64), len(bands)),
+    )
+    part = (records.key % np.uint64(max(parts, 1))).astype(np.int64)
+    order = np.argsort(part, kind="stable")
+    bounds = np.searchsorted(part[order], np.arange(parts + 1))
+    return [
+        BandRecords(
+            *(getattr(records, f)[order[bounds[k] : bounds[k + 1]]] for f in BandRecords._fields())
+        )
+        for k in range(parts)
+    ]
+
+
+def band_buckets(records: BandRecords) -> Buckets:
+    """The buckets (texts with equal keys in one band, two or more) of the records.
+
+    Members are ascending within a bucket, as the local engine's
+    :func:`~evalkit.leakage.candidates.buckets_of` gives them.
+    """
+    order = np.lexsort((records.rank, records.key, records.band))
+    band, key, rank = records.band[order], records.key[order], records.rank[order]
+    new = np.ones(len(rank), dtype=bool)
+    new[1:] = (band[1:] != band[:-1]) | (key[1:] != key[:-1])
+    first = np.flatnonzero(new)
+    sizes = np.diff(np.append(first, len(rank)))
+    shared = sizes >= 2
+    members = rank[np.repeat(shared, sizes)]
+    starts = np.zeros(int(shared.sum()) + 1, dtype=np.int64)
+    np.cumsum(sizes[shared], out=starts[1:])
+    return Buckets(members=members, starts=starts)
+
+
+def member_masks(records: BandRecords, members: np.ndarray) -> np.ndarray:
+    """The split mask of each of the (sorted, distinct) ``members``."""
+    order = np.argsort(records.rank, kind="stable")
+    found = np.searchsorted(records.rank[order], members)
+    return records.mask[order][found]
+
+
+def _localised(buckets: Buckets) -> tuple[Buckets, np.ndarray]:
+    """The buckets over local indices 0..m-1 (order kept), and the ranks they stand for."""
+    ranks = sorted_unique(buckets.members)
+    local = np.searchsorted(ranks, buckets.members).astype(np.int64)
+    return Buckets(members=local, starts=buckets.starts), ranks
+
+
+def _global_codes(local_codes: np.ndarray, ranks: np.ndarray, n: int) -> np.ndarray:
+    low, high = decode_pairs(local_codes, len(ranks))
+    return ranks[low] * np.int64(n) + ranks[high]
+
+
+def cross_split_codes(buckets: Buckets, records: BandRecords, n: int) -> np.ndarray:
+    """Codes ``low * n + high`` of the bucket pairs that may cross splits (the local rule)."""
+    if len(buckets.members) == 0:
+        return np.zeros(0, dtype=np.int64)
+    local, ranks = _localised(buckets)
+    masks = member_masks(records, ranks)
+    return _global_codes(cross_class_pairs(local, masks, len(ranks)), ranks, n)
+
+
+def small_bucket_codes(buckets: Buckets, n: int) -> np.ndarray:
+    """Codes of every pair in the buckets of at most ``FULL_CHECK_BUCKET`` texts."""
+    small = _subset(buckets, buckets.sizes <= FULL_CHECK_BUCKET)
+    if len(small.members) == 0:
+        return np.zeros(0, dtype=np.int64)
+    local, ranks = _localised(small)
+    return _global_codes(all_pairs(local, len(ranks)), ranks, n)
+
+
+def large_buckets(buckets: Buckets) -> Buckets:
+    """The buckets of more than ``FULL_CHECK_BUCKET`` texts (checked against pivots)."""
+    return _subset(buckets, buckets.sizes > FULL_CHECK_BUCKET)
+
+
+@dataclass(frozen=True)
+class TextSubset:
+    """The shingles and signatures of some texts, named by rank (for checking pairs)."""
+
+    ranks: np.ndarray  # int64, sorted, distinct
+    shingles: Shingles
+    signatures: np.ndarray  # (len(ranks), num_perm) uint32
+
+    @staticmethod
+    def concat(parts: list[TextSubset], num_perm: int) -> TextSubset:
+        """Subsets of disjoint rank ranges, in ascending order, as one."""
+        parts = [part for part in parts if len(part.ranks)]
+        if not parts:
+            empty = Shingles(np.zeros(0, np.uint64), np.zeros(1, np.int64))
+            return TextSubset(np.zeros(0, np.int64), empty, np.zeros((0, num_perm), np.uint32))
+        offsets = np.cumsum([0] + [len(p.shingles.hashes) for p in parts[:-1]])
+        starts = np.concatenate(
+            [p.shingles.starts[:-1] + o for p, o in zip(parts, offsets, strict=True)]
+            + [np.array([sum(len(p.shingles.hashes) for p in parts)], dtype=np.int64)]
+        )
+        return TextSubset(
+            ranks=np.concatenate([p.ranks for p in parts]),
+            shingles=Shingles(np.concatenate([p.shingles.hashes for p in parts]), starts),
+            signatures=np.concatenate([p.signatures for p in parts]),
+        )
+
+
+def extract(
+    shingles: Shingles, signatures: np.ndarray, first_rank: int, ranks: np.ndarray
+) -> TextSubset:
+    """The subset of a text partition (ranks from ``first_rank`` on) holding ``ranks``."""
+    local = ranks.astype(np.int64) - first_rank
+    counts = shingles.counts()[local]
+    positions, _ = segment_positions(shingles.starts[local], counts)
+    starts = np.zeros(len(local) + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    return TextSubset(
+        ranks=ranks.astype(np.int64),
+        shingles=Shingles(shingles.hashes[positions], starts),
+        signatures=signatures[local],
+    )
+
+
+class SubsetChecker:
+    """The exact Jaccard check of :class:`JaccardChecker`, over texts named by rank."""
+
+    def __init__(self, subset: TextSubset) -> None:
+        self.subset = subset
+        self.checker = JaccardChecker(subset.shingles, np.arange(len(subset.ranks)))
+
+    def local(self, ranks: np.ndarray) -> np.ndarray:
+        """Position in the subset of each rank (each must be in it)."""
+        return np.searchsorted(self.subset.ranks, ranks)
+
+    def similarity(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """Exact Jaccard similarity of each pair of ranks."""
+        return self.checker.similarity(self.local(left), self.local(right))
+
+    def estimate(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
+        """MinHash estimate of each pair's similarity."""
+        return estimate_similarity(self.subset.signatures, self.local(left), self.local(right))
+
+
+@dataclass(frozen=True)
+class CheckedPairs:
+    """Pairs of ranks at or above the threshold, with the number of candidates checked."""
+
+    left: np.ndarray
+    right: np.ndarray
+    similarity: np.ndarray
+    estimate: np.ndarray
+    candidates: int
+
+    @staticmethod
+    def concat(parts: list[CheckedPairs]) -> CheckedPairs:
+        """All pairs of several parts, ordered by (left, right) as the local engine orders."""
+        left = np.concatenate([p.left for p in parts]) if parts else np.zeros(0, np.int64)
+        right = np.concatenate([p.right for p in parts]) if parts else np.zeros(0, np.int64)
+        order = np.lexsort((right, left))
+        return CheckedPairs(
+            left[order],
+            right[order],
+            (np.concatenate([p.similarity for p in parts]) if parts else np.zeros(0))[order],
+            (np.concatenate([p.estimate for p in parts]) if parts else np.zeros(0))[order],
+            sum(p.candidates for p in parts),
+        )
+
+
+def check_codes(
+    codes: np.ndarray, n: int, checker: SubsetChecker, threshold: float, chunk: int = 1 << 18
+) -> CheckedPairs:
+    """Check the distinct candidate ``codes``; keep the pairs at or above ``threshold``."""
+    left, right = decode_pairs(codes, n)
+    similarity = np.empty(len(left), dtype=np.float64)
+    for first in range(0, len(left), chunk):
+        part = slice(first, first + chunk)
+        similarity[part] = checker.similarity(left[part], right[part])
+    keep = similarity >= threshold - TOLERANCE
+    left, right, similarity = left[keep], right[keep], similarity[keep]
+    return CheckedPairs(left, right, similarity, checker.estimate(left, right), len(codes))
+
+
+def pivot_links(
+    large: Buckets, checker: SubsetChecker, threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The verified links (and similarities) of the local engine's pivot rounds."""
+    lefts, rights = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    similarities = [np.zeros(0, np.float64)]
+    while len(large.starts) > 1:
+        # The local engine's own round: the checker only needs ``similarity``.
+        left, right, similarity, large = _pivot_round(
+            large, cast(JaccardChecker, checker), threshold
+        )
+        keep = similarity >= threshold - TOLERANCE
+        lefts.append(left[keep])
+        rights.append(right[keep])
+        similarities.append(similarity[keep])
+    return np.concatenate(lefts), np.concatenate(rights), np.concatenate(similarities)
+
+
+def needed_ranks(*arrays: np.ndarray) -> np.ndarray:
+    """The distinct ranks named in some arrays (the texts whose shingles a task fetches)."""
+    return sorted_unique(np.concatenate([a.astype(np.int64) for a in arrays]))
