@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._engine_options import engine_options, ray_options
+
 
 @click.command("audit")
 @click.argument(
@@ -53,6 +55,7 @@ import click
     metavar="FILE",
     help="Write the full report (every pair and group) as JSON.",
 )
+@engine_options
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors; the exit code tells.")
 def audit_command(
@@ -66,6 +69,8 @@ def audit_command(
     exact_only: bool,
     seed: int,
     json_path: Path | None,
+    engine: str,
+    ray_address: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -83,14 +88,22 @@ def audit_command(
     ShareGPT {from, value}): the text compared is then the content of the
     --roles turns, so a system prompt shared by every example is no leak.
 
+    --engine ray runs the same stages on a Ray cluster (--ray-address, else
+    RAY_ADDRESS or a local one) for data past one machine's memory (about
+    3 GB per million texts here); the report is the same, byte for byte,
+    but for options.engine.
+
     Exit codes: 0 no leak, 1 leak found, 2 bad input (a missing file or
-    column, an unknown format). A missing class is a warning, not a leak.
+    column, an unknown format) or a Ray stage that could not finish. A
+    missing class is a warning, not a leak.
 
     \b
     Example:
       evalkit audit split/ --id ticket_id --text text \\
         --group conversation_id --stratify category --json audit.json
       evalkit audit chat-split/ --id ticket_id --text messages --roles user
+      evalkit audit corpus/ --id id --text messages --engine ray \\
+        --ray-address head-node:6379 --json audit.json
     """
     from evalkit.io import atomic_write_text, check_new_output
     from evalkit.leakage.api import audit
@@ -98,6 +111,7 @@ def audit_command(
 
     if json_path is not None:
         check_new_output(json_path, force)
+    ray = ray_options(engine, ray_address)
     report = audit(
         list(files),
         id_column=id_column,
@@ -108,6 +122,8 @@ def audit_command(
         near_dup=None if exact_only else near_dup,
         seed=seed,
         progress=not quiet,
+        engine="ray" if ray is not None else "local",
+        ray=ray,
     )
     if json_path is not None:
         atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")

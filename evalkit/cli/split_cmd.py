@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from evalkit.cli._engine_options import engine_options, ray_options
+
 
 class _NumberList(click.ParamType):
     """A comma-separated list of numbers, e.g. ``840,180,180`` or ``0.7,0.15,0.15``."""
@@ -124,6 +126,7 @@ class _NumberList(click.ParamType):
     help="Local tokenizer or model folder (lengths in tokens as `evalkit tokens` counts "
     "them), or a tokenizer.json file: report --text lengths in tokens.",
 )
+@engine_options
 @click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
 def split_command(
@@ -144,6 +147,8 @@ def split_command(
     near_dup: float | None,
     freeze: Path | None,
     tokenizer: Path | None,
+    engine: str,
+    ray_address: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -161,6 +166,9 @@ def split_command(
     --near-dup compares the --roles turns (not the system prompt, which every
     example may share).
 
+    --engine ray runs the --near-dup search on a Ray cluster (--ray-address,
+    else RAY_ADDRESS or a local one); the split and its files are the same.
+
     Writes OUT/<name>.<format> per split, OUT/assignments.parquet (id, group,
     split; reusable with --freeze) and OUT/manifest.json, and prints a report.
 
@@ -174,6 +182,7 @@ def split_command(
     """
     from evalkit.io import check_new_output, hash_early
 
+    ray = ray_options(engine, ray_address)
     # --freeze may sit inside --out: it is read before the folder is replaced.
     check_new_output(out, force, inputs=[input_file, tokenizer], marker="manifest.json")
     hash_early([input_file, *([freeze] if freeze is not None else [])])  # beside the imports
@@ -201,6 +210,8 @@ def split_command(
         near_dup=near_dup,
         freeze=freeze,
         tokenizer=tokenizer,
+        engine="ray" if ray is not None else "local",
+        ray=ray,
     )
     result.write(
         out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force

@@ -91,6 +91,10 @@ def audit(
         raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
     if seed < 0:
         raise UsageError(f"--seed: must be >= 0, got {seed}")
+    if engine not in ("local", "ray"):
+        raise UsageError(f"--engine: local or ray, got {engine!r}")
+    if ray is not None and engine != "ray":
+        raise UsageError("--ray-address needs --engine ray")
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if not text_columns or len(text_columns) > 2:
         raise UsageError(
@@ -106,6 +110,7 @@ def audit(
         stratify=stratify,
         near_dup=near_dup,
         seed=seed,
+        engine=engine,
     )
     if engine == "ray":
         from evalkit.leakage.distributed.audit import audit_on_ray
@@ -117,8 +122,6 @@ def audit(
             progress=progress,
             ray=ray or RayOptions(),
         )
-    if engine != "local":
-        raise UsageError(f"--engine: local or ray, got {engine!r}")
     rows = read_rows(
         inputs,
         id_column=id_column,

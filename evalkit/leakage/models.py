@@ -44,6 +44,11 @@ class AuditOptions(_Model):
         description="Jaccard threshold of the near-duplicate check; null when it was skipped."
     )
     seed: int = Field(description="Seed of the MinHash hash functions.")
+    engine: str = Field(
+        default="local",
+        description="Where the audit ran: local (one process) or ray (a Ray cluster); both "
+        "find the same.",
+    )
 
 
 class SplitSummary(_Model):

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, SupportsIndex
+from typing import TYPE_CHECKING, Literal, SupportsIndex
 
 import numpy as np
 import polars as pl
@@ -55,6 +55,7 @@ from evalkit.splitting.state import IntArray, Problem, required_classes
 
 if TYPE_CHECKING:
     from evalkit.chat import ChatColumn, Role
+    from evalkit.leakage.distributed.session import RayOptions
     from evalkit.splitting.manifest import SplitManifest
 
 
@@ -128,6 +129,8 @@ def split(
     near_dup: float | None = None,
     freeze: Path | str | None = None,
     tokenizer: Path | str | None = None,
+    engine: Literal["local", "ray"] = "local",
+    ray: RayOptions | None = None,
 ) -> SplitResult:
     """Split ``data`` into named parts, keeping every group whole.
 
@@ -145,7 +148,8 @@ def split(
     tokens of a local ``tokenizer`` (a tokenizer.json, or a folder holding
     one) for text columns; ``near_dup`` compares the turns of ``roles``
     (default: every role but system, so a shared system prompt is no
-    duplicate).
+    duplicate). ``engine="ray"`` runs that search on a Ray cluster (``ray``
+    says which) and gives the same split.
     """
     text_columns = _text_columns(text)
     compared_roles = _compared_roles(roles) if text_columns or roles is not None else ()
@@ -165,8 +169,11 @@ def split(
         near_dup=float(near_dup) if near_dup is not None else None,
         freeze=str(freeze) if freeze is not None else None,
         tokenizer=str(tokenizer) if tokenizer is not None else None,
+        engine=engine,
     )
     _check_options(options)
+    if ray is not None and engine != "ray":
+        raise UsageError("--ray-address needs --engine ray")
     path = Path(data) if isinstance(data, str | Path) else None
     frame = read_table(path) if path is not None else data
     assert isinstance(frame, pl.DataFrame)
@@ -179,7 +186,7 @@ def split(
     retyped = chat is not None and chat.retyped and path is not None
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
-    grouping = _grouping(frame, options, chat, compared_roles, source)
+    grouping = _grouping(frame, options, chat, compared_roles, source, ray)
     row_class, labels = class_index(frame, stratify)
     table = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
     unused = frame.height - int(targets.sum())
@@ -292,6 +299,13 @@ def _check_options(options: SplitOptions) -> None:
         raise UsageError("--near-dup needs --text COL: the column whose texts are compared")
     if options.tokenizer is not None and options.text is None:
         raise UsageError("--tokenizer needs --text COL: the column whose tokens are counted")
+    if options.engine not in ("local", "ray"):
+        raise UsageError(f"--engine: local or ray, got {options.engine!r}")
+    if options.engine == "ray" and options.near_dup is None:
+        raise UsageError(
+            "--engine ray runs the --near-dup search on Ray: give --near-dup T (a split "
+            "without it needs no cluster)"
+        )
     if options.roles is not None and options.text is None:
         raise UsageError("--roles needs --text COL: a conversation column whose turns are compared")
 
@@ -315,6 +329,7 @@ def _grouping(
     chat: ChatColumn | None,
     roles: Sequence[Role],
     source: str,
+    ray: RayOptions | None = None,
 ) -> _Grouping:
     """Key groups, merged with duplicate-text clusters, pinned by --freeze."""
     policy: NullGroupPolicy = "singleton" if options.null_group == "singleton" else "error"
@@ -326,7 +341,9 @@ def _grouping(
 
         require_compared_roles([chat], roles)
         compared = chat.compared_text(roles)
-        clusters = duplicate_components(compared, options.near_dup, seed=options.seed)
+        clusters = duplicate_components(
+            compared, options.near_dup, seed=options.seed, engine=options.engine, ray=ray
+        )
         row_group, n_merged, largest = merge_clusters(key_group, np.asarray(clusters))
         merging = Merging(
             threshold=options.near_dup, merged_groups=n_merged, largest_merged_group=largest

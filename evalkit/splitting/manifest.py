@@ -69,6 +69,11 @@ class SplitOptions(_Model):
         description="Tokenizer folder (counted as evalkit tokens counts) or tokenizer.json "
         "file whose token counts are the lengths.",
     )
+    engine: str = Field(
+        default="local",
+        description="Where the --near-dup search ran: local (one process) or ray (a Ray "
+        "cluster); both give the same split.",
+    )
 
 
 class TextInfo(_Model):

@@ -47,6 +47,7 @@ class SplitOptions:
     near_dup: float | None
     freeze: str | None
     tokenizer: str | None
+    engine: str = "local"
 
 
 @dataclass(frozen=True, kw_only=True)

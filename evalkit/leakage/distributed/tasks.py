@@ -217,3 +217,10 @@ def rows_of_texts(partition: TextPartition, first_rank: int, ranks: np.ndarray) 
     """``row, split, text_index, id`` of the rows whose text has one of ``ranks``."""
     keyed = partition.keyed.with_columns(pl.col("text_index") + first_rank)
     return keyed.filter(pl.col("text_index").is_in(pl.Series(ranks, dtype=pl.Int64).implode()))
+
+
+def first_rows_of_shared_texts(partition: TextPartition) -> pl.DataFrame:
+    """``row, first_row`` of every row whose text other rows share: its text's first row."""
+    keyed = partition.keyed.select("row", "text_index")
+    shared = keyed.filter(pl.len().over("text_index") > 1)
+    return shared.select("row", pl.col("row").min().over("text_index").alias("first_row"))
