@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,3 +57,30 @@ def peft_adapters(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from peft_adapters import build_adapters
 
     return build_adapters(tmp_path_factory.mktemp("peft"))
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray cluster for the test session (tests marked ``ray`` use it)."""
+    import logging
+    import shutil
+    import tempfile
+
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="ek-ray-")  # short: Ray's socket paths are limited
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=400 << 20,
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+        _temp_dir=folder,
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        shutil.rmtree(folder, ignore_errors=True)

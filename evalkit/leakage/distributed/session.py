@@ -26,6 +26,7 @@ from evalkit.errors import EngineFailure, EvalkitError, UsageError
 from evalkit.leakage.progress import Progress
 
 TASK_RETRIES = 3  # Ray's default for tasks whose worker process died
+CONNECT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,9 @@ def _import_ray() -> Any:
 def ray_session(options: RayOptions, progress: Progress) -> Iterator[RaySession]:
     """Connect to (or start) a cluster for the run; shut down only what this started."""
     ray = _import_ray()
+    # evalkit reports a failed stage itself; Ray's own "unhandled error" print of the
+    # stage's other results would add tracebacks after the one-line message.
+    os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
     if ray.is_initialized():
         yield RaySession(ray, progress, False, _cpus(ray))
         return
@@ -149,7 +153,31 @@ def ray_session(options: RayOptions, progress: Progress) -> Iterator[RaySession]
             shutil.rmtree(temporary, ignore_errors=True)
 
 
+def _unreachable(address: str) -> str | None:
+    """Why ``host:port`` cannot be reached (None when it can, or is not host:port).
+
+    Ray retries an unreachable address for minutes, logging as it goes; a
+    plain connection tried first fails in seconds, with one line.
+    """
+    import socket
+
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS):
+            return None
+    except OSError as error:
+        return error.strerror or type(error).__name__
+
+
 def _connect(ray: Any, address: str, quiet: dict[str, Any]) -> None:
+    reason = _unreachable(address)
+    if reason is not None:
+        raise UsageError(
+            f"--ray-address {address}: nothing answers there ({reason}); start a cluster "
+            "with `ray start --head`, or leave --ray-address out for a local one"
+        )
     try:
         ray.init(address=address, **quiet)
     except (ConnectionError, ValueError, RuntimeError) as error:

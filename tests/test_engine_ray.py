@@ -1,0 +1,218 @@
+"""``--engine ray`` against ``--engine local`` on one local Ray cluster (marker ``ray``).
+
+The acceptance data of the leakage checks: conversations that share a
+400-word system prompt, planted near duplicates (one word of the user turn
+changed) and exact copies (case and spacing), a templated family of 150
+near-identical tickets (a bucket larger than the pairwise limit, so the
+pivot rounds run), an id and a conversation in two splits, three splits.
+Both engines must write the same bytes, but for the field naming the engine.
+JSONL splits are read in blocks of a few kilobytes, so every split has
+several blocks and the row numbers cross block edges.
+
+``pytest -m "not ray"`` skips these in the edit-test loop.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import assert_one_line_error
+from evalkit import audit, split
+from evalkit.errors import EngineFailure
+from evalkit.leakage.distributed.session import RayOptions
+
+pytestmark = pytest.mark.ray
+ray = pytest.importorskip("ray")
+
+SYSTEM = " ".join(f"policy{i}" for i in range(400))
+OPTIONS = RayOptions(partitions=3, block_bytes=8_000, bands_per_round=7)
+
+
+def make_items(seed: int = 11) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    vocabulary = [f"w{i}" for i in range(3000)]
+    categories = ["billing", "shipping", "account", "returns"]
+    items: list[dict[str, Any]] = []
+
+    def add(user: str, group: str) -> None:
+        # The answer follows the ticket, so a copied ticket is a copied conversation.
+        answer = json.dumps({"category": categories[len(user.split()) % len(categories)]})
+        items.append(
+            {
+                "id": f"i{len(items):04d}",
+                "group": group,
+                "category": rng.choice(categories),
+                "user": user,
+                "answer": answer,
+            }
+        )
+
+    bases = [" ".join(rng.choices(vocabulary, k=rng.randint(30, 50))) for _ in range(300)]
+    for number, text in enumerate(bases):
+        add(text, f"g{number // 2:03d}")
+    for number, text in enumerate(bases[:40]):  # near: one word changed
+        words = text.split()
+        words[rng.randrange(len(words))] = f"changed{number}"
+        add(" ".join(words), f"near{number:02d}")
+    for number, text in enumerate(bases[40:70]):  # exact: case and spacing
+        add("  ".join(w.upper() if rng.random() < 0.5 else w for w in text.split()), f"ex{number}")
+    template = " ".join(rng.choices(vocabulary, k=45)).split()
+    for number in range(150):  # a templated family: one large bucket
+        words = list(template)
+        words[rng.randrange(len(words))] = f"slot{number}"
+        add(" ".join(words), f"tpl{number:03d}")
+    add("", "empty")  # compared as empty text: never anyone's duplicate
+    rng.shuffle(items)
+    return items
+
+
+def record(item: dict[str, Any]) -> dict[str, Any]:
+    messages = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": item["user"]},
+        {"role": "assistant", "content": item["answer"]},
+    ]
+    if not item["user"]:
+        messages = messages[:1]  # the system prompt alone: compared as empty text
+    return {k: item[k] for k in ("id", "group", "category")} | {"messages": messages}
+
+
+def write(path: Path, items: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(record(i)) + "\n" for i in items), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def splits(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    folder = tmp_path_factory.mktemp("splits")
+    items = make_items()
+    thirds = [items[: len(items) // 2], items[len(items) // 2 : 3 * len(items) // 4]]
+    thirds.append(items[3 * len(items) // 4 :])
+    thirds[2].append(dict(thirds[0][0]))  # the same item again: an id in two splits
+    return [write(folder / f"{name}.jsonl", part) for name, part in zip(
+        ("train", "val", "test"), thirds, strict=True)]  # fmt: skip
+
+
+def without_engine(text: str) -> str:
+    """The output as the local engine would name itself (the one field that may differ)."""
+    assert text.count('"engine"') == 1
+    return text.replace('"engine": "ray"', '"engine": "local"').replace(
+        '"engine":"ray"', '"engine":"local"'
+    )
+
+
+AUDIT = {"id_column": "id", "text_column": "messages", "group": ["group"], "stratify": "category"}
+
+
+def test_audit_reports_the_same_bytes(ray_cluster: None, splits: list[Path]) -> None:
+    local = audit(splits, **AUDIT)
+    distributed = audit(splits, **AUDIT, engine="ray", ray=OPTIONS)
+    assert distributed.options.engine == "ray"
+    local_json = local.model_dump_json(indent=2)
+    assert without_engine(distributed.model_dump_json(indent=2)) == local_json
+    # the data exercises what it should
+    counts = local.counts
+    assert counts.near_duplicates > 30 and counts.exact_duplicates > 10
+    assert counts.group_leaks and counts.id_overlaps == 1
+    assert sum(summary.empty_texts for summary in local.splits.values()) == 1
+
+
+def test_exact_only_and_another_threshold(ray_cluster: None, splits: list[Path]) -> None:
+    for near_dup in (None, 0.5):
+        local = audit(splits, **AUDIT, near_dup=near_dup, seed=4)
+        distributed = audit(splits, **AUDIT, near_dup=near_dup, seed=4, engine="ray", ray=OPTIONS)
+        assert without_engine(distributed.model_dump_json()) == local.model_dump_json()
+
+
+def test_split_writes_the_same_files(ray_cluster: None, splits: list[Path], tmp_path: Path) -> None:
+    data = tmp_path / "all.jsonl"
+    lines = b"".join(path.read_bytes() for path in splits).splitlines(keepends=True)
+    data.write_bytes(b"".join(lines[:-1]))  # without the repeated item: ids are unique
+    arguments: dict[str, Any] = {
+        "group": ["group"], "id_column": "id", "text": "messages", "stratify": "category",
+        "near_dup": 0.8, "ratios": [0.7, 0.15, 0.15], "seed": 3,
+    }  # fmt: skip
+    for engine, out in (("local", tmp_path / "local"), ("ray", tmp_path / "ray")):
+        options = OPTIONS if engine == "ray" else None
+        result = split(data, **arguments, engine=engine, ray=options)  # type: ignore[arg-type]
+        result.write(out, fmt="jsonl")
+    assert result.record.merging is not None and result.record.merging.merged_groups > 30
+    names = sorted(p.name for p in (tmp_path / "local").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "ray").iterdir())
+    for name in names:
+        local_bytes = (tmp_path / "local" / name).read_bytes()
+        ray_bytes = (tmp_path / "ray" / name).read_bytes()
+        if name == "manifest.json":
+            ray_bytes = without_engine(ray_bytes.decode()).encode()
+        assert ray_bytes == local_bytes, name
+
+
+def test_cli_gives_the_same_exit_code_and_json(
+    ray_cluster: None, splits: list[Path], tmp_path: Path, run_cli
+) -> None:
+    args = [*splits, "--id", "id", "--text", "messages", "--group", "group", "--quiet"]
+    local = run_cli("audit", *args, "--json", tmp_path / "local.json")
+    distributed = run_cli("audit", *args, "--json", tmp_path / "ray.json", "--engine", "ray")
+    assert (local.exit_code, distributed.exit_code) == (1, 1), distributed.stderr
+    ray_json = without_engine((tmp_path / "ray.json").read_text())
+    assert ray_json == (tmp_path / "local.json").read_text()
+
+
+def test_bad_input_in_a_block_fails_as_local(
+    ray_cluster: None, splits: list[Path], tmp_path: Path, run_cli
+) -> None:
+    lines = splits[0].read_bytes().splitlines(keepends=True)
+    broken = tmp_path / "train.jsonl"
+    broken.write_bytes(b"".join([*lines[:50], b'{"id": "x", "messages": [\n', *lines[50:]]))
+    args = [broken, splits[1], "--id", "id", "--text", "messages"]
+    local = run_cli("audit", *args)
+    distributed = run_cli("audit", *args, "--engine", "ray")
+    assert_one_line_error(distributed, f"{broken}:51")
+    assert distributed.stderr == local.stderr
+
+
+def test_a_lost_worker_is_retried_and_a_failed_stage_is_named(
+    ray_cluster: None, tmp_path: Path
+) -> None:
+    from evalkit.leakage.distributed.session import RaySession, ray_session
+    from evalkit.leakage.progress import Progress
+
+    def die_once(marker: str) -> str:  # nested: shipped by value to the workers
+        import os
+
+        if not os.path.exists(marker):
+            Path(marker).write_text("x")
+            os._exit(1)  # the worker process dies: Ray retries the task elsewhere
+        return "second try"
+
+    def fail() -> None:
+        raise RuntimeError("out of luck")
+
+    session: RaySession
+    with ray_session(RayOptions(), Progress(False)) as session:
+        marker = tmp_path / "died-once"
+        dies_once = session.remote(die_once)
+        assert session.run("a stage", [dies_once.remote(str(marker))]) == ["second try"]
+        fails = session.remote(fail)
+        with pytest.raises(EngineFailure, match="stage 'checking candidate pairs'"):
+            session.run("checking candidate pairs", [fails.remote()])
+    assert ray.is_initialized()  # the session's cluster was not this run's to stop
+
+
+def test_ray_address_that_nobody_answers_is_one_line_at_once() -> None:
+    from evalkit.errors import UsageError
+    from evalkit.leakage.distributed.session import _connect
+
+    with pytest.raises(UsageError, match=r"--ray-address 127.0.0.1:9: nothing answers there"):
+        _connect(ray, "127.0.0.1:9", {})  # Ray itself would retry for minutes
+
+
+def test_ray_address_needs_the_ray_engine(run_cli, splits: list[Path]) -> None:
+    result = run_cli("audit", *splits, "--id", "id", "--text", "messages",
+                     "--ray-address", "127.0.0.1:9")  # fmt: skip
+    assert result.exit_code == 2 and "--ray-address needs --engine ray" in result.stderr
