@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet '$(TORCH)'
-	$(BIN)/python -m pip install --quiet -e '.[dev,tokenize,hf]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,tokenize,hf,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.ray
 ray = pytest.importorskip("ray")
 
 SYSTEM = " ".join(f"policy{i}" for i in range(400))
-OPTIONS = RayOptions(partitions=3, block_bytes=8_000, bands_per_round=7)
+OPTIONS = RayOptions(partitions=3, block_bytes=150_000, bands_per_round=7)
 
 
 def make_items(seed: int = 11) -> list[dict[str, Any]]:
