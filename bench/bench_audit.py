@@ -2,7 +2,8 @@
 
 Run: ``.venv/bin/python bench/bench_audit.py`` (``--n 1000000`` items,
 ``--reference-size 50000`` for the datasketch comparison, ``--keep DIR`` to
-keep the generated files).
+keep the generated files, ``--baseline-code DIR`` to time another checkout's
+audit of the same files alternately with this one's, ``--repeats`` times).
 
 Data: ``n`` texts of 20-80 words drawn from a 50,000-word Zipf-like
 vocabulary (common words repeat, as in real text, which makes more LSH
@@ -132,8 +133,11 @@ def truth(rows: pl.DataFrame, planted: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def run_cli_audit(folder: Path) -> tuple[float, float, dict]:
-    """``evalkit audit`` in a fresh process: (seconds, peak MB, report)."""
+def run_cli_audit(folder: Path, code: Path | None = None) -> tuple[float, float, dict]:
+    """``evalkit audit`` in a fresh process: (seconds, peak MB, report).
+
+    ``code`` runs the evalkit of another checkout (its folder first on the path).
+    """
     out = folder / "audit.json"
     files = [str(folder / f"{name}.parquet") for name in ("train", "val", "test")]
     command = [
@@ -153,8 +157,13 @@ def run_cli_audit(folder: Path) -> tuple[float, float, dict]:
         "--force",
         "--quiet",
     ]
+    env = dict(os.environ)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        )
     started = time.perf_counter()
-    completed = subprocess.run(command, capture_output=True, text=True)
+    completed = subprocess.run(command, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - started
     if completed.returncode not in (0, 1):
         raise SystemExit(f"audit failed: {completed.stderr}")
@@ -245,11 +254,59 @@ def reference(rows: pl.DataFrame, planted: pl.DataFrame, size: int) -> dict[str,
     }
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_audit(folder: Path, code: Path | None) -> tuple[float, float, dict]:
+    """``evalkit audit`` of ``code``'s checkout: (wall seconds, CPU seconds, report).
+
+    CPU time moves much less than wall time on a shared, loaded machine.
+    """
+    before = children_cpu()
+    seconds, _, report = run_cli_audit(folder, code)
+    return seconds, children_cpu() - before, report
+
+
+def compare_code(folder: Path, baseline: Path, repeats: int) -> None:
+    """This checkout's audit against another's on the same files, alternately; print both."""
+    wall: dict[str, list[float]] = {"baseline": [], "this": []}
+    cpu: dict[str, list[float]] = {"baseline": [], "this": []}
+    for _ in range(repeats):
+        for name, code in (("baseline", baseline), ("this", ROOT)):
+            seconds, used, _ = timed_audit(folder, code)
+            wall[name].append(seconds)
+            cpu[name].append(used)
+    report_ratio(wall, cpu)
+
+
+def report_ratio(wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
+    """Print each code's wall and CPU times and the ratios of the best ones."""
+    for name in wall:
+        walls = ", ".join(f"{value:.2f}" for value in wall[name])
+        cpus = ", ".join(f"{value:.2f}" for value in cpu[name])
+        print(f"audit by {name} code: wall {walls} s; CPU {cpus} s")
+    if "baseline" in wall:
+        print(
+            f"best this / best baseline: wall {min(wall['this']) / min(wall['baseline']):.3f}, "
+            f"CPU {min(cpu['this']) / min(cpu['baseline']):.3f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--reference-size", type=int, default=50_000)
     parser.add_argument("--keep", type=Path)
+    parser.add_argument(
+        "--baseline-code",
+        type=Path,
+        help="another checkout of evalkit (git worktree add DIR main): its audit of the same "
+        "files runs alternately with this one's, --repeats times each, for a before/after ratio",
+    )
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -262,6 +319,8 @@ def main() -> None:
         rows.filter(pl.col("split") == name).drop("split").write_parquet(folder / f"{name}.parquet")
 
     try:
+        if args.baseline_code is not None:
+            compare_code(folder, args.baseline_code, args.repeats)
         seconds, peak_mb, report = run_cli_audit(folder)
     finally:
         if args.keep is None:  # the generated files take about 200 MB

@@ -116,5 +116,20 @@ class InvalidModelConfig(EvalkitError):
     """A model's config.json lacks a key, or has a value the memory planner cannot use."""
 
 
+class InvalidParameter(UsageError, ValueError):
+    """A library argument has a value it cannot take (names the parameter, quotes the value).
+
+    Also a ``ValueError``: what scikit-learn's callers expect from a splitter's arguments.
+    """
+
+
+class InvalidParameterType(InvalidParameter, TypeError):
+    """A library argument has a type it cannot take (also a ``TypeError``, as in scikit-learn)."""
+
+
+class WriteFailed(EvalkitError):
+    """The operating system refused to write an output (disk full, quota, permissions)."""
+
+
 class EngineFailure(EvalkitError):
     """A distributed run could not finish one of its stages (names the stage)."""

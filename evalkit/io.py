@@ -9,9 +9,11 @@ leaves a half-written output behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -21,10 +23,10 @@ from typing import TYPE_CHECKING, Literal
 
 from evalkit.errors import (
     MalformedFile,
-    OutputExists,
     UnknownColumn,
     UnreadableFile,
     UsageError,
+    WriteFailed,
 )
 from evalkit.fast_jsonl import read_with_prefix_types
 
@@ -255,39 +257,24 @@ def require_columns(frame: pl.DataFrame, columns: Sequence[str], source: str) ->
 
 
 def check_new_output(
-    path: Path, force: bool, *, inputs: Iterable[Path | None] = (), marker: str | None = None
+    path: Path,
+    force: bool,
+    *,
+    inputs: Iterable[Path | None] = (),
+    marker: str | None = None,
+    folder: bool = False,
 ) -> None:
     """Refuse an output that would destroy something it should not.
 
-    An existing output needs ``force``; an output that is, or would contain,
-    one of the command's ``inputs`` is refused even with ``force`` (replacing
-    it would delete the data being read); and an existing non-empty folder is
-    replaced only if it holds ``marker``, the file the same command writes, so
-    ``--force`` never wipes a folder evalkit did not write.
+    An existing output needs ``force``; an output that is, lies inside or
+    would contain one of the command's ``inputs`` is refused even with
+    ``force``; and an existing non-empty folder is replaced only if it holds
+    ``marker``, the file the same command writes (the rules of
+    :mod:`evalkit.command_files`, where a command declares all its outputs).
     """
-    resolved = path.resolve()
-    for source in inputs:
-        if source is None:
-            continue
-        source_resolved = Path(source).resolve()
-        if source_resolved == resolved or resolved in source_resolved.parents:
-            raise UsageError(
-                f"{path}: the output would replace the input {source}; choose another output path"
-            )
-    if not path.exists() or (path.is_dir() and not any(path.iterdir())):
-        return  # nothing there to lose
-    kind = "folder" if path.is_dir() else "file"
-    if not force:
-        raise OutputExists(f"{path}: {kind} exists already; pass --force to overwrite it")
-    if marker is None:
-        return
-    if not path.is_dir():
-        raise OutputExists(f"{path}: is a file, not an output folder; choose another path")
-    if any(path.iterdir()) and not (path / marker).exists():
-        raise OutputExists(
-            f"{path}: folder has no {marker}, so evalkit did not write it; refusing to "
-            "replace it even with --force (choose another path)"
-        )
+    from evalkit.command_files import check_new_output as check
+
+    check(path, force, inputs=inputs, marker=marker, folder=folder)
 
 
 def _umask() -> int:
@@ -302,18 +289,99 @@ def _publish(temporary: str | Path, path: Path, directory: bool = False) -> None
     os.replace(temporary, path)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _fsync(path: str | Path) -> None:
+    """Flush a written file's bytes to the disk, as git and sqlite do before a rename.
+
+    Without it a crash soon after the rename can leave the new name holding
+    an empty or partial file on file systems that delay allocation.
+    """
+    descriptor = os.open(path, os.O_RDONLY)
     try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _fsync_folder(path: str | Path) -> None:
+    """Flush a folder's entries (a rename into it); some file systems refuse, which is fine."""
+    with contextlib.suppress(OSError):
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+
+
+def _fsync_tree(folder: Path) -> None:
+    """:func:`_fsync` every file under ``folder``, then the folders themselves."""
+    for root, _, files in os.walk(folder):
+        for name in files:
+            _fsync(os.path.join(root, name))
+        _fsync_folder(root)
+
+
+_WRITE_HINTS = {
+    errno.ENOSPC: "free some space or write elsewhere",
+    errno.EDQUOT: "free some space (the quota is reached) or write elsewhere",
+    errno.EFBIG: "the file is larger than this file system or a limit allows; write elsewhere",
+    errno.EROFS: "the file system is read-only; choose another path",
+    errno.EACCES: "the folder is not writable; choose another path",
+    errno.EPERM: "the folder is not writable; choose another path",
+}
+
+
+_OS_ERROR_IN_MESSAGE = re.compile(r"\(os error (\d+)\)")
+
+
+def os_error_of(error: BaseException) -> OSError | None:
+    """The operating-system error behind ``error``, if it is one.
+
+    polars' Parquet writer reports a failed write as a ``ComputeError`` whose
+    message ends in ``(os error 28)``; that is a write the system refused,
+    like an ``OSError``, not a bug.
+    """
+    if isinstance(error, OSError):
+        return error
+    found = _OS_ERROR_IN_MESSAGE.search(str(error))
+    if found is None:
+        return None
+    number = int(found.group(1))
+    return OSError(number, os.strerror(number))
+
+
+def write_failed(path: Path, error: OSError) -> WriteFailed:
+    """The one-line error for an output the operating system refused to write."""
+    reason = error.strerror or type(error).__name__
+    hint = _WRITE_HINTS.get(error.errno or 0, "check the path and the disk, then run again")
+    return WriteFailed(f"{path}: cannot write ({reason}); nothing was written: {hint}")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    The bytes are on the disk before the rename; an operating-system error
+    (disk full, quota, permissions) is a :class:`~evalkit.errors.WriteFailed`
+    and leaves neither the temporary file nor a partial ``path`` behind.
+    """
+    temporary: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+        )
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
         _publish(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+        temporary = None
+        _fsync_folder(path.parent)
+    except OSError as error:
+        raise write_failed(path, error) from error
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -341,28 +409,39 @@ def _check_writable_as(frame: pl.DataFrame, path: Path, fmt: TableFormat) -> Non
 
 
 def write_table(frame: pl.DataFrame, path: Path, fmt: TableFormat | None = None) -> None:
-    """Write a frame as JSONL, CSV or Parquet, atomically.
+    """Write a frame as JSONL, CSV or Parquet, atomically (see :func:`atomic_write_bytes`).
 
     Parquet is written without statistics timestamps and with a fixed
     compression so that the same frame always gives the same bytes.
     """
     fmt = fmt or table_format(path)
     _check_writable_as(frame, path, fmt)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
+    temporary: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+        )
+        os.close(handle)
         if fmt == "parquet":
             frame.write_parquet(temporary, compression="zstd", statistics=True)
         elif fmt == "csv":
             frame.write_csv(temporary)
         else:
             frame.write_ndjson(temporary)
+        _fsync(temporary)
         _publish(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+        temporary = None
+        _fsync_folder(path.parent)
+    except Exception as error:
+        refused = os_error_of(error)
+        if refused is None:
+            raise
+        raise write_failed(path, refused) from error
+    finally:
+        if temporary is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
 
 @contextlib.contextmanager
@@ -371,27 +450,47 @@ def atomic_directory(
 ) -> Iterator[Path]:
     """Yield a temporary folder that replaces ``path`` only when the block succeeds.
 
-    A command writes all its outputs into the yielded folder; on success the
-    folder is renamed into place (an existing one is removed only then, and
-    only with ``force``), so readers never see a mix of old and new files.
+    A command writes all its outputs into the yielded folder; on success its
+    files are flushed to the disk and the folder is renamed into place (an
+    existing one is removed only then, and only with ``force``), so readers
+    never see a mix of old and new files. An operating-system error while
+    writing (disk full, quota, permissions) is a
+    :class:`~evalkit.errors.WriteFailed`; the staging folder is removed and
+    an existing output stays as it was.
     """
     inputs = list(inputs)
-    check_new_output(path, force, inputs=inputs, marker=marker)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    check_new_output(path, force, inputs=inputs, marker=marker, folder=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    except OSError as error:
+        raise write_failed(path, error) from error
     try:
         yield staging
+        _fsync_tree(staging)
         if path.exists():
-            check_new_output(path, force, inputs=inputs, marker=marker)
+            check_new_output(path, force, inputs=inputs, marker=marker, folder=True)
             retired = path.with_name(f".{path.name}.old-{os.getpid()}")
             os.replace(path, retired)
-            _publish(staging, path, directory=True)
+            try:
+                _publish(staging, path, directory=True)
+            except BaseException:
+                os.replace(retired, path)  # the earlier output stays as it was
+                raise
             if retired.is_dir():
                 shutil.rmtree(retired, ignore_errors=True)
             else:
                 retired.unlink(missing_ok=True)
         else:
             _publish(staging, path, directory=True)
+        _fsync_folder(path.parent)
+    except WriteFailed as error:  # a file of the folder: name where it was going
+        raise WriteFailed(error.message.replace(str(staging), str(path))) from error
+    except Exception as error:
+        refused = os_error_of(error)
+        if refused is None:
+            raise
+        raise write_failed(path, refused) from error
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

@@ -233,6 +233,56 @@ evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
 echo "   -> exit 0: candidate-b passes"
 
 echo
+echo "######## Error analysis: new rules, suspect labels, repeated phrasings ########"
+echo
+echo "== 15. contract v2 (contracts/ticket-triage-v2.yaml): a strict parser and a renamed"
+echo "   class. Re-score the three results under it, from the predictions they recorded:"
+evalkit rescore "$OUT/score/baseline" "$OUT/score/candidate-a" "$OUT/score/candidate-b" \
+  --contract contracts/ticket-triage-v2.yaml --out "$OUT/rescore"
+echo
+echo "   a v1 result against a v2 result is still refused:"
+status=0
+evalkit compare "$OUT/score/baseline" "$OUT/rescore/candidate-b" 2> "$OUT/refused.txt" \
+  || status=$?
+if [ "$status" -ne 2 ]; then
+  echo "demo: expected compare of v1 against v2 results to be refused (exit 2), got $status" >&2
+  exit 1
+fi
+fold -s -w 100 "$OUT/refused.txt" | sed 's/^/   /'
+echo "   -> exit 2; the three v2 results compare:"
+evalkit compare "$OUT/rescore/baseline" "$OUT/rescore/candidate-a" "$OUT/rescore/candidate-b" \
+  --out "$OUT/compare-v2" | grep -E "^[0-9]\.|^Decision"
+echo "   the ledger: the rules changed after the test was seen, so the test set is burned"
+evalkit ledger "$OUT/split/test.parquet"
+
+echo
+echo "== 16. a copy of the tickets with planted defects: 20 flipped labels and a web-form"
+echo "   template repeated 60 times (python examples/tickets/generate.py --plant)"
+mkdir -p "$OUT/noisy"
+python examples/tickets/generate.py --plant --out "$OUT/noisy/tickets.jsonl" > /dev/null
+evalkit split "$OUT/noisy/tickets.jsonl" --out "$OUT/noisy/split" \
+  --group conversation_id --stratify category --id ticket_id --text text \
+  --ratios 0.7,0.15,0.15 --seed 7 --near-dup 0.8 | grep -E "^repetition|^near"
+echo
+echo "== 16b. audit it: no leak; the template is 60 items of the training split"
+evalkit audit "$OUT/noisy/split" --id ticket_id --text text --group conversation_id \
+  --within --json "$OUT/noisy/audit.json" | sed -n '/^repetition/,/^  pairs/p'
+
+echo
+echo "== 16c. SIMULATED predictions on its test split (on a flipped item every model answers"
+echo "   what the text says), scored, compared: the suspect gold labels"
+python examples/tickets/simulate_predictions.py "$OUT/noisy/split/test.parquet" \
+  --out "$OUT/noisy/predictions" --seed 11 > /dev/null
+for name in baseline candidate-a candidate-b; do
+  evalkit score --contract contracts/ticket-triage.yaml --gold "$OUT/noisy/split/test.parquet" \
+    --pred "$OUT/noisy/predictions/$name.jsonl" --out "$OUT/noisy/score/$name" --name "$name" \
+    --quiet > /dev/null
+done
+evalkit compare "$OUT/noisy/score/baseline" "$OUT/noisy/score/candidate-a" \
+  "$OUT/noisy/score/candidate-b" --out "$OUT/noisy/compare" | grep "^Suspect"
+sed -n '/^## Suspect gold labels/,/^_/p' "$OUT/noisy/compare/report.md"
+
+echo
 echo "Reports: $OUT/compare/report.html (open it in a browser), $OUT/compare/report.md,"
 echo "  $OUT/compare/junit.xml, $OUT/gate/; each score folder has its report.html;"
 echo "  $OUT/tokens/report.html shows sampled conversations token by token;"

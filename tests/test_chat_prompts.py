@@ -148,8 +148,10 @@ def test_bad_input_writes_nothing(
 
 
 def test_a_folder_or_an_existing_output_is_refused(run_cli, tmp_path: Path) -> None:
-    data = write_jsonl(tmp_path / "test.jsonl", [{"id": 1, "messages": conversation("q")}])
-    result = run_cli("prompts", tmp_path, "--id", "id", "--text", "messages", "--out",
+    (tmp_path / "split").mkdir()
+    rows = [{"id": 1, "messages": conversation("q")}]
+    data = write_jsonl(tmp_path / "split" / "test.jsonl", rows)
+    result = run_cli("prompts", tmp_path / "split", "--id", "id", "--text", "messages", "--out",
                      tmp_path / "p.jsonl", "--model", "m")  # fmt: skip
     assert_one_line_error(result, "is a folder", "one split file")
     out = tmp_path / "p.jsonl"

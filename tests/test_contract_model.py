@@ -181,6 +181,25 @@ def test_schema_file_is_inlined_and_fingerprinted_by_content(tmp_path: Path) -> 
         load_contract(write(tmp_path, MINIMAL + "output: {schema_file: nope.json}\n"))
 
 
+def test_schema_file_outside_the_contracts_folder_is_refused(run_cli, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"type": "object", "description": "not meant to be read"}')
+    folder = tmp_path / "contracts" / "team"
+    folder.mkdir(parents=True)
+    (folder / "link.json").symlink_to(secret)
+    for relative in ("../../secret.json", str(secret), "link.json", "sub/../../../secret.json"):
+        contract = write(folder, MINIMAL + f"output: {{schema_file: {json.dumps(relative)}}}\n")
+        with pytest.raises(InvalidSchema, match="outside the contract's folder"):
+            load_contract(contract)
+        result = run_cli("contract", "check", contract)
+        assert_one_line_error(result, "output.schema_file", "outside the contract's folder")
+        assert "not meant to be read" not in result.stdout
+    (folder / "schemas").mkdir()
+    (folder / "schemas" / "s.json").write_text('{"type": "object"}')
+    inside = write(folder, MINIMAL + "output: {schema_file: ./schemas/../schemas/s.json}\n")
+    assert load_contract(inside).output.json_schema == {"type": "object"}
+
+
 @pytest.mark.parametrize(
     ("schema", "expected"),
     [
@@ -258,3 +277,64 @@ def test_contract_schema_prints_and_writes(run_cli, tmp_path: Path) -> None:
     written = run_cli("contract", "schema", "--out", target)
     assert written.exit_code == 0 and target.read_text() == contract_json_schema_text()
     assert_one_line_error(run_cli("contract", "schema", "--out", target), "pass --force")
+
+
+PRODUCIBLE = """\
+name: t
+version: 1
+id: ticket_id
+fields:
+  category: {gold: category}
+  amount: {gold: amount, match: number}
+"""
+
+
+@pytest.mark.parametrize(
+    ("schema", "fragments"),
+    [
+        ({"type": "object", "properties": {"category": {}}, "additionalProperties": False},
+         ["fields.amount", "admits no key 'amount'", "additionalProperties: false"]),
+        ({"properties": {"amount": {"type": "string"}}},
+         ["fields.amount", "match: number needs a number", "only string"]),
+        ({"properties": {"amount": False}}, ["fields.amount", "no value but null"]),
+        ({"properties": {"amount": {"enum": ["1", "2"]}}}, ["fields.amount", "only string"]),
+        ({"properties": {"amount": {"anyOf": [{"type": "string"}, {"type": "null"}]}}},
+         ["fields.amount", "only null, string"]),
+        ({"$defs": {"money": {"type": "string"}},
+          "properties": {"amount": {"$ref": "#/$defs/money"}}}, ["fields.amount", "only string"]),
+        ({"type": "array"}, ["fields.category", "never an object"]),
+        ({"propertyNames": {"enum": ["category"]}}, ["fields.amount", "propertyNames.enum"]),
+        ({"patternProperties": {"^c": {}}, "additionalProperties": False},
+         ["fields.amount", "admits no key"]),
+    ],
+)  # fmt: skip
+def test_contract_check_fails_a_field_the_schema_cannot_produce(
+    run_cli, tmp_path: Path, schema, fragments
+) -> None:
+    contract = write(tmp_path, PRODUCIBLE + f"output: {{schema: {json.dumps(schema)}}}\n")
+    with pytest.raises(InvalidSchema):
+        load_contract(contract)
+    assert_one_line_error(run_cli("contract", "check", contract), *fragments)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object"},
+        {"properties": {"amount": {"type": ["number", "null"]}}, "additionalProperties": False,
+         "patternProperties": {"^cat": {"type": "string"}}},
+        {"properties": {"amount": {"type": "integer"}}},
+        {"properties": {"amount": {"anyOf": [{"type": "number"}, {"type": "null"}]}}},
+        {"$defs": {"money": {"type": "number"}},
+         "properties": {"amount": {"$ref": "#/$defs/money"}}},
+        {"properties": {"amount": {"$ref": "https://example.com/not-judged.json"}}},
+        {"properties": {"amount": {"allOf": [{"type": "number"}]}}},
+    ],
+)  # fmt: skip
+def test_fields_the_schema_can_produce_pass(tmp_path: Path, schema) -> None:
+    text = PRODUCIBLE + f"output: {{schema: {json.dumps(schema)}}}\n"
+    if "https://" in text:  # a remote $ref is refused on its own (never fetched)
+        with pytest.raises(InvalidSchema, match="remote"):
+            load_contract(write(tmp_path, text))
+        return
+    load_contract(write(tmp_path, text))

@@ -116,17 +116,26 @@ def test_audit_reports_the_same_bytes(ray_cluster: None, splits: list[Path]) -> 
     local_json = local.model_dump_json(indent=2)
     assert without_engine(distributed.model_dump_json(indent=2)) == local_json
     # the data exercises what it should
+    assert all(split.near_share and split.openings for split in local.within.values())
+    assert local.within["train"].clusters[0].size > 64  # the templated family
     counts = local.counts
     assert counts.near_duplicates > 30 and counts.exact_duplicates > 10
     assert counts.group_leaks and counts.id_overlaps == 1
     assert sum(summary.empty_texts for summary in local.splits.values()) == 1
 
 
-def test_exact_only_and_another_threshold(ray_cluster: None, splits: list[Path]) -> None:
-    for near_dup in (None, 0.5):
-        local = audit(splits, **AUDIT, near_dup=near_dup, seed=4)
-        distributed = audit(splits, **AUDIT, near_dup=near_dup, seed=4, engine="ray", ray=OPTIONS)
-        assert without_engine(distributed.model_dump_json()) == local.model_dump_json()
+@pytest.mark.parametrize(
+    ("near_dup", "within"), [(None, False), (0.5, False), (0.8, True), (None, True)]
+)
+def test_other_thresholds_and_the_pairs_within_splits(
+    ray_cluster: None, splits: list[Path], near_dup: float | None, within: bool
+) -> None:
+    options = {"near_dup": near_dup, "seed": 4, "within": within, "opening_words": 3}
+    local = audit(splits, **AUDIT, **options)
+    distributed = audit(splits, **AUDIT, **options, engine="ray", ray=OPTIONS)
+    assert without_engine(distributed.model_dump_json()) == local.model_dump_json()
+    if within and near_dup:
+        assert local.within_near_duplicates and local.within_exact_duplicates
 
 
 def test_split_writes_the_same_files(ray_cluster: None, splits: list[Path], tmp_path: Path) -> None:

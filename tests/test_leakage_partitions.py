@@ -126,7 +126,8 @@ def test_small_bucket_codes_and_pivots_give_the_local_links(indexed) -> None:
     for records in partitioned_records(signatures, masks, [200], parts=2):
         buckets = part.band_buckets(records)
         codes = sorted_unique(part.small_bucket_codes(buckets, n))
-        checked = part.check_codes(codes, n, subset_checker, PARAMS.threshold)
+        scope = np.full(len(codes), -1, dtype=np.int64)
+        checked = part.check_codes(scope, codes, n, subset_checker, PARAMS.threshold)
         links |= set(zip(checked.left.tolist(), checked.right.tolist(), strict=True))
         pivot_left, pivot_right, _ = part.pivot_links(
             part.large_buckets(buckets), subset_checker, PARAMS.threshold
@@ -154,13 +155,13 @@ def test_the_check_of_a_fetched_subset_equals_the_local_check(indexed) -> None:
         local = type(shingles)(shingles.hashes[shingles.starts[lo] : shingles.starts[hi]], starts)
         subsets.append(part.extract(local, signatures[lo:hi], lo, wanted))
     checker = part.SubsetChecker(part.TextSubset.concat(subsets, PARAMS.num_perm))
-    checked = part.check_codes(codes, n, checker, 0.0)
+    checked = part.check_codes(np.zeros(len(codes), dtype=np.int64), codes, n, checker, 0.0)
     reference = JaccardChecker(shingles, np.arange(n))
     a, b = codes // n, codes % n
     assert np.allclose(checked.similarity, reference.similarity(a, b), rtol=0, atol=1e-12)
     agree = (signatures[a] == signatures[b]).mean(axis=1)
     assert np.array_equal(checked.estimate, agree)
-    assert checked.candidates == len(codes)
+    assert checked.candidates == {0: len(codes)}
 
 
 def test_range_partitions_rank_texts_as_the_local_sort() -> None:

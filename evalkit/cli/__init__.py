@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "audit": ("evalkit.cli.audit_cmd", "audit_command"),
     "prompts": ("evalkit.cli.prompts_cmd", "prompts_command"),
     "score": ("evalkit.cli.score_cmd", "score_command"),
+    "rescore": ("evalkit.cli.rescore_cmd", "rescore_command"),
     "contract": ("evalkit.cli.contract_cmd", "contract_group"),
     "card": ("evalkit.cli.card_cmd", "card_command"),
     "ledger": ("evalkit.cli.ledger_cmd", "ledger_command"),
@@ -118,6 +119,7 @@ def cli(debug: bool) -> None:
                        generate     - greedy predictions, every input pinned [hf]
     After training:    card         - what a PEFT adapter is, without loading it
                        score        - format validity and accuracy per class
+                       rescore      - results again under a new contract version
                        ledger       - how often each test set was looked at
                        compare      - paired regression report vs a baseline
                        gate         - CI verdict: exit 0 pass, 1 fail
@@ -164,15 +166,33 @@ def _end_now(code: object) -> NoReturn:
     else:
         print(code, file=sys.stderr)
         status = 1
-    for stream in (sys.stdout, sys.stderr):
-        # A closed pipe (evalkit ... | head) leaves nothing more to say.
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass  # a closed pipe (evalkit ... | head) leaves nothing more to say
+    except (OSError, ValueError) as error:  # e.g. stdout on a full disk: the output is lost
+        reason = getattr(error, "strerror", None) or str(error)
         with contextlib.suppress(OSError, ValueError):
-            stream.flush()
+            sys.stderr.write(f"evalkit: error: cannot write the output to stdout ({reason})\n")
+        status = status or 2
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.flush()
     os._exit(status)
 
 
 def _run(args: list[str]) -> None:
-    """Run the command line ``args``; always ends in ``SystemExit`` with the exit code."""
+    """Run the command line ``args``; always ends in ``SystemExit`` with the exit code.
+
+    Under GitHub Actions every line printed, errors included, goes through
+    :mod:`evalkit.cli._workflow_guard`, so no value can act as a workflow command.
+    """
+    from evalkit.cli._workflow_guard import guarded_streams
+
+    with guarded_streams():
+        _run_guarded(args)
+
+
+def _run_guarded(args: list[str]) -> None:
     # pydantic looks for plugins (validation hooks for observability tools) in
     # the entry points of every installed distribution the first time a model
     # is built: ~30 ms in an environment with the ML extras, on every command,
@@ -208,9 +228,23 @@ def _run(args: list[str]) -> None:
         sys.exit(130)
     except BrokenPipeError:
         sys.exit(0)
+    except OSError as error:  # the system refused (disk full, permissions): bad input, not a bug
+        if _State.debug:
+            traceback.print_exc()
+        where = f"{error.filename}: " if error.filename else ""
+        click.echo(f"evalkit: error: {where}{error.strerror or error}", err=True)
+        sys.exit(2)
     except Exception as error:  # a bug, not bad input: say so in one line
         if _State.debug:
             traceback.print_exc()
+        from evalkit.io import os_error_of
+
+        refused = os_error_of(error)
+        if refused is not None:  # a library's wrapping of a refused read or write
+            click.echo(
+                f"evalkit: error: {refused.strerror}: {str(error).splitlines()[0]}", err=True
+            )
+            sys.exit(2)
         first = str(error).splitlines()[0] if str(error) else ""
         click.echo(
             f"evalkit: internal error: {type(error).__name__}: {first} "

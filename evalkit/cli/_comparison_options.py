@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from evalkit.comparison.models import CandidateReport
+    from evalkit.comparison.models import CandidateReport, ComparisonReport
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,7 +61,10 @@ def provenance_options(function: F) -> F:
 
 
 def warn_unpaired(report: CandidateReport) -> None:
-    """Say on stderr when some ids are in only one result (they are left out)."""
+    """Say on stderr what deserves a look: ids in only one result (they are left out), and
+    the report's warnings (a slice that holds no paired example)."""
+    for warning in report.warnings:
+        click.echo(f"evalkit: warning: {report.candidate.name}: {warning}", err=True)
     pairing = report.pairing
     if pairing.only_in_baseline or pairing.only_in_candidate:
         examples = pairing.only_in_baseline_ids or pairing.only_in_candidate_ids
@@ -100,3 +103,10 @@ def verdict_lines(report: CandidateReport) -> list[str]:
             line += "; negative flips: " + ", ".join(failure.negative_flip_ids)
         lines.append(line)
     return lines
+
+
+def suspect_line(report: ComparisonReport) -> str | None:
+    """One terminal line about the suspect gold labels (None when the check did not run)."""
+    from evalkit.report.suspects_markdown import suspect_summary
+
+    return suspect_summary(report)

@@ -49,6 +49,19 @@ from evalkit.cli._engine_options import engine_options, ray_options
     "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the MinHash."
 )
 @click.option(
+    "--within",
+    is_flag=True,
+    help="List the exact and near-duplicate pairs inside each split too (in --json).",
+)
+@click.option(
+    "--opening-words",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Words of an opening, for the most repeated openings of each split.",
+)
+@click.option(
     "--json",
     "json_path",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -68,6 +81,8 @@ def audit_command(
     near_dup: float,
     exact_only: bool,
     seed: int,
+    within: bool,
+    opening_words: int,
     json_path: Path | None,
     engine: str,
     ray_address: str | None,
@@ -88,6 +103,13 @@ def audit_command(
     ShareGPT {from, value}): the text compared is then the content of the
     --roles turns, so a system prompt shared by every example is no leak.
 
+    Repetition within each split is reported too (not a leak): the share of
+    its items in exact and in near-duplicate clusters of its own, the largest
+    clusters with an example id, and the most repeated openings (the first
+    --opening-words words). --within lists those pairs in --json. A template
+    repeated through the training split is merged into one group by
+    `evalkit split --near-dup` (docs/leakage.md).
+
     --engine ray runs the same stages on a Ray cluster (--ray-address, else
     RAY_ADDRESS or a local one) for data past one machine's memory (about
     3 GB per million texts here); the report is the same, byte for byte,
@@ -105,13 +127,13 @@ def audit_command(
       evalkit audit corpus/ --id id --text messages --engine ray \\
         --ray-address head-node:6379 --json audit.json
     """
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.command_files import CommandFiles
+    from evalkit.io import atomic_write_text
     from evalkit.leakage.api import audit
     from evalkit.report.audit_summary import render_audit_summary
 
-    if json_path is not None:
-        check_new_output(json_path, force)
     ray = ray_options(engine, ray_address)
+    CommandFiles(force=force).reads(*files).writes(json_path, option="--json").check()
     report = audit(
         list(files),
         id_column=id_column,
@@ -122,6 +144,8 @@ def audit_command(
         near_dup=None if exact_only else near_dup,
         seed=seed,
         progress=not quiet,
+        within=within,
+        opening_words=opening_words,
         engine="ray" if ray is not None else "local",
         ray=ray,
     )

@@ -69,12 +69,13 @@ def card_command(
     card is still written), 2 bad input (not an adapter folder, a corrupt
     weights file, an existing --out without --force).
     """
-    from evalkit.io import atomic_write_bytes, check_new_output
+    from evalkit.command_files import CommandFiles
+    from evalkit.io import atomic_write_bytes
     from evalkit.provenance.card import adapter_card, card_json
     from evalkit.report.card_summary import render_card_summary
 
-    if out is not None:
-        check_new_output(out, force, inputs=[adapter_dir])
+    files = CommandFiles(force=force).reads(adapter_dir, base_dir, training)
+    files.writes(out, option="--out").check()
     card = adapter_card(adapter_dir, base=base_dir, base_revision=base_revision, training=training)
     if out is not None:
         atomic_write_bytes(out, card_json(card))

@@ -10,6 +10,7 @@ from evalkit.cli._comparison_options import (
     RESULT_FOLDER,
     provenance_options,
     statistics_options,
+    suspect_line,
     verdict_lines,
     warn_unpaired,
 )
@@ -31,6 +32,20 @@ from evalkit.cli._comparison_options import (
     show_default=True,
     help="Overall accuracy gain a passing candidate needs to be adopted.",
 )
+@click.option(
+    "--suspect-min-agree",
+    type=click.IntRange(min=2),
+    metavar="N",
+    help="Suspect gold labels: results that must give the same valid answer "
+    "[default: every result; invalid outputs abstain].",
+)
+@click.option(
+    "--text",
+    "text_column",
+    metavar="COL",
+    help="Gold file column whose first words show each suspect label's input "
+    "[default: text, or the contract's conversation column].",
+)
 @statistics_options
 @provenance_options
 def compare_command(
@@ -44,6 +59,8 @@ def compare_command(
     factors: tuple[str, ...],
     allow_base_change: bool,
     ledger_path: Path | None,
+    suspect_min_agree: int | None,
+    text_column: str | None,
 ) -> None:
     """Compare CANDIDATES with BASELINE example by example, rank them and decide.
 
@@ -60,6 +77,12 @@ def compare_command(
     weights hash). --factor, --allow-base-change and --ledger work as for
     `evalkit gate`.
 
+    Suspect gold labels: items whose gold class the baseline and every
+    candidate contradict with the same format-valid answer, ranked by how
+    many results agree, with the first words of each input (--text) and,
+    for predictions written by `evalkit generate`, the answer's probability.
+    A hint to read those labels again, never a verdict (docs/compare.md).
+
     \b
     Writes DIR/report.json, DIR/report.md, DIR/report.html (charts, one
     self-contained page) and DIR/junit.xml with --out.
@@ -70,17 +93,19 @@ def compare_command(
     Example:
       evalkit compare runs/baseline runs/cand-a runs/cand-b --out reports/
     """
+    from evalkit.cli._files import result_inputs
+    from evalkit.command_files import CommandFiles
     from evalkit.comparison.api import compare
     from evalkit.comparison.outputs import flip_outputs
-    from evalkit.io import atomic_directory, atomic_write_text, check_new_output
+    from evalkit.io import atomic_directory, atomic_write_text
     from evalkit.report.html.compare import render_comparison_html
     from evalkit.report.json_report import render_json
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_comparison_markdown
 
-    sources = [Path(folder) for folder in (baseline, *candidates)]
-    if out is not None:
-        check_new_output(out, force, inputs=sources, marker="report.json")
+    files = CommandFiles(force=force).reads_all(result_inputs([baseline, *candidates]))
+    files.reads(ledger_path).writes(out, option="--out", marker="report.json")
+    files.check()
     report = compare(
         baseline,
         *candidates,
@@ -90,11 +115,17 @@ def compare_command(
         factors=factors,
         allow_base_change=allow_base_change,
         ledger=ledger_path,
+        suspect_min_agree=suspect_min_agree,
+        text_column=text_column,
     )
     for candidate in report.candidates:
         warn_unpaired(candidate)
+    for candidate in report.candidates:
+        if candidate.test_set is not None:
+            files.reads(candidate.test_set.ledger)  # the ledger the verdicts read
+    files.check()
     if out is not None:
-        with atomic_directory(out, force, inputs=sources, marker="report.json") as staging:
+        with atomic_directory(out, force, inputs=files.inputs, marker="report.json") as staging:
             atomic_write_text(staging / "report.json", render_json(report))
             atomic_write_text(staging / "report.md", render_comparison_markdown(report))
             html = render_comparison_html(report, flip_outputs(report.candidates))
@@ -103,5 +134,8 @@ def compare_command(
     for entry, candidate in zip(report.ranking, report.candidates, strict=True):
         click.echo(f"{entry.rank}. " + "\n".join(verdict_lines(candidate)))
     click.echo(f"Decision: {report.decision.reason}")
+    suspects = suspect_line(report)
+    if suspects:
+        click.echo(suspects)
     if out is not None:
         click.echo(f"wrote {out}/report.json, report.md, report.html, junit.xml")

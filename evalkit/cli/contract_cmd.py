@@ -75,13 +75,14 @@ def schema_command(out: Path | None, force: bool) -> None:
     Example:
       evalkit contract schema --out contracts/contract.schema.json --force
     """
+    from evalkit.command_files import CommandFiles
     from evalkit.contract.schema import contract_json_schema_text
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.io import atomic_write_text
 
     text = contract_json_schema_text()
     if out is None:
         click.echo(text, nl=False)
         return
-    check_new_output(out, force)
+    CommandFiles(force=force).writes(out, option="--out").check()
     atomic_write_text(out, text)
     click.echo(str(out))

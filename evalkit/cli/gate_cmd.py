@@ -74,18 +74,23 @@ def gate_command(
     Example:
       evalkit gate runs/baseline runs/candidate --junit gate.xml --html gate.html
     """
+    from evalkit.cli._files import result_inputs
+    from evalkit.cli._workflow_guard import emit_command, under_github_actions
+    from evalkit.command_files import CommandFiles
     from evalkit.comparison.api import gate
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.io import atomic_write_text
     from evalkit.report.github import error_annotations
     from evalkit.report.json_report import render_json
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_candidate_markdown
 
-    outputs = [path for path in (junit, markdown, html, json_path) if path is not None]
-    results = [Path(folder) / name for folder in (baseline, candidate)
-               for name in ("summary.json", "examples.parquet")]  # fmt: skip
-    for path in outputs:
-        check_new_output(path, force, inputs=results)
+    files = CommandFiles(force=force).reads_all(result_inputs([baseline, candidate]))
+    files.reads(ledger_path)
+    for option, path in (("--junit", junit), ("--markdown", markdown), ("--html", html),
+                         ("--json", json_path)):  # fmt: skip
+        files.writes(path, option=option)
+    files.check()
+    outputs = files.outputs
     report = gate(
         baseline,
         candidate,
@@ -96,6 +101,9 @@ def gate_command(
         ledger=ledger_path,
     )
     warn_unpaired(report)
+    if report.test_set is not None:
+        files.reads(report.test_set.ledger)  # the ledger the verdict read
+    files.check()
     markdown_text = render_candidate_markdown(report)
     if junit is not None:
         atomic_write_text(junit, render_junit([report]))
@@ -113,9 +121,9 @@ def gate_command(
         click.echo(line)
     for path in outputs:
         click.echo(f"wrote {path}")
-    if os.environ.get("GITHUB_ACTIONS") == "true":
+    if under_github_actions():
         for line in error_annotations(report):
-            click.echo(line)
+            emit_command(line)
     step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if step_summary:
         try:

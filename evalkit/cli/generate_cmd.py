@@ -108,12 +108,13 @@ def generate_command(
     adapter of another base, no chat template, --device cuda without a GPU,
     an existing --out without --force).
     """
-    from evalkit.io import check_new_output
+    from evalkit.command_files import CommandFiles
     from evalkit.model.generate import generate
     from evalkit.model.records import RUN_FILE
     from evalkit.report.model_summary import render_generate_summary
 
-    check_new_output(out, force, inputs=[base, adapter, tokenizer, data], marker=RUN_FILE)
+    files = CommandFiles(force=force).reads(base, adapter, tokenizer, data)
+    files.writes(out, option="--out", marker=RUN_FILE).check()
     result = generate(
         base,
         data,

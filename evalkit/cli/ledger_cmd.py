@@ -43,13 +43,17 @@ def ledger_command(path: Path, json_path: Path | None, force: bool) -> None:
     Exit codes: 0 reported (whatever the states; `gate` with
     require_fresh_test enforces), 2 no such ledger or bad input.
     """
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.command_files import LEDGER_NAME, CommandFiles
+    from evalkit.io import atomic_write_text
     from evalkit.provenance.ledger_state import read_ledger, resolve_ledger
     from evalkit.report.ledger_summary import render_ledger
 
-    if json_path is not None:
-        check_new_output(json_path, force)
+    # A folder only says where the ledger is: the ledger in it is what is read.
+    given = path / LEDGER_NAME if path.is_dir() else path
+    files = CommandFiles(force=force).reads(given).writes(json_path, option="--json")
+    files.check()
     ledger, gold_sha256 = resolve_ledger(path)
+    files.reads(ledger).check()
     report = read_ledger(ledger, gold_sha256)
     if json_path is not None:
         atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")

@@ -269,13 +269,15 @@ def plan_command(
       evalkit plan --config examples/plan/llama-2-7b --train-tokens 20000000 \\
         --epochs 2 --eval-examples 500 --eval-new-tokens 256 --runs 2 --window 7d
     """
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.command_files import CommandFiles
+    from evalkit.io import atomic_write_text
     from evalkit.plan.api import plan
     from evalkit.plan.time_api import TimeRequest
     from evalkit.report.plan_table import render_plan
 
-    if json_path is not None:
-        check_new_output(json_path, force, inputs=[config, tokens_report, measured])
+    CommandFiles(force=force).reads(config, tokens_report, measured).writes(
+        json_path, option="--json"
+    ).check()
     time = TimeRequest(
         train_tokens=train_tokens,
         tokens_report=tokens_report,

@@ -81,10 +81,10 @@ def prompts_command(
         --out test.batch.jsonl --model my-finetuned-model --max-tokens 200
     """
     from evalkit.chat.prompts import PromptFormat, prompts
-    from evalkit.io import check_new_output
+    from evalkit.command_files import CommandFiles
     from evalkit.report.prompts_summary import render_prompts_summary
 
-    check_new_output(out, force, inputs=[split])
+    CommandFiles(force=force).reads(split).writes(out, option="--out").check()
     result = prompts(
         split,
         id_column=id_column,

@@ -80,12 +80,14 @@ def reload_check_command(
     or a pinned file changed.
     """
     from evalkit.cli import debug_enabled
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.cli._files import run_inputs
+    from evalkit.command_files import CommandFiles
+    from evalkit.io import atomic_write_text
     from evalkit.model.reload import reload_check
     from evalkit.report.model_summary import render_reload_summary
 
-    if json_path is not None:
-        check_new_output(json_path, force)
+    files = CommandFiles(force=force).reads_all(run_inputs(run_dir)).reads(merged)
+    files.writes(json_path, option="--json").check()
     report = reload_check(
         run_dir,
         n=n,

@@ -157,12 +157,15 @@ def score_command(
     Exit codes: 0 scored; 2 bad input (unknown contract key, missing column,
     corrupt predictions line, duplicate ids, existing --out without --force).
     """
-    from evalkit.io import check_new_output, hash_early
+    from evalkit.command_files import LEDGER_NAME, CommandFiles
+    from evalkit.io import hash_early
     from evalkit.scoring.processes import early_workers
 
-    check_new_output(
-        out, force, inputs=[contract_path, gold_path, pred_path], marker="summary.json"
-    )
+    files = CommandFiles(force=force).reads(contract_path, gold_path, pred_path)
+    files.reads(card_path, adapter_dir)
+    if not no_ledger:  # the ledger this look is appended to
+        files.reads(ledger_path or gold_path.parent / LEDGER_NAME)
+    files.writes(out, option="--out", marker="summary.json").check()
     # The inputs are hashed and the parsing subprocesses start before the
     # imports below, so that both run beside this process's own start-up.
     hash_early([gold_path, pred_path])
@@ -189,9 +192,14 @@ def score_command(
             base=provenance.base,
             ledger=provenance.ledger,
         )
+    from evalkit.cli._files import schema_file_input
+
+    files.reads(schema_file_input(contract_path), provenance.ledger).check()
     report = render_score_html(result.summary).encode("utf-8")
-    result.write(out, force=force, extra_files={"report.html": report})
+    result.write(out, force=force, extra_files={"report.html": report}, inputs=files.inputs)
     ledger_line = record_look(provenance.ledger, result.summary, purpose)
+    for warning in result.summary.warnings:
+        click.echo(f"evalkit: warning: {warning}", err=True)
     if quiet:
         click.echo(str(out))
         return

@@ -151,12 +151,13 @@ def smoke_command(
     --device cuda without a GPU, an existing --json without --force).
     """
     from evalkit.cli import debug_enabled
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.command_files import CommandFiles
+    from evalkit.io import atomic_write_text
     from evalkit.model.smoke import smoke
     from evalkit.report.smoke_summary import render_smoke_summary
 
-    if json_path is not None:
-        check_new_output(json_path, force, inputs=[base, data, tokenizer])
+    files = CommandFiles(force=force).reads(base, data, tokenizer)
+    files.writes(json_path, option="--json").check()
     report = smoke(
         base,
         data,

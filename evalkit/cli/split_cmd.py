@@ -180,11 +180,12 @@ def split_command(
         --stratify category --id ticket_id --text messages --near-dup 0.8 \
         --sizes 840,180,180 --seed 7
     """
-    from evalkit.io import check_new_output, hash_early
+    from evalkit.command_files import CommandFiles
+    from evalkit.io import hash_early
 
     ray = ray_options(engine, ray_address)
-    # --freeze may sit inside --out: it is read before the folder is replaced.
-    check_new_output(out, force, inputs=[input_file, tokenizer], marker="manifest.json")
+    files = CommandFiles(force=force).reads(input_file, freeze, tokenizer)
+    files.writes(out, option="--out", marker="manifest.json").check()
     hash_early([input_file, *([freeze] if freeze is not None else [])])  # beside the imports
 
     from evalkit.cli import heavy_imports

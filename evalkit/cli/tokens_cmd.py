@@ -124,16 +124,16 @@ def tokens_command(
       evalkit tokens split/ --tokenizer model/ --text messages --id ticket_id \\
         --max-seq-length 512 --json tokens.json --html tokens.html
     """
+    from evalkit.command_files import CommandFiles
     from evalkit.errors import UsageError
-    from evalkit.io import atomic_write_text, check_new_output
+    from evalkit.io import atomic_write_text
     from evalkit.report.tokens_summary import render_tokens_summary
     from evalkit.tokens.api import check_tokens
 
     if sample is not None and html_path is None:
         raise UsageError("--sample: the sampled examples are shown in --html FILE; give it too")
-    for output in (json_path, html_path):
-        if output is not None:
-            check_new_output(output, force, inputs=[*files, tokenizer])
+    command_files = CommandFiles(force=force).reads(*files, tokenizer)
+    command_files.writes(json_path, option="--json").writes(html_path, option="--html").check()
     result = check_tokens(
         list(files),
         tokenizer=tokenizer,

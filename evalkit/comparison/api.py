@@ -25,6 +25,7 @@ from evalkit.comparison.ranking import decide, rank_candidates, ranking_entries
 from evalkit.comparison.results import ScoredResult, check_compatible, load_result
 from evalkit.comparison.rules import parse_gate_rules
 from evalkit.comparison.statistics import CONFIDENCE
+from evalkit.comparison.suspects import find_suspects
 from evalkit.comparison.test_set import find_ledger, fresh_test_check, gold_split, ledger_status
 from evalkit.comparison.verdict import CandidateTotals, apply_rules
 from evalkit.errors import UsageError
@@ -135,6 +136,12 @@ def _compare_one(
         format_errors=format_errors(paired),
         confusion=confusion_change(paired),
         flips=flipped_examples(paired, rare),
+        warnings=[
+            f"slice {scope.scope.removeprefix('slice:')!r} holds no paired example, so its "
+            "figures are empty and its rules judge nothing; check the contract's slices"
+            for scope in slices
+            if scope.n == 0
+        ],
     )
 
 
@@ -217,6 +224,8 @@ def compare(
     factors: Sequence[str] = (),
     allow_base_change: bool = False,
     ledger: str | os.PathLike[str] | None = None,
+    suspect_min_agree: int | None = None,
+    text_column: str | None = None,
 ) -> ComparisonReport:
     """Compare one or more candidates with the baseline, rank them and decide.
 
@@ -225,6 +234,12 @@ def compare(
     otherwise it says that no candidate passes, or that none gains enough,
     and the report lists every candidate's known regressions. ``factors``,
     ``allow_base_change`` and ``ledger`` work as for :func:`gate`.
+
+    The report also lists suspect gold labels: items whose gold class the
+    baseline and every candidate (at least ``suspect_min_agree`` of them;
+    invalid outputs abstain) contradict with the same format-valid answer,
+    with the first words of ``text_column`` of the gold file (default
+    ``text``, or the contract's conversation column).
     """
     if not candidates:
         raise UsageError("no candidate given; pass at least one result folder to compare")
@@ -241,6 +256,12 @@ def compare(
     top = ranked[0]
     by_name = dict(zip(names, loaded, strict=True))
     decision = _with_record(top, ranked, decide(ranked, min_gain), base, by_name)
+    suspects, suspect_check = find_suspects(
+        [base, *loaded],
+        [base.name, *names],
+        min_agree=suspect_min_agree,
+        text_column=text_column,
+    )
     return ComparisonReport(
         evalkit_version=__version__,
         baseline=top.baseline,
@@ -255,4 +276,6 @@ def compare(
         overall=top.overall,
         classes=top.classes,
         candidates=ranked,
+        suspect_labels=suspects,
+        suspect_label_check=suspect_check,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from evalkit.comparison.record_models import (
     GoldSplit,
@@ -19,6 +19,7 @@ from evalkit.comparison.record_models import (
     ReloadNeeds,
 )
 from evalkit.comparison.rules import GateRules
+from evalkit.comparison.suspect_models import SuspectLabel, SuspectLabelCheck
 
 REPORT_FORMAT_VERSION = 1
 
@@ -308,6 +309,9 @@ class CandidateReport(_Model):
     """The ledger's state of the test set."""
     decision: Decision | None = None
     """``evalkit gate``'s decision record (``compare`` has one for all candidates)."""
+    warnings: list[str] = Field(default=[], exclude_if=lambda warnings: not warnings)
+    """What was compared but deserves a look: a slice that holds no paired example (its
+    rules judge nothing). The key is written only when there is a warning."""
 
 
 class RankedCandidate(_Model):
@@ -369,3 +373,8 @@ class ComparisonReport(_Model):
     """Per-class statistics of the top-ranked candidate."""
     candidates: list[CandidateReport]
     """The full report of every candidate, in ranking order."""
+    suspect_labels: list[SuspectLabel] = []
+    """Gold items whose class every result contradicts with the same format-valid answer,
+    most agreeing results first: labels to read again (a hint, never a verdict)."""
+    suspect_label_check: SuspectLabelCheck | None = None
+    """How the suspects were looked for, and the counts per class."""

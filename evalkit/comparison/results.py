@@ -57,6 +57,11 @@ class PredictionsRef(_Loose):
     """The predictions file a result scored (its hash finds its look in the ledger)."""
 
     sha256: str | None = None
+    path: str | None = None
+    format: str | None = None
+    id_col: str | None = None
+    output_col: str | None = None
+    on_duplicate: str | None = None
 
 
 class OverallSummary(_Loose):
@@ -218,7 +223,8 @@ def check_compatible(baseline: ScoredResult, candidate: ScoredResult) -> None:
             f"{baseline.path} and {candidate.path} were scored under different contracts: "
             f"{base.contract.name} v{base.contract.version} ({base.contract.fingerprint}) vs "
             f"{cand.contract.name} v{cand.contract.version} ({cand.contract.fingerprint}); "
-            "re-score both with the same contract"
+            "re-score the results of the older version under the newer contract with "
+            "evalkit rescore RESULT... --contract NEW.yaml --out DIR, then compare those"
         )
     if base.gold.sha256 != cand.gold.sha256:
         raise IncompatibleResults(

@@ -153,7 +153,21 @@ def describe_validation_error(error: Any) -> str:
 
 
 def _load_schema_file(contract_path: Path, relative: str) -> dict[str, Any]:
-    target = (contract_path.parent / relative).resolve()
+    """The schema file a contract names, which must lie in the contract's folder (or below).
+
+    A contract is often taken from someone else (a pull request, a shared
+    repository); ``../../`` or an absolute path would make scoring read and
+    copy into ``summary.json`` any file the user can read. Links are
+    resolved first, so a symbolic link inside the folder cannot point out.
+    """
+    folder = contract_path.parent.resolve()
+    target = (folder / relative).resolve()
+    if folder not in target.parents:
+        raise InvalidSchema(
+            f"{contract_path}: output.schema_file: {relative!r} resolves to {target}, outside "
+            f"the contract's folder {folder}; keep the schema file beside the contract (or in "
+            "a folder below it)"
+        )
     try:
         document = read_document(target, kind="JSON Schema")
     except UnreadableFile as error:
@@ -205,4 +219,13 @@ def complete_schema(contract: Contract, contract_path: Path) -> Contract:
         key = "output.schema_file" if output.schema_file else "output.schema"
         raise InvalidSchema(f"{contract_path}: {key}: {problem}") from problem
     new_output = output.model_copy(update={"json_schema": schema, "schema_file": None})
-    return contract.model_copy(update={"output": new_output})
+    completed = contract.model_copy(update={"output": new_output})
+    from evalkit.contract.producible import unproducible_fields
+
+    for name, why in unproducible_fields(completed):
+        key = "output.schema_file" if output.schema_file else "output.schema"
+        raise InvalidSchema(
+            f"{contract_path}: fields.{name}: no format-valid output can match it ({why}); "
+            f"fix the field or {key}"
+        )
+    return completed

@@ -10,9 +10,8 @@ training set's own business.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -20,37 +19,25 @@ import polars as pl
 from evalkit.chat import parse_roles
 from evalkit.errors import UsageError
 from evalkit.leakage import findings
+from evalkit.leakage import within as within_module
+from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups_per_split
 from evalkit.leakage.clusters import distinct_texts
 from evalkit.leakage.distributed.session import RayOptions
-from evalkit.leakage.inputs import Rows, SplitSource, file_fingerprint, read_rows
+from evalkit.leakage.inputs import Rows, read_rows
 from evalkit.leakage.minhash import LshParameters, choose_lsh
-from evalkit.leakage.models import (
-    AuditCounts,
-    AuditOptions,
-    AuditReport,
-    DuplicatePair,
-    GroupLeak,
-    IdOverlap,
-    NearDuplicatePair,
-    SplitSummary,
-)
+from evalkit.leakage.models import AuditOptions, AuditReport, WithinSplit
 from evalkit.leakage.normalize import normalize_texts
 from evalkit.leakage.progress import Progress
-from evalkit.leakage.search import SimilarPairs, find_similar_pairs
+from evalkit.leakage.search import (
+    SimilarPairs,
+    cross_split_pairs,
+    lsh_index,
+    within_split_pairs,
+)
+from evalkit.leakage.within import DEFAULT_OPENING_WORDS
 
 DEFAULT_NEAR_DUP = 0.8
-PairT = TypeVar("PairT", bound=DuplicatePair)
 Engine = Literal["local", "ray"]
-
-
-class ChatFacts(Protocol):
-    """What a split summary says of a split's text column (a ChatColumn has it)."""
-
-    @property
-    def shape(self) -> str: ...
-
-    @property
-    def skipped_parts(self) -> int: ...
 
 
 def audit(
@@ -64,6 +51,8 @@ def audit(
     near_dup: float | None = DEFAULT_NEAR_DUP,
     seed: int = 0,
     progress: bool = False,
+    within: bool = False,
+    opening_words: int = DEFAULT_OPENING_WORDS,
     engine: Engine = "local",
     ray: RayOptions | None = None,
 ) -> AuditReport:
@@ -84,6 +73,11 @@ def audit(
     every role but system, so a system prompt shared by every example never
     makes two items duplicates).
 
+    ``report.within`` says how repetitive each split is on its own (exact and
+    near-duplicate clusters inside it, the most repeated openings of
+    ``opening_words`` words); ``within`` lists those pairs too. Repetition
+    inside a split is not a leak.
+
     ``engine="ray"`` runs the same stages on a Ray cluster (``ray`` says
     which, and how) and returns the same report; ``local`` is the reference.
     """
@@ -91,6 +85,8 @@ def audit(
         raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
     if seed < 0:
         raise UsageError(f"--seed: must be >= 0, got {seed}")
+    if opening_words < 1:
+        raise UsageError(f"--opening-words: must be >= 1, got {opening_words}")
     if engine not in ("local", "ray"):
         raise UsageError(f"--engine: local or ray, got {engine!r}")
     if ray is not None and engine != "ray":
@@ -110,6 +106,8 @@ def audit(
         stratify=stratify,
         near_dup=near_dup,
         seed=seed,
+        opening_words=opening_words,
+        within=within,
         engine=engine,
     )
     if engine == "ray":
@@ -142,114 +140,95 @@ def audit(
         }
     )
     exact = findings.with_ids(findings.exact_pairs(keyed), table)
-    similar = _similar(distinct, keyed, params, progress)
+    similar, inside = _similar(distinct, keyed, params, progress, len(rows.names), within)
     near = findings.with_ids(findings.near_pairs(keyed, similar), table)
+    repetition = _repetition(
+        table, normalized, keyed, inside, rows.names, opening_words, params is not None
+    )
     leaks = findings.group_leaks(table, rows.group_columns) if group else None
-    overlaps = findings.id_overlaps(table)
-    counts = _split_counts(rows, normalized)
-    return build_report(
-        options, params, rows.sources, rows.texts, counts, exact, near, similar, leaks, overlaps
+    within_exact = within_near = None
+    if within:  # every pair inside a split: listed only when asked (it can be quadratic)
+        within_exact = _named_within(within_module.exact_pairs_within(keyed), table)
+        if params is not None:
+            within_near = _named_within(within_module.near_pairs_within(keyed, inside), table)
+    found = Findings(
+        counts=_split_counts(rows, normalized),
+        exact=exact,
+        near=near,
+        candidates=similar.candidates,
+        leaks=leaks,
+        overlaps=findings.id_overlaps(table),
+        within=repetition,
+        within_exact=within_exact,
+        within_near=within_near,
     )
+    return build_report(options, params, rows.sources, rows.texts, found)
 
 
-@dataclass(frozen=True)
-class SplitCounts:
-    """Per split (arrays indexed by split): what the summaries count, from either engine."""
-
-    n_items: np.ndarray
-    empty_texts: np.ndarray
-    duplicate_ids: np.ndarray
-    n_groups: np.ndarray | None
-    classes: list[str]
-    class_counts: list[dict[str, int]]
-
-
-def build_report(
-    options: AuditOptions,
-    params: LshParameters | None,
-    sources: Sequence[SplitSource],
-    texts: Sequence[ChatFacts],
-    counts: SplitCounts,
-    exact: pl.DataFrame,
-    near: pl.DataFrame,
-    similar: SimilarPairs,
-    leaks: pl.DataFrame | None,
-    overlaps: pl.DataFrame,
-) -> AuditReport:
-    """The report from the findings: one builder for the local and the Ray engine."""
-    names = [source.name for source in sources]
-    report_splits = _split_summaries(sources, texts, counts, exact, near)
-    group_list = _group_leak_models(leaks, names)
-    overlap_list = [
-        IdOverlap(id=value, splits=[names[s] for s in splits])
-        for value, splits in overlaps.iter_rows()
-    ]
-    exact_list = _pair_models(exact, names, DuplicatePair)
-    near_list = _pair_models(near, names, NearDuplicatePair)
-    totals = AuditCounts(
-        group_leaks=len(group_list),
-        id_overlaps=len(overlap_list),
-        exact_duplicates=len(exact_list),
-        near_duplicates=len(near_list),
-        candidate_pairs_checked=similar.candidates,
-    )
-    return AuditReport(
-        leak=any((totals.group_leaks, totals.id_overlaps, len(exact_list), len(near_list))),
-        options=options,
-        lsh=params,
-        splits=report_splits,
-        classes=counts.classes,
-        counts=totals,
-        group_leaks=group_list,
-        id_overlaps=overlap_list,
-        exact_duplicates=exact_list,
-        near_duplicates=near_list,
-    )
+def _nothing() -> SimilarPairs:
+    nothing = np.zeros(0, dtype=np.int64)
+    return SimilarPairs(nothing, nothing, nothing.astype(float), nothing.astype(float), 0)
 
 
 def _similar(
-    distinct: pl.Series, keyed: pl.DataFrame, params: LshParameters | None, progress: bool
-) -> SimilarPairs:
-    """Near-duplicate pairs of distinct texts that can span splits (none when skipped)."""
-    if params is None:
-        nothing = np.zeros(0, dtype=np.int64)
-        return SimilarPairs(nothing, nothing, nothing.astype(float), nothing.astype(float), 0)
+    distinct: pl.Series,
+    keyed: pl.DataFrame,
+    params: LshParameters | None,
+    progress: bool,
+    n_splits: int,
+    every_pair: bool,
+) -> tuple[SimilarPairs, list[SimilarPairs]]:
+    """Near-duplicate pairs of distinct texts across splits, and inside each split.
+
+    One LSH index serves both. Inside a split, only the pairs that connect its
+    clusters are checked (linear even for a template repeated thousands of
+    times), unless ``every_pair`` asks for the full listing (``--within``).
+    """
+    if params is None or len(distinct) < 2:
+        return _nothing(), [_nothing() for _ in range(n_splits)]
+    bars = Progress(progress)
     masks = findings.split_masks(
         keyed["split"].to_numpy(), keyed["text_index"].to_numpy(), len(distinct)
     )
-    return find_similar_pairs(distinct, params, split_masks=masks, progress=Progress(progress))
-
-
-def _pair_models(pairs: pl.DataFrame, names: list[str], model: type[PairT]) -> list[PairT]:
-    """Pair frames as report models, validated in one call (millions of pairs are possible,
-    and building them one by one in Python would dominate the run time)."""
-    from pydantic import TypeAdapter
-
-    split_name = pl.Enum(names)
-    columns = list(model.model_fields)
-    frame = pairs.with_columns(
-        pl.col("a_split")
-        .cast(pl.UInt32)
-        .replace_strict(range(len(names)), names, return_dtype=split_name),
-        pl.col("b_split")
-        .cast(pl.UInt32)
-        .replace_strict(range(len(names)), names, return_dtype=split_name),
-    ).select(columns)
-    return TypeAdapter(list[model]).validate_python(frame.to_dicts())  # type: ignore[valid-type]
-
-
-def _group_leak_models(leaks: pl.DataFrame | None, names: list[str]) -> list[GroupLeak]:
-    if leaks is None or leaks.height == 0:
-        return []
-    grouped = leaks.group_by("label", maintain_order=True).agg("split", "items")
-    return [
-        GroupLeak(group=label, items={names[s]: int(n) for s, n in zip(splits, items, strict=True)})
-        for label, splits, items in grouped.iter_rows()
+    index = lsh_index(distinct, params, bars)
+    across = cross_split_pairs(index, params, masks, bars)
+    inside = [
+        within_split_pairs(index, params, masks, split, bars, every_pair=every_pair)
+        for split in range(n_splits)
     ]
+    return across, inside
+
+
+def _repetition(
+    table: pl.DataFrame,
+    normalized: pl.Series,
+    keyed: pl.DataFrame,
+    inside: list[SimilarPairs],
+    names: list[str],
+    opening_words: int,
+    near: bool,
+) -> dict[str, WithinSplit]:
+    """``report.within``: each split's own exact and near-duplicate clusters and openings."""
+    clusters = within_module.split_clusters(keyed, [(p.left, p.right) for p in inside])
+    items = (
+        table.select("row", "split", "id")
+        .with_columns(normalized.alias("text"))
+        .join(keyed.select("row", pl.col("text_index").alias("exact")), on="row", how="left")
+        .join(clusters, on="row", how="left")
+    )
+    summary = within_module.summarize(items, names, opening_words=opening_words, near=near)
+    return {name: WithinSplit.model_validate(value) for name, value in summary.items()}
+
+
+def _named_within(pairs: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """Pairs inside splits with their ids, smaller id first (empty stays empty)."""
+    if pairs.height == 0:
+        return pairs
+    return within_module.smaller_id_first(findings.with_ids(pairs, table))
 
 
 def _split_counts(rows: Rows, normalized: pl.Series) -> SplitCounts:
-    """What the summaries count, from the stacked rows (the local engine)."""
+    """What the split summaries count, from the stacked rows."""
     table = rows.table
     n_splits = len(rows.names)
     split_of_row = table["split"].to_numpy()
@@ -261,54 +240,7 @@ def _split_counts(rows: Rows, normalized: pl.Series) -> SplitCounts:
         n_items=np.bincount(split_of_row, minlength=n_splits),
         empty_texts=np.bincount(split_of_row[normalized.is_null().to_numpy()], minlength=n_splits),
         duplicate_ids=findings.duplicate_ids_per_split(table, n_splits),
-        n_groups=_groups_per_split(table, rows.group_columns, n_splits),
+        n_groups=groups_per_split(table, rows.group_columns, n_splits),
         classes=classes,
         class_counts=class_counts,
     )
-
-
-def _split_summaries(
-    sources: Sequence[SplitSource],
-    texts: Sequence[ChatFacts],
-    counts: SplitCounts,
-    exact: pl.DataFrame,
-    near: pl.DataFrame,
-) -> dict[str, SplitSummary]:
-    n_splits = len(sources)
-    # Rows with a duplicate in another split, counted once each, per split.
-    involved = pl.concat(
-        [
-            frame.select(pl.col(f"{side}_row").alias("row"), pl.col(f"{side}_split").alias("split"))
-            for frame in (exact, near)
-            for side in ("a", "b")
-        ],
-        how="vertical_relaxed",
-    ).unique("row")
-    duplicated = np.bincount(involved["split"].to_numpy().astype(np.int64), minlength=n_splits)
-    summaries = {}
-    for index, source in enumerate(sources):
-        chat = texts[index]
-        class_counts = counts.class_counts[index]
-        summaries[source.name] = SplitSummary(
-            path=str(source.path) if source.path is not None else None,
-            sha256=file_fingerprint(source),
-            n_items=int(counts.n_items[index]),
-            shape=chat.shape,
-            skipped_parts=chat.skipped_parts,
-            n_groups=None if counts.n_groups is None else int(counts.n_groups[index]),
-            empty_texts=int(counts.empty_texts[index]),
-            duplicate_ids=int(counts.duplicate_ids[index]),
-            items_with_duplicate_elsewhere=int(duplicated[index]),
-            class_counts=class_counts,
-            missing_classes=[label for label, n in class_counts.items() if n == 0],
-        )
-    return summaries
-
-
-def _groups_per_split(
-    table: pl.DataFrame, group_columns: list[str], n_splits: int
-) -> np.ndarray | None:
-    if not group_columns:
-        return None
-    keyed = table.drop_nulls(group_columns).select("split", *group_columns).unique()
-    return np.bincount(keyed["split"].to_numpy(), minlength=n_splits)

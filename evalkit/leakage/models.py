@@ -44,6 +44,12 @@ class AuditOptions(_Model):
         description="Jaccard threshold of the near-duplicate check; null when it was skipped."
     )
     seed: int = Field(description="Seed of the MinHash hash functions.")
+    opening_words: int = Field(
+        default=5, description="Words of an opening counted by the within-split repetition."
+    )
+    within: bool = Field(
+        default=False, description="--within: the pairs inside each split are listed too."
+    )
     engine: str = Field(
         default="local",
         description="Where the audit ran: local (one process) or ray (a Ray cluster); both "
@@ -96,21 +102,60 @@ class IdOverlap(_Model):
 
 
 class DuplicatePair(_Model):
-    """Two items in different splits with the same normalised text."""
+    """Two items with the same normalised text (in different splits, or one with --within)."""
 
-    a: str = Field(description="Id of the item in the earlier split (input order).")
+    a: str = Field(
+        description="Id of the item in the earlier split (input order); in one split, the "
+        "smaller id."
+    )
     a_split: str = Field(description="Split of item a.")
-    b: str = Field(description="Id of the item in the later split.")
+    b: str = Field(description="Id of the item in the later split (in one split, the larger).")
     b_split: str = Field(description="Split of item b.")
 
 
 class NearDuplicatePair(DuplicatePair):
-    """Two items in different splits whose texts differ but are near duplicates."""
+    """Two items whose texts differ but are near duplicates (across splits, or in one)."""
 
     similarity: float = Field(
         description="Exact Jaccard similarity of the two texts' word-shingle sets (>= threshold)."
     )
     estimate: float = Field(description="MinHash estimate of that similarity, for reference.")
+
+
+class WithinCluster(_Model):
+    """One cluster of duplicates inside a split."""
+
+    size: int = Field(description="Items of the split in the cluster.")
+    example_id: str = Field(description="The smallest id in the cluster, to look at.")
+
+
+class OpeningCount(_Model):
+    """An opening (the first words of the normalised text) shared by several items."""
+
+    text: str = Field(description="The opening, normalised (NFKC, lower case, single spaces).")
+    n: int = Field(description="Items of the split that start with it.")
+
+
+class WithinSplit(_Model):
+    """How repetitive one split is: its own exact and near duplicates, and shared openings."""
+
+    n: int = Field(description="Items in the split.")
+    exact_share: float = Field(
+        description="Share of the items whose normalised text another item of the split has."
+    )
+    near_share: float | None = Field(
+        description="Share of the items in a near-duplicate cluster of the split (exact or near "
+        "links, chained; exact duplicates included); null without the near-duplicate search."
+    )
+    in_exact_clusters: int = Field(description="Items counted by exact_share.")
+    in_near_clusters: int | None = Field(description="Items counted by near_share.")
+    n_clusters: int = Field(description="Clusters of two or more items in the split.")
+    clusters: list[WithinCluster] = Field(
+        description="The largest clusters (at most 10), largest first, with an example id."
+    )
+    openings: list[OpeningCount] = Field(
+        description="The most repeated openings (at most 5; only those of two or more items)."
+    )
 
 
 class AuditCounts(_Model):
@@ -147,4 +192,16 @@ class AuditReport(_Model):
     )
     near_duplicates: list[NearDuplicatePair] = Field(
         description="Cross-split near-duplicate pairs (texts not equal), by split then id."
+    )
+    within: dict[str, WithinSplit] = Field(
+        default={},
+        description="Per split, in input order: how much of it repeats itself (not a leak).",
+    )
+    within_exact_duplicates: list[DuplicatePair] | None = Field(
+        default=None,
+        description="With --within: pairs of items of one split with equal normalised text.",
+    )
+    within_near_duplicates: list[NearDuplicatePair] | None = Field(
+        default=None,
+        description="With --within: near-duplicate pairs inside one split (texts not equal).",
     )

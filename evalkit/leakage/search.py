@@ -59,6 +59,91 @@ class SimilarPairs:
     candidates: int  # candidate pairs checked
 
 
+@dataclass(frozen=True)
+class LshIndex:
+    """The LSH state of a set of distinct texts: signatures, buckets and the exact checker.
+
+    Built once, it answers both questions an audit asks: pairs across splits
+    and clusters within each split.
+    """
+
+    n: int
+    signatures: np.ndarray  # (n, num_perm) uint32
+    buckets: Buckets  # every distinct bucket of every band
+    checker: JaccardChecker
+
+
+def lsh_index(
+    texts: pl.Series, params: LshParameters, progress: Progress | None = None
+) -> LshIndex:
+    """Shingle, MinHash and band the given distinct, normalised, non-empty ``texts``."""
+    progress = progress or Progress(False)
+    n = len(texts)
+    shingles = shingle_texts(texts, params.shingle_size)
+    with progress.stage("hashing texts", n, "texts") as tick:
+        signatures = minhash_signatures(shingles, params.num_perm, params.seed, tick)
+    buckets = distinct_buckets(
+        [buckets_of(band_keys(signatures, band, params.rows)) for band in range(params.bands)]
+    )
+    return LshIndex(n, signatures, buckets, JaccardChecker(shingles, buckets.members))
+
+
+def _none() -> SimilarPairs:
+    empty_int, empty_float = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    return SimilarPairs(empty_int, empty_int, empty_float, empty_float, 0)
+
+
+def cross_split_pairs(
+    index: LshIndex, params: LshParameters, split_masks: np.ndarray, progress: Progress
+) -> SimilarPairs:
+    """Every pair at or above the threshold whose texts may lie in different splits."""
+    codes = cross_class_pairs(index.buckets, split_masks, index.n)
+    left, right = decode_pairs(codes, index.n)
+    similarity = _check(index.checker, left, right, progress)
+    keep = similarity >= params.threshold - _TOLERANCE
+    left, right, similarity = left[keep], right[keep], similarity[keep]
+    estimate = estimate_similarity(index.signatures, left, right)
+    return SimilarPairs(left, right, similarity, estimate, len(codes))
+
+
+def within_split_pairs(
+    index: LshIndex,
+    params: LshParameters,
+    split_masks: np.ndarray,
+    split: int,
+    progress: Progress,
+    *,
+    every_pair: bool = False,
+) -> SimilarPairs:
+    """Pairs of texts that both occur in ``split`` and are near duplicates.
+
+    The buckets are cut down to the texts of the split. By default only the
+    pairs that connect every cluster are returned (large buckets are checked
+    against pivots, as for ``split --near-dup``), which is linear; with
+    ``every_pair`` every pair of a bucket is checked, as a listing needs.
+    """
+    buckets = index.buckets
+    inside = ((split_masks[buckets.members] >> split) & 1).astype(bool)
+    owner = np.repeat(np.arange(len(buckets.sizes), dtype=np.int64), buckets.sizes)
+    sizes = np.bincount(owner[inside], minlength=len(buckets.sizes))
+    starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    cut = _subset(Buckets(members=buckets.members[inside], starts=starts), sizes >= 2)
+    cut = distinct_buckets([cut])
+    if every_pair:
+        codes = all_pairs(cut, index.n)
+        left, right = decode_pairs(codes, index.n)
+        similarity = _check(index.checker, left, right, progress)
+        keep = similarity >= params.threshold - _TOLERANCE
+        left, right, similarity, checked = left[keep], right[keep], similarity[keep], len(codes)
+    else:
+        left, right, similarity, checked = _connecting_pairs(
+            cut, index.checker, params, index.n, progress
+        )
+    estimate = estimate_similarity(index.signatures, left, right)
+    return SimilarPairs(left, right, similarity, estimate, checked)
+
+
 def find_similar_pairs(
     texts: pl.Series,
     params: LshParameters,
@@ -68,26 +153,15 @@ def find_similar_pairs(
 ) -> SimilarPairs:
     """Pairs of the given distinct, normalised, non-empty ``texts`` with Jaccard >= threshold."""
     progress = progress or Progress(False)
-    n = len(texts)
-    if n < 2:
-        empty_int, empty_float = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
-        return SimilarPairs(empty_int, empty_int, empty_float, empty_float, 0)
-    shingles = shingle_texts(texts, params.shingle_size)
-    with progress.stage("hashing texts", n, "texts") as tick:
-        signatures = minhash_signatures(shingles, params.num_perm, params.seed, tick)
-    buckets = distinct_buckets(
-        [buckets_of(band_keys(signatures, band, params.rows)) for band in range(params.bands)]
-    )
-    checker = JaccardChecker(shingles, buckets.members)
+    if len(texts) < 2:
+        return _none()
+    index = lsh_index(texts, params, progress)
     if split_masks is not None:
-        codes = cross_class_pairs(buckets, split_masks, n)
-        left, right = decode_pairs(codes, n)
-        similarity = _check(checker, left, right, progress)
-        keep = similarity >= params.threshold - _TOLERANCE
-        left, right, similarity, checked = left[keep], right[keep], similarity[keep], len(codes)
-    else:
-        left, right, similarity, checked = _connecting_pairs(buckets, checker, params, n, progress)
-    estimate = estimate_similarity(signatures, left, right)
+        return cross_split_pairs(index, params, split_masks, progress)
+    left, right, similarity, checked = _connecting_pairs(
+        index.buckets, index.checker, params, index.n, progress
+    )
+    estimate = estimate_similarity(index.signatures, left, right)
     return SimilarPairs(left, right, similarity, estimate, checked)
 
 

@@ -47,6 +47,8 @@ def render_audit_summary(report: AuditReport, json_path: str | None = None) -> s
             if summary.missing_classes:
                 missing = ", ".join(summary.missing_classes)
                 lines.append(f"warning: split {name} has no item of class {missing}")
+    if report.within:
+        lines += ["", *_within_table(report)]
     lines.append("")
     if report.leak:
         where = f"; full lists in {json_path}" if json_path else "; --json FILE for full lists"
@@ -88,4 +90,35 @@ def _examples(report: AuditReport) -> list[str]:
             f"  near:  {near.a} ({near.a_split}) ~ {near.b} ({near.b_split}), "
             f"Jaccard {near.similarity:.2f}"
         )
+    return lines
+
+
+def _share(share: float | None, items: int | None) -> str:
+    return "-" if share is None or items is None else f"{share:.1%} ({items:,})"
+
+
+def _within_table(report: AuditReport) -> list[str]:
+    """Repetition inside each split: shares, largest clusters, most repeated openings."""
+    lines = [
+        "repetition within each split (not a leak):",
+        f"{'split':<12} {'in exact dup.':>14} {'in near dup.':>14} {'clusters':>9}  "
+        "largest (example id)",
+    ]
+    for name, within in report.within.items():
+        largest = ", ".join(f"{c.size} ({c.example_id})" for c in within.clusters[:3]) or "-"
+        lines.append(
+            f"{name:<12} {_share(within.exact_share, within.in_exact_clusters):>14} "
+            f"{_share(within.near_share, within.in_near_clusters):>14} "
+            f"{within.n_clusters:>9,}  {largest}"
+        )
+    words = report.options.opening_words
+    for name, within in report.within.items():
+        if within.openings:
+            shown = ", ".join(f'"{o.text}" x{o.n}' for o in within.openings[:2])
+            lines.append(f"  {name} openings ({words} words): {shown}")
+    if report.within_exact_duplicates is not None:
+        near = report.within_near_duplicates
+        found = f"{len(report.within_exact_duplicates):,} exact"
+        found += f", {len(near):,} near-duplicate" if near is not None else ""
+        lines.append(f"  pairs inside splits (--within): {found}; every pair in --json")
     return lines

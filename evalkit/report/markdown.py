@@ -16,12 +16,14 @@ from evalkit.comparison.models import (
     RuleCheck,
     ScopeComparison,
 )
+from evalkit.report.markdown_text import code, text
 from evalkit.report.numbers import p_value as _p
 from evalkit.report.numbers import rate as _rate
 from evalkit.report.numbers import rate_ci as _rate_ci
 from evalkit.report.numbers import signed as _signed
 from evalkit.report.numbers import with_ci as _with_ci
 from evalkit.report.provenance_markdown import decision_record, provenance_section, test_set_line
+from evalkit.report.suspects_markdown import suspect_section
 
 MAX_TABLE_CLASSES = 200
 
@@ -38,11 +40,11 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
 
 
 def _ids(ids: Sequence[str]) -> str:
-    return ", ".join(f"`{i}`" for i in ids)
+    return ", ".join(code(i) for i in ids)
 
 
 def _failure_line(failure: RuleCheck) -> str:
-    line = f"- **{failure.rule}** on `{failure.scope}`: {failure.reason}."
+    line = f"- **{failure.rule}** on {code(failure.scope)}: {text(failure.reason)}."
     if failure.negative_flip_ids:
         line += f" Negative flips: {_ids(failure.negative_flip_ids)}."
     return line
@@ -64,9 +66,10 @@ def _headline(report: CandidateReport, level: str) -> list[str]:
     verdict = "✅ PASS" if report.verdict == "pass" else "❌ FAIL"
     contract = report.contract
     lines = [
-        f"{level} {verdict}: {report.candidate.name} vs {report.baseline.name}",
+        f"{level} {verdict}: {text(report.candidate.name)} vs {text(report.baseline.name)}",
         "",
-        f"Contract **{contract.name}** v{contract.version} (`{contract.fingerprint[:19]}`), "
+        f"Contract **{text(contract.name)}** v{contract.version} "
+        f"({code(contract.fingerprint[:19])}), "
         f"{report.pairing.paired} paired examples, gold sha256 `{report.gold_sha256[:12]}`.",
         "",
         _summary_line(report.overall),
@@ -75,6 +78,8 @@ def _headline(report: CandidateReport, level: str) -> list[str]:
     state = test_set_line(report.test_set)
     if state:
         lines += [state, ""]
+    for warning in report.warnings:
+        lines += [f"> ⚠ {text(warning)}", ""]
     if not report.failures:
         lines += [f"No rule fails ({len(report.checks)} checks).", ""]
         return lines
@@ -86,7 +91,7 @@ def _headline(report: CandidateReport, level: str) -> list[str]:
     if regressed:
         lines += [
             "",
-            "Regressed classes: " + ", ".join(f"**{label}**" for label in regressed) + ".",
+            "Regressed classes: " + ", ".join(f"**{text(label)}**" for label in regressed) + ".",
         ]
     return [*lines, ""]
 
@@ -134,7 +139,7 @@ def _scope_rows(
 ) -> list[list[object]]:
     rows: list[list[object]] = []
     for scope in scopes:
-        name = scope.scope.split(":", 1)[1]
+        name = text(scope.scope.split(":", 1)[1])
         row: list[object] = [f"**{name}** ❌" if scope.scope in failed else name, scope.n]
         if with_rare:
             row.append("rare" if scope.rare else "")
@@ -174,12 +179,12 @@ def _new_errors(report: CandidateReport, level: str) -> list[str]:
     header = ["category", "count", "example", "baseline there", "gold → predicted", "detail"]
     rows = [
         [
-            f"`{error.category}`",
+            code(error.category),
             error.count,
-            f"`{error.example_id}`",
-            error.baseline_category or "correct",
-            f"{error.gold_class or '–'} → {error.predicted_class or '–'}",
-            error.detail or "",
+            code(error.example_id),
+            text(error.baseline_category or "correct"),
+            f"{text(error.gold_class or '–')} → {text(error.predicted_class or '–')}",
+            text(error.detail or ""),
         ]
         for error in report.new_errors
     ]
@@ -212,9 +217,9 @@ def render_comparison_markdown(report: ComparisonReport) -> str:
     count = len(report.candidates)
     noun = "candidate" if count == 1 else "candidates"
     lines = [
-        f"# evalkit compare: {report.baseline.name} vs {count} {noun}",
+        f"# evalkit compare: {text(report.baseline.name)} vs {count} {noun}",
         "",
-        f"**Decision:** {report.decision.reason}",
+        f"**Decision:** {text(report.decision.reason)}",
         "",
         "## Ranking",
         "",
@@ -224,16 +229,17 @@ def render_comparison_markdown(report: ComparisonReport) -> str:
     rows = [
         [
             entry.rank,
-            entry.candidate,
+            text(entry.candidate),
             "✅ pass" if entry.verdict == "pass" else "❌ fail",
             _with_ci(entry.delta, entry.delta_ci),
             f"{entry.negative_flips} / {entry.positive_flips}",
             _p(entry.mcnemar_p),
-            ", ".join(entry.regressions) or "none",
+            text(", ".join(entry.regressions) or "none"),
         ]
         for entry in report.ranking
     ]
     lines += [*_table(header, rows), ""]
     lines += decision_record(report.decision, "##", with_reason=False)
+    lines += suspect_section(report, "##")
     sections = [render_candidate_markdown(candidate, 2) for candidate in report.candidates]
     return "\n".join(lines) + "\n" + "\n".join(sections)

@@ -11,6 +11,7 @@ from typing import Any
 
 from evalkit.comparison.models import CandidateReport, Decision
 from evalkit.comparison.record_models import LedgerStatus, ProvenanceComparison
+from evalkit.report.markdown_text import code, text
 
 
 def _cell(text: object) -> str:
@@ -23,33 +24,41 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
 
 
 def _value(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return f"`{text if len(text) <= 50 else text[:47] + '...'}`"
+    shown = json.dumps(value, sort_keys=True, default=str)
+    return code(shown if len(shown) <= 50 else shown[:47] + "...")
 
 
 def _base(base: dict[str, Any] | None) -> str:
     if not base or not base.get("id"):
         return "not recorded"
     revision = base.get("revision")
-    pin = f"`{revision[:12]}`" if revision else "**no revision**"
-    quant = f", {base['quantization']}" if base.get("quantization") else ""
-    return f"`{base['id']}` @ {pin}{quant}"
+    pin = code(str(revision)[:12]) if revision else "**no revision**"
+    quant = f", {text(base['quantization'])}" if base.get("quantization") else ""
+    return f"{code(base['id'])} @ {pin}{quant}"
 
 
-def status_text(state: LedgerStatus, bold: bool = False, every_reason: bool = True) -> str:
-    """``reused (3 looks): <why>; on the accuracy delta, up to ±0.029``."""
-    text = f"**{state.state}**" if bold else state.state
+def status_text(
+    state: LedgerStatus, bold: bool = False, every_reason: bool = True, markdown: bool = False
+) -> str:
+    """``reused (3 looks): <why>; on the accuracy delta, up to ±0.029``.
+
+    With ``markdown`` the reasons (which name files) are escaped for a Markdown report.
+    """
+    line = f"**{state.state}**" if bold else state.state
     if state.state != "unknown":
-        text += f" ({state.looks} {'look' if state.looks == 1 else 'looks'})"
-    text += f": {'; '.join(state.reasons if every_reason else state.reasons[:1])}"
+        line += f" ({state.looks} {'look' if state.looks == 1 else 'looks'})"
+    reasons = "; ".join(state.reasons if every_reason else state.reasons[:1])
+    line += f": {text(reasons) if markdown else reasons}"
     if state.selection_bias_delta is not None and state.looks >= 2:
-        text += f"; on the accuracy delta, up to ±{state.selection_bias_delta:.3f}"
-    return text
+        line += f"; on the accuracy delta, up to ±{state.selection_bias_delta:.3f}"
+    return line
 
 
 def test_set_line(state: LedgerStatus | None) -> str | None:
-    """One sentence on how often the test set was looked at, with the selection bias."""
-    return None if state is None else f"Test set: {status_text(state, bold=True)}."
+    """One Markdown sentence on how often the test set was looked at, with the selection bias."""
+    if state is None:
+        return None
+    return f"Test set: {status_text(state, bold=True, markdown=True)}."
 
 
 def provenance_lines(report: CandidateReport) -> list[str]:
@@ -77,7 +86,7 @@ def _difference_rows(section: ProvenanceComparison) -> list[list[object]]:
             note = "❌ confounded"
         else:
             note = ""
-        rows.append([f"`{difference.key}`", _value(difference.baseline),
+        rows.append([code(difference.key), _value(difference.baseline),
                      _value(difference.candidate), note])  # fmt: skip
     return rows
 
@@ -100,7 +109,7 @@ def provenance_section(report: CandidateReport, level: str) -> list[str]:
             "",
         ]
     if section.factors:
-        studied = ", ".join(f"`{factor}`" for factor in section.factors)
+        studied = ", ".join(code(factor) for factor in section.factors)
         protocol = f", at {section.protocol}" if section.protocol else ""
         lines += [f"Ablation of {studied}{protocol}.", ""]
     if section.differences:
@@ -112,41 +121,42 @@ def provenance_section(report: CandidateReport, level: str) -> list[str]:
 
 
 def _weights(sha: str | None) -> str:
-    return f"`{sha[:12]}…`" if sha else "–"
+    return code(f"{sha[:12]}…") if sha else "–"
 
 
 def decision_record(decision: Decision, level: str, with_reason: bool = True) -> list[str]:
     """The decision, the test it rests on, the known regressions and what a reload needs."""
     lines = [f"{level} Decision record", ""]
     if with_reason:
-        lines += [f"**Decision:** {decision.reason}", ""]
+        lines += [f"**Decision:** {text(decision.reason)}", ""]
     split = decision.test_split
     if split is not None:
-        where = f"`{split.gold_path}`" if split.gold_path else "the gold file"
-        text = (
-            f"- **Test set:** {where} (sha256 `{split.gold_sha256[:12]}…`), {split.n_items} items"
+        where = code(split.gold_path) if split.gold_path else "the gold file"
+        line = (
+            f"- **Test set:** {where} (sha256 {code(split.gold_sha256[:12] + '…')}), "
+            f"{split.n_items} items"
         )
         if split.split is not None:
-            groups = "/".join(split.group_columns) or "group"
+            groups = text("/".join(split.group_columns) or "group")
             covered = f", {split.n_groups} {groups} groups" if split.n_groups is not None else ""
-            text += f"{covered}: split `{split.split}` of `{split.manifest}`"
-        lines.append(text + ".")
+            line += f"{covered}: split {code(split.split)} of {code(split.manifest)}"
+        lines.append(line + ".")
     state_text = test_set_line(decision.test_set)
     if state_text:
         lines.append(f"- **Looks:** {state_text.removeprefix('Test set: ')}")
     if decision.known_regressions:
         for name, regressions in decision.known_regressions.items():
-            listed = ", ".join(f"`{r}`" for r in regressions) if regressions else "none"
-            lines.append(f"- **Known regressions of {name}:** {listed}.")
+            listed = ", ".join(code(r) for r in regressions) if regressions else "none"
+            lines.append(f"- **Known regressions of {text(name)}:** {listed}.")
     reload = decision.reload
     if reload is not None:
-        base = f"`{reload.base_id}`" if reload.base_id else "base not recorded"
-        revision = f" @ `{reload.base_revision}`" if reload.base_revision else ""
+        base = code(reload.base_id) if reload.base_id else "base not recorded"
+        revision = f" @ {code(reload.base_revision)}" if reload.base_revision else ""
         weights = (
-            f", adapter weights sha256 `{reload.adapter_weights_sha256}`"
+            f", adapter weights sha256 {code(reload.adapter_weights_sha256)}"
             if reload.adapter_weights_sha256
             else ""
         )
-        missing = f"; **missing:** {', '.join(reload.missing)}" if reload.missing else ""
-        lines.append(f"- **Reload {reload.result}:** {base}{revision}{weights}{missing}.")
+        missing = f"; **missing:** {text(', '.join(reload.missing))}" if reload.missing else ""
+        lines.append(f"- **Reload {text(reload.result)}:** {base}{revision}{weights}{missing}.")
     return [*lines, ""]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalkit.scoring.summary import Rates, ScoreSummary
 
 
@@ -64,3 +66,22 @@ def render_score_summary(summary: ScoreSummary, out: str | None = None) -> str:
     if summary.slices:
         lines += ["", *(_rates_line(f"slice {n}", r) for n, r in summary.slices.items())]
     return "\n".join(lines)
+
+
+def render_rescore_lines(summary: ScoreSummary, replaced: Any, out: str) -> list[str]:
+    """What ``evalkit rescore`` prints per result: the contracts, and the overall rates before
+    and after (``replaced`` is the result folder re-scored, as ``load_result`` reads it)."""
+    old = replaced.summary.contract
+    new = summary.contract
+    examples = replaced.examples
+    n = examples.height
+    before_format = int(examples["format_valid"].sum()) / n if n else None
+    before_accuracy = int(examples["content_correct"].sum()) / n if n else None
+    overall = summary.overall
+    same = " (the same fingerprint: nothing changed)" if old.fingerprint == new.fingerprint else ""
+    return [
+        f"re-scored {summary.name} under {new.name} v{new.version} (was v{old.version}){same}: "
+        f"{replaced.path} -> {out}",
+        f"  n={overall.n:<6} format {_rate(before_format)} -> {_rate(overall.format_validity)}  "
+        f"accuracy {_rate(before_accuracy)} -> {_rate(overall.content_accuracy)}",
+    ]

@@ -111,10 +111,27 @@ def _quality_lines(manifest: ManifestRecord) -> list[str]:
             f"near duplicates (>= {merging.threshold}): {merging.merged_groups} groups merged, "
             f"largest merged group {merging.largest_merged_group} items"
         )
+    lines += _repetition_lines(manifest)
     if manifest.freezing is not None:
         freezing = manifest.freezing
         lines.append(
             f"frozen: {freezing.frozen_groups} groups kept in place, {freezing.new_groups} new"
         )
     lines.append(f"leakage: {quality.leakage.groups_in_several_splits} groups in several splits")
+    return lines
+
+
+def _repetition_lines(manifest: ManifestRecord) -> list[str]:
+    """One line per split: how much of it is its own duplicates (with --near-dup)."""
+    lines = []
+    for name, within in (manifest.within or {}).items():
+        clusters = within["clusters"]
+        assert isinstance(clusters, list)
+        largest = ""
+        if clusters:
+            largest = f"; largest {clusters[0]['size']} items (e.g. {clusters[0]['example_id']})"
+        lines.append(
+            f"repetition in {name}: {within['near_share']:.1%} of items in duplicate clusters "
+            f"of their own split ({within['exact_share']:.1%} exact){largest}"
+        )
     return lines

@@ -2,7 +2,7 @@
 
 Public entry points (also re-exported from :mod:`evalkit`): :func:`score`,
 :class:`ScoreResult`, :class:`ScoreSummary`, :func:`write_score`,
-:func:`read_predictions`. They are imported lazily, so that a parsing worker
+:func:`read_predictions`, :func:`rescore`. They are imported lazily, so that a parsing worker
 process starts without loading what it does not use.
 """
 
@@ -15,6 +15,7 @@ _EXPORTS = {
     "ScoreResult": "evalkit.scoring.result",
     "ScoreSummary": "evalkit.scoring.summary",
     "read_predictions": "evalkit.scoring.predictions",
+    "rescore": "evalkit.scoring.rescore",
     "score": "evalkit.scoring.engine",
     "write_score": "evalkit.scoring.write",
 }

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from evalkit._version import __version__
 from evalkit.contract.fingerprint import contract_fingerprint, normalized_contract
 from evalkit.contract.load import load_contract
+from evalkit.contract.match import check_gold_types
 from evalkit.contract.model import Contract
 from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
@@ -233,6 +234,18 @@ def _provenance(card: Any, base: BaseModelInfo | None, ledger: Any) -> dict[str,
     return {"base": base, "card": data, "ledger": str(ledger) if ledger is not None else None}
 
 
+def empty_slice_warnings(contract: Contract, slices: dict[str, Any]) -> list[str]:
+    """One warning per contract slice that matches no gold item."""
+    import orjson
+
+    return [
+        f"slice {item.name!r} matches no gold item (where: "
+        f"{orjson.dumps(item.where).decode()}); check its columns and values"
+        for item in contract.slices
+        if slices[item.name].n == 0
+    ]
+
+
 def score(
     contract: Contract | str | os.PathLike[str],
     gold: str | os.PathLike[str],
@@ -284,6 +297,7 @@ def score(
         parsing = ParsedOutputs(loaded, resolved.predictions["output"], workers, pool)
         kept = resolved.predictions.drop("output")
         gold_frame = read_gold(gold_path, loaded, label)  # while the outputs are parsed
+        gold_frame = check_gold_types(loaded, gold_frame, label, GOLD_PREFIX)
         aligned, unknown_ids, unknown_example = _align(gold_frame, kept)
         resolved_duplicates = resolved.duplicate_ids
         del resolved, gold_frame
@@ -299,6 +313,7 @@ def score(
         )
         n_gold = aligned.height
         del aligned, parsing
+        slices = aggregate.slice_stats(examples, loaded)
         summary = ScoreSummary(
             evalkit_version=__version__,
             name=name or (pred_path.stem if pred_path.is_file() else pred_path.name),
@@ -327,9 +342,10 @@ def score(
             overall=aggregate.rates(examples),
             fields=aggregate.field_stats(examples, loaded),
             classes=aggregate.class_stats(examples, loaded),
-            slices=aggregate.slice_stats(examples, loaded),
+            slices=slices,
             errors=aggregate.error_stats(examples),
             confusion=aggregate.confusion(examples, loaded),
             **_provenance(card, base, ledger),
+            warnings=empty_slice_warnings(loaded, slices),
         )
     return ScoreResult(summary=summary, examples=examples)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.contract.labels import parse_labels
 from evalkit.contract.match import (
     field_match,
+    nested_equal_column,
     normalized_equal_column,
     predicted_class,
     set_f1_column,
@@ -91,10 +92,15 @@ def _expressions(rows: pl.DataFrame, contract: Contract) -> list[tuple[str, pl.E
         gold_column = GOLD_PREFIX + spec.gold
         dtype = rows.schema[gold_column]
         f1 = set_f1_column(rows, gold_column, index) if spec.match == "set" else None
-        normalized = None
+        normalized = nested = None
         if spec.match == "normalized" and dtype == pl.String:
             normalized = normalized_equal_column(rows, gold_column, index)
-        expression = field_match(spec, index, gold_column, dtype, f"fields.{name}", f1, normalized)
+        if spec.match in ("exact", "normalized") and isinstance(dtype, pl.List | pl.Struct):
+            nested = nested_equal_column(rows, gold_column, index)
+        is_label = contract.output.parse == "label"
+        expression = field_match(
+            spec, index, gold_column, dtype, f"fields.{name}", f1, normalized, nested, is_label
+        )
         matches.append((f"fields.{name}", expression.alias(f"match.{name}")))
         if f1 is not None:
             f1_columns.append((f"fields.{name}", pl.lit(f1).alias(f"f1.{name}")))
@@ -121,7 +127,7 @@ def _expressions(rows: pl.DataFrame, contract: Contract) -> list[tuple[str, pl.E
     for index, item in enumerate(contract.slices):
         where = {GOLD_PREFIX + column: value for column, value in item.where.items()}
         label = f"slices[{index}] ({item.name})"
-        columns.append((label, slice_mask(where).alias(f"slice.{item.name}")))
+        columns.append((label, slice_mask(where, rows.schema).alias(f"slice.{item.name}")))
     return columns
 
 

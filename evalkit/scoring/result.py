@@ -8,7 +8,7 @@ result knows how to write itself, and the writer needs only its two parts.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,6 +33,13 @@ class ScoreResult:
         *,
         force: bool = False,
         extra_files: Mapping[str, bytes] | None = None,
+        inputs: Iterable[str | os.PathLike[str] | None] = (),
     ) -> Path:
-        """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``."""
-        return write_score(self, out, force=force, extra_files=extra_files)
+        """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``.
+
+        ``out`` never replaces the gold or predictions file scored, nor ``inputs``.
+        """
+        recorded = [self.summary.gold.path, self.summary.predictions.path, self.summary.ledger]
+        return write_score(
+            self, out, force=force, extra_files=extra_files, inputs=[*recorded, *inputs]
+        )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 FORMAT_VERSION = 1
 
@@ -194,6 +194,21 @@ class BaseModelInfo(_Model):
     """``card`` (from the adapter card) or ``options`` (``--base-model``, a prompt-only run)."""
 
 
+class RescoredFrom(_Model):
+    """The result a re-score replaces (``evalkit rescore``): its contract and its folder."""
+
+    name: str
+    """The replaced contract's name."""
+    version: int
+    """The replaced contract's version."""
+    fingerprint: str
+    """The replaced contract's fingerprint."""
+    result: str
+    """The replaced result folder, as given to ``evalkit rescore``."""
+    summary_sha256: str
+    """sha256 of that folder's ``summary.json`` when it was re-scored."""
+
+
 class ScoreSummary(_Model):
     """The whole ``summary.json``."""
 
@@ -228,3 +243,10 @@ class ScoreSummary(_Model):
     of the adapter that produced the predictions (``--card`` or ``--adapter``)."""
     ledger: str | None = None
     """The test-set ledger this look was recorded in (null with ``--no-ledger``)."""
+    rescored_from: RescoredFrom | None = None
+    """The result and contract this one replaces (``evalkit rescore``); null when scored
+    from scratch. Everything else is what scoring from scratch writes."""
+    warnings: list[str] = Field(default=[], exclude_if=lambda warnings: not warnings)
+    """What scored but deserves a look: a slice that matches no gold item (its
+    figures are empty and its gate rules judge nothing). The key is written only
+    when there is a warning."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -42,15 +42,18 @@ def write_score(
     *,
     force: bool = False,
     extra_files: Mapping[str, bytes] | None = None,
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
 ) -> Path:
     """Write the result folder; an existing folder is replaced only with ``force``.
 
     Every file appears together or not at all (written into a staging folder
     that is renamed into place), and the same result gives the same bytes.
-    ``extra_files`` (name -> bytes, e.g. ``report.html``) go in the same folder.
+    ``extra_files`` (name -> bytes, e.g. ``report.html``) go in the same folder;
+    ``out`` is never one of ``inputs``, inside one, or holding one.
     """
     folder = Path(out)
-    with atomic_directory(folder, force) as staging:
+    sources = [Path(path) for path in inputs if path is not None]
+    with atomic_directory(folder, force, inputs=sources) as staging:
         (staging / "summary.json").write_bytes(summary_json(result))
         for name, data in (extra_files or {}).items():
             (staging / name).write_bytes(data)

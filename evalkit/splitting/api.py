@@ -28,7 +28,7 @@ from evalkit.io import (
     sha256_file,
     write_table,
 )
-from evalkit.splitting.assign import assign_groups
+from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
     NullGroupPolicy,
@@ -50,10 +50,13 @@ from evalkit.splitting.record import (
     TextInfo,
     manifest_text,
 )
+from evalkit.splitting.repetition import split_repetition
 from evalkit.splitting.report import build_report
-from evalkit.splitting.state import IntArray, Problem, required_classes
+from evalkit.splitting.state import IntArray, required_classes
 
 if TYPE_CHECKING:
+    from datasets import DatasetDict
+
     from evalkit.chat import ChatColumn, Role
     from evalkit.leakage.distributed.session import RayOptions
     from evalkit.splitting.manifest import SplitManifest
@@ -83,6 +86,17 @@ class SplitResult:
     the text column's values (content a string in some messages and a list of parts
     in others, as OpenAI's vision fine-tuning files have): polars converted them
     there, so only JSONL output, of these lines, keeps them."""
+
+    def to_datasets(self) -> DatasetDict:
+        """The splits as a ``datasets.DatasetDict`` (``val`` named ``validation``), in memory.
+
+        Same rows, columns and order as the split files; needs the optional
+        ``datasets`` package (``pip install 'evalkit[datasets]'``).
+        """
+        from evalkit.splitting.hf_datasets import to_dataset_dict
+
+        source = self.record.input.path or "input table"
+        return to_dataset_dict(self.frames, source, retyped=self.lines is not None)
 
     def write(self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False) -> None:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
@@ -190,9 +204,7 @@ def split(
     row_class, labels = class_index(frame, stratify)
     table = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
     unused = frame.height - int(targets.sum())
-    all_targets = np.r_[targets, unused] if unused else targets
-    covered = np.r_[np.ones(targets.size, bool), np.zeros(1 if unused else 0, bool)]
-    problem = Problem(targets=all_targets, covered_splits=covered & (all_targets > 0), seed=seed)
+    problem = items_problem(targets, frame.height, seed)
     row_split = assign_groups(table, problem)[grouping.row_group]
 
     required = [labels[i] for i in np.flatnonzero(required_classes(table, problem))]
@@ -226,6 +238,9 @@ def split(
         merging=grouping.merging,
         freezing=grouping.freezing,
         quality=quality,
+        within=split_repetition(
+            frame, grouping.compared, grouping.clusters, row_split, options.names, id_column
+        ),
     )
     _check_tolerance(record, source)
     order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
@@ -321,6 +336,8 @@ class _Grouping:
     pinned: IntArray | None
     merging: Merging | None
     freezing: Freezing | None
+    compared: pl.Series | None = None  # the texts --near-dup compared
+    clusters: IntArray | None = None  # their duplicate cluster per row
 
 
 def _grouping(
@@ -334,17 +351,19 @@ def _grouping(
     """Key groups, merged with duplicate-text clusters, pinned by --freeze."""
     policy: NullGroupPolicy = "singleton" if options.null_group == "singleton" else "error"
     key_group, n_null = key_groups(frame, options.group, options.id, policy, source)
-    row_group, merging = key_group, None
+    row_group, merging, compared, clusters = key_group, None, None, None
     if options.near_dup is not None and chat is not None:
         from evalkit.chat import require_compared_roles
         from evalkit.leakage import duplicate_components
 
         require_compared_roles([chat], roles)
         compared = chat.compared_text(roles)
-        clusters = duplicate_components(
-            compared, options.near_dup, seed=options.seed, engine=options.engine, ray=ray
+        clusters = np.asarray(
+            duplicate_components(
+                compared, options.near_dup, seed=options.seed, engine=options.engine, ray=ray
+            )
         )
-        row_group, n_merged, largest = merge_clusters(key_group, np.asarray(clusters))
+        row_group, n_merged, largest = merge_clusters(key_group, clusters)
         merging = Merging(
             threshold=options.near_dup, merged_groups=n_merged, largest_merged_group=largest
         )
@@ -361,7 +380,9 @@ def _grouping(
             new_groups=n_groups - n_frozen,
             conflicts=conflicts,
         )
-    return _Grouping(key_group, row_group, n_groups, n_null, pinned, merging, freezing)
+    return _Grouping(
+        key_group, row_group, n_groups, n_null, pinned, merging, freezing, compared, clusters
+    )
 
 
 def _check_tolerance(manifest: ManifestRecord, source: str) -> None:

@@ -67,6 +67,18 @@ def _quality(state: Assignment, balance: Balance, required: BoolArray) -> tuple[
     return missing, int(np.abs(state.deviations()).sum()), balance.value(state)
 
 
+def items_problem(targets: IntArray, n_items: int, seed: int) -> Problem:
+    """The problem of giving each split its target number of the ``n_items`` items.
+
+    Items the targets leave over go to one more split, index ``len(targets)``,
+    which needs no class coverage; a split with a target of 0 needs none either.
+    """
+    unused = n_items - int(targets.sum())
+    all_targets = np.r_[targets, unused] if unused else np.asarray(targets, dtype=np.int64)
+    covered = np.r_[np.ones(targets.size, bool), np.zeros(1 if unused else 0, bool)]
+    return Problem(targets=all_targets, covered_splits=covered & (all_targets > 0), seed=seed)
+
+
 def assign_groups(table: GroupTable, problem: Problem) -> IntArray:
     """Return the split index of every group (see the module docstring for how)."""
     rng = np.random.default_rng(problem.seed)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalkit.leakage.models import WithinSplit
 from evalkit.splitting.record import MANIFEST_FORMAT_VERSION
 
 
@@ -182,3 +183,9 @@ class SplitManifest(_Model):
     merging: Merging | None = None
     freezing: Freezing | None = None
     quality: Quality
+    within: dict[str, WithinSplit] | None = Field(
+        default=None,
+        description="With --near-dup: per split, how much of it repeats itself (its own exact "
+        "and near-duplicate clusters, which --near-dup keeps whole, and repeated openings); "
+        "the audit's `within`.",
+    )

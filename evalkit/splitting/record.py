@@ -143,6 +143,8 @@ class ManifestRecord:
     merging: Merging | None
     freezing: Freezing | None
     quality: Quality
+    # Repetition within each split (with --near-dup): plain data from evalkit.leakage.within.
+    within: dict[str, dict[str, object]] | None = None
 
     def to_json(self) -> dict[str, object]:
         """The manifest as JSON values: what ``SplitManifest.model_dump(mode="json")`` gives."""

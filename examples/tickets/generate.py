@@ -11,7 +11,9 @@ that break naive splitters and scorers:
 * texts from one line to several paragraphs.
 
 Run ``python examples/tickets/generate.py`` to rewrite ``tickets.jsonl``; the
-same ``--seed`` and ``--n`` always give the same bytes.
+same ``--seed`` and ``--n`` always give the same bytes. ``--plant --out FILE``
+writes the same tickets with planted defects for error analysis (see
+:func:`plant`): flipped labels and a repeated template.
 
 The same tickets also come as **training conversations**, the shape chat
 fine-tuning files have: ``--format messages`` writes ``tickets_chat.jsonl``
@@ -204,6 +206,64 @@ def generate(n_tickets: int = 1200, seed: int = 7) -> list[dict[str, object]]:
     return tickets
 
 
+# --plant: the defects that error analysis finds, for the walkthrough's second part.
+PLANTED_FLIPS = 20
+PLANTED_TEMPLATE = 60
+TEMPLATE = (
+    "This is an automated message from the order status form on our website. A customer "
+    "has submitted a request about order {order} and would like to know where the parcel "
+    "is and when it will arrive. Please look up the shipment and answer the customer "
+    "directly. Do not reply to this address, it is not monitored."
+)
+
+
+def plant(tickets: list[dict[str, object]], seed: int = 7) -> list[dict[str, object]]:
+    """The tickets with planted defects: flipped labels and a repeated template.
+
+    * ``PLANTED_FLIPS`` tickets get a wrong ``category`` (another common class),
+      as a hurried annotator would give; the true one is kept in
+      ``planted_flip`` (null elsewhere), which only the simulated predictions
+      read: models answer what the text says. Real data has no such column.
+    * ``PLANTED_TEMPLATE`` tickets of one web-form template, differing only in
+      the order number, each in a conversation of its own:
+      the repetition ``evalkit audit`` reports within a split, and that
+      ``evalkit split --near-dup`` keeps in one split.
+
+    The original tickets keep their ids and order; the template's tickets
+    follow them. A generator of its own (seeded apart) leaves ``tickets`` as
+    they were drawn.
+    """
+    rng = random.Random(f"{seed}:plant")
+    common = [name for name, _, _ in CATEGORIES[:6]]
+    flipped = set(rng.sample(range(len(tickets)), PLANTED_FLIPS))
+    planted: list[dict[str, object]] = []
+    for index, ticket in enumerate(tickets):
+        record = {**ticket, "planted_flip": None}
+        if index in flipped:
+            true = str(ticket["category"])
+            record["category"] = rng.choice([c for c in common if c != true])
+            record["planted_flip"] = true
+        planted.append(record)
+    thread = max(int(str(t["conversation_id"])[1:]) for t in tickets)
+    for _ in range(PLANTED_TEMPLATE):
+        thread += 1
+        order = f"ORD-{rng.randint(100000, 999999)}"
+        text = TEMPLATE.format(order=order)
+        planted.append(
+            {
+                "ticket_id": f"T{len(planted) + 1:05d}",
+                "conversation_id": f"C{thread:04d}",
+                "category": "shipping",
+                "priority": "normal",
+                "order_id": order,
+                "amount": None,
+                "text": text,
+                "planted_flip": None,
+            }
+        )
+    return planted
+
+
 # One prompt for every example: long enough that, were it compared, every pair
 # of tickets would look alike.
 SYSTEM_PROMPT = (
@@ -250,9 +310,18 @@ def main() -> None:
         help="flat columns (default), or conversations: messages or sharegpt",
     )
     parser.add_argument("--out", type=Path, help="output file (default: beside this script)")
+    parser.add_argument(
+        "--plant",
+        action="store_true",
+        help="plant flipped labels and a repeated template (flat format; needs --out)",
+    )
     args = parser.parse_args()
+    if args.plant and (args.out is None or args.format != "flat"):
+        parser.error("--plant writes the flat format to a file of its own: give --out FILE")
     out = args.out or Path(__file__).with_name(FORMATS[args.format])
     tickets = generate(args.n, args.seed)
+    if args.plant:
+        tickets = plant(tickets, args.seed)
     records = (
         tickets if args.format == "flat" else [as_conversation(t, args.format) for t in tickets]
     )

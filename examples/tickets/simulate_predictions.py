@@ -23,6 +23,11 @@ writes ``baseline.jsonl``, ``candidate-a.jsonl`` and ``candidate-b.jsonl``
 (``{"ticket_id": ..., "output": "<raw text>"}`` per line). The same gold file
 and seed always give the same bytes, whatever the gold row order.
 
+A gold file split from ``generate.py --plant`` output has a ``planted_flip``
+column (the true category of a ticket whose label was flipped): there every
+model answers the true category, validly, as models that read the text do;
+those are the items ``evalkit compare`` lists as suspect gold labels.
+
 The gold file may be a split of the training conversations
 (``tickets_chat.jsonl``): the gold values are then read from each
 conversation's reference answer. With ``--batch-input PROMPTS`` (the file
@@ -154,7 +159,12 @@ def simulate(gold: pl.DataFrame, seed: int) -> dict[str, list[dict[str, Any]]]:
         rng = random.Random(f"{seed}:{model}:render")
         rows = []
         for item, (failure, right) in zip(items, plan, strict=True):
+            truth = item.get("planted_flip")
+            if truth is not None:  # a planted wrong label: every model reads the text right
+                failure, right = None, True
             answer = _answer(item, right, rng)
+            if truth is not None:
+                answer["category"] = truth
             if model == "candidate-a" and item["category"] == "legal_threat":
                 answer["category"] = "account"  # the systematic rare-class regression
             output = _render(answer, failure, rng)

@@ -1,12 +1,12 @@
 """``evalkit audit --engine ray``: the audit's stages on a Ray cluster, the same report.
 
-Read in blocks → per-key aggregations (ids and group keys, each hashed to a
-partition that holds all of a key's rows, where the local engine's own
-functions run) → the texts sorted, ranked, shingled and MinHashed by range
-→ LSH bands, a few per round → candidates checked exactly → the findings
-come to the driver, which builds the report as the local engine does.
-The driver holds per-task counts and the findings (pairs, leaked groups and
-ids), not the rows.
+Read in blocks → per-key aggregations (ids, group keys and openings, each
+hashed to a partition that holds all of a key's rows, where the local
+engine's own functions run) → the texts sorted, ranked, shingled and
+MinHashed by range → LSH bands, a few per round → candidates checked
+exactly → the findings come to the driver, which builds the report with the
+local engine's builder. The driver holds per-task counts and the findings
+(pairs, leaked groups and ids, clusters' partial counts), never the rows.
 """
 
 from __future__ import annotations
@@ -19,20 +19,25 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from evalkit.chat import Role, require_compared_roles
+from evalkit.chat import Role
 from evalkit.leakage import findings
-from evalkit.leakage.api import SplitCounts
+from evalkit.leakage import within as local_within
+from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups_per_split
 from evalkit.leakage.candidates import sorted_unique
 from evalkit.leakage.distributed import blocks as block_io
 from evalkit.leakage.distributed import index as text_index
+from evalkit.leakage.distributed import within as partial_within
+from evalkit.leakage.distributed.partitions import CheckedPairs
+from evalkit.leakage.distributed.reading import ReadBlocks, read_all
 from evalkit.leakage.distributed.session import RayOptions, RaySession, ray_session
 from evalkit.leakage.inputs import SplitSource, _check_names, split_sources
 from evalkit.leakage.minhash import LshParameters, choose_lsh
-from evalkit.leakage.models import AuditOptions, AuditReport
+from evalkit.leakage.models import AuditOptions, AuditReport, WithinSplit
 from evalkit.leakage.progress import Progress
 from evalkit.leakage.search import SimilarPairs
 
 ROWS_PER_PARTITION = 250_000
+BYTES_PER_ROW_GUESS = 200  # only sizes the partitions: any count gives the same answer
 
 
 def partitions_for(session: RaySession, n_rows: int, options: RayOptions) -> int:
@@ -50,13 +55,7 @@ def audit_on_ray(
     progress: bool,
     ray: RayOptions,
 ) -> AuditReport:
-    """The audit of :func:`evalkit.leakage.api.audit`, computed on a Ray cluster.
-
-    The findings are those of the local engine, computed by its own functions
-    on partitions; the report is built by the same builder.
-    """
-    from evalkit.leakage.api import build_report
-
+    """The audit of :func:`evalkit.leakage.api.audit`, computed on a Ray cluster."""
     frames: list[pl.DataFrame | None]
     if isinstance(inputs, Mapping):
         sources = [SplitSource(name=str(name), path=None) for name in inputs]
@@ -70,7 +69,7 @@ def audit_on_ray(
     text_columns = [options.text, *filter(None, [options.completion])]
     with ray_session(ray, Progress(progress)) as session:
         sizes = [s.path.stat().st_size if s.path is not None else 0 for s in sources]
-        rows = sum(frame.height for frame in frames if frame is not None) + sum(sizes) // 200
+        rows = sum(f.height for f in frames if f is not None) + sum(sizes) // BYTES_PER_ROW_GUESS
         parts = partitions_for(session, rows, ray)
         spec = block_io.ReadSpec(
             options.id,
@@ -80,80 +79,12 @@ def audit_on_ray(
             options.stratify,
             len(sources),
             parts,
+            options.opening_words,
         )
-        read = _read_all(session, spec, sources, frames, ray)
-        found = _findings(session, spec, read, params, ray)
-    return build_report(
-        options,
-        params,
-        sources,
-        found.texts,
-        found.counts,
-        found.exact,
-        found.near,
-        found.similar,
-        found.leaks,
-        found.overlaps,
-    )
-
-
-class _Read:
-    """The blocks of every split as read: summaries on the driver, parts on the cluster."""
-
-    def __init__(self, summaries: list[block_io.BlockSummary], outputs: list[list[Any]]) -> None:
-        self.summaries = summaries
-        self.outputs = outputs
-
-
-def _read_all(
-    session: RaySession,
-    spec: block_io.ReadSpec,
-    sources: list[SplitSource],
-    frames: list[pl.DataFrame | None],
-    options: RayOptions,
-) -> _Read:
-    read = session.remote(block_io.read_block, num_returns=2 + 2 * spec.parts)
-    stored = [session.put(frame) if frame is not None else None for frame in frames]
-    planned = block_io.plan_blocks(sources, options.block_bytes)
-    outputs = [list(read.remote(spec, b, stored[b.split])) for b in planned]
-    summaries = session.run("reading blocks", [out[0] for out in outputs])
-    again = block_io.splits_to_reread(summaries, planned)
-    if again:  # read those splits whole: types decided by the whole file, errors as local
-        kept = [i for i, b in enumerate(planned) if b.split not in again]
-        whole = [block_io.Block(split, sources[split]) for split in sorted(again)]
-        redone = [list(read.remote(spec, b, stored[b.split])) for b in whole]
-        redone_summaries = session.run("reading splits whole", [out[0] for out in redone])
-        merged = [(planned[i], summaries[i], outputs[i]) for i in kept] + list(
-            zip(whole, redone_summaries, redone, strict=True)
-        )
-        merged.sort(key=lambda item: (item[0].split, item[0].start or 0))
-        summaries = [item[1] for item in merged]
-        outputs = [item[2] for item in merged]
-    _require_roles(summaries, spec.roles)
-    return _Read(summaries, outputs)
-
-
-class _ChatFacts:
-    """What :func:`require_compared_roles` asks of a split's conversations, from its blocks."""
-
-    def __init__(self, summaries: list[block_io.BlockSummary]) -> None:
-        self.is_conversation = any(s.kind == "conversation" for s in summaries)
-        self.rows = sum(s.n_rows for s in summaries)
-        self.present = set().union(*(s.roles_present for s in summaries))
-
-    def __len__(self) -> int:
-        return self.rows
-
-    def roles_present(self) -> set[str]:
-        return self.present
-
-
-def _require_roles(summaries: list[block_io.BlockSummary], roles: Sequence[Role]) -> None:
-    by_split: dict[int, list[block_io.BlockSummary]] = {}
-    for summary in summaries:
-        by_split.setdefault(summary.split, []).append(summary)
-    facts = [_ChatFacts(by_split[split]) for split in sorted(by_split)]
-    require_compared_roles(facts, roles)  # type: ignore[arg-type]
+        read = read_all(session, spec, sources, frames, ray)
+        names = [source.name for source in sources]
+        texts, found = _findings(session, spec, read, params, options, ray, names)
+    return build_report(options, params, sources, texts, found)
 
 
 @dataclass(frozen=True)
@@ -164,32 +95,16 @@ class _SplitText:
     skipped_parts: int
 
 
-@dataclass(frozen=True)
-class _Findings:
-    """Everything the report is built from, as the local engine computes it."""
-
-    texts: list[_SplitText]
-    counts: SplitCounts
-    exact: pl.DataFrame
-    near: pl.DataFrame
-    similar: SimilarPairs
-    leaks: pl.DataFrame | None
-    overlaps: pl.DataFrame
-
-
 def _split_counts(
-    summaries: list[block_io.BlockSummary],
-    n_splits: int,
-    repeated: np.ndarray,
-    n_groups: np.ndarray | None,
-    stratified: bool,
+    read: ReadBlocks, spec: block_io.ReadSpec, repeated: np.ndarray, n_groups: np.ndarray | None
 ) -> tuple[list[_SplitText], SplitCounts]:
+    n_splits = spec.n_splits
     n_items = np.zeros(n_splits, dtype=np.int64)
     empty = np.zeros(n_splits, dtype=np.int64)
     skipped = np.zeros(n_splits, dtype=np.int64)
     seen: list[dict[str, int]] = [{} for _ in range(n_splits)]
     shaping: dict[int, block_io.BlockSummary] = {}  # a split's first block with rows
-    for summary in summaries:
+    for summary in read.summaries:
         n_items[summary.split] += summary.n_rows
         empty[summary.split] += summary.empty_texts
         skipped[summary.split] += summary.skipped_parts
@@ -198,79 +113,151 @@ def _split_counts(
             shaping[summary.split] = summary
         for label, count in summary.classes.items():
             seen[summary.split][label] = seen[summary.split].get(label, 0) + count
-    classes = sorted(set().union(*seen)) if stratified else []
+    classes = sorted(set().union(*seen)) if spec.stratify is not None else []
     class_counts = [{label: mine.get(label, 0) for label in classes} for mine in seen]
     shapes = [shaping[split].shape if split in shaping else "text" for split in range(n_splits)]
     texts = [_SplitText(shape, int(n)) for shape, n in zip(shapes, skipped, strict=True)]
-    counts = SplitCounts(n_items, empty, repeated, n_groups, classes, class_counts)
-    return texts, counts
+    return texts, SplitCounts(n_items, empty, repeated, n_groups, classes, class_counts)
 
 
 def _findings(
     session: RaySession,
     spec: block_io.ReadSpec,
-    read: _Read,
+    read: ReadBlocks,
     params: LshParameters | None,
-    options: RayOptions,
-) -> _Findings:
+    options: AuditOptions,
+    ray: RayOptions,
+    names: list[str],
+) -> tuple[list[_SplitText], Findings]:
     parts, n_splits = spec.parts, spec.n_splits
-    summaries, outputs = read.summaries, read.outputs
-    first = block_io.first_rows(summaries)
+    first = block_io.first_rows(read.summaries)
     ids = session.remote(_aggregate_ids, num_returns=2)
-    id_results = [ids.remote(n_splits, *[out[2 + k] for out in outputs]) for k in range(parts)]
+    id_results = [ids.remote(n_splits, *read.part(0, k)) for k in range(parts)]
+    top = session.remote(partial_within.top_openings)
+    opening_tops = [top.remote(*read.part(2, k)) for k in range(parts)]
     index = text_index.sort_texts(
         session,
-        [(out[1], int(first[i])) for i, out in enumerate(outputs)],
-        [s.sample for s in summaries],
+        list(zip(read.texts(), first.tolist(), strict=True)),
+        [s.sample for s in read.summaries],
         params or choose_lsh(0.8),
         params is not None,
         parts,
     )
-    similar = (
-        text_index.similar_pairs(
-            session, index, params, cross=True, per_round=options.bands_per_round
+    similar = CheckedPairs.concat([])
+    if params is not None:
+        similar = text_index.similar_pairs(
+            session,
+            index,
+            params,
+            cross=True,
+            per_round=ray.bands_per_round,
+            splits=n_splits,
+            every_pair=options.within,
         )
-        if params is not None
-        else None
-    )
     overlaps = session.run("ids in several splits", [r[0] for r in id_results])
     repeated = sum(session.get("ids in several splits", [r[1] for r in id_results]))
-    leaks, n_groups = None, None
-    if spec.group:
-        groups = session.remote(_aggregate_groups, num_returns=2)
-        group_columns = [f"group_{k}" for k in range(len(spec.group))]
-        results = [
-            groups.remote(group_columns, n_splits, *[out[2 + parts + k] for out in outputs])
-            for k in range(parts)
-        ]
-        leak_frames = session.run("groups in several splits", [r[0] for r in results])
-        leaks = pl.concat(leak_frames).sort("label", "split")
-        n_groups = sum(session.get("groups in several splits", [r[1] for r in results]))
-    exact_frames = session.run("exact duplicates", index.exact)
-    exact = pl.concat(exact_frames).sort(["a_split", "b_split", "a", "b"])
-    pairs = _as_similar(similar)
-    involved = sorted_unique(np.concatenate([pairs.left, pairs.right]))
+    leaks, n_groups = _group_findings(session, spec, read)
+    exact = _sorted(session.run("exact duplicates", index.exact), ["a_split", "b_split", "a", "b"])
+    across = _as_similar(similar.of_scope(-1))
+    inside = [_as_similar(similar.of_scope(split)) for split in range(n_splits)]
+    involved = sorted_unique(np.concatenate([similar.left, similar.right]))
     keyed = text_index.rows_of(session, index, involved) if len(involved) else _no_rows()
     near = findings.with_ids(
-        findings.near_pairs(keyed.select("row", "split", "text_index"), pairs),
+        findings.near_pairs(keyed.select("row", "split", "text_index"), across),
         keyed.select("row", "id"),
     )
-    texts, counts = _split_counts(
-        summaries,
-        n_splits,
-        np.asarray(repeated, dtype=np.int64),
-        n_groups,
-        spec.stratify is not None,
+    texts, counts = _split_counts(read, spec, np.asarray(repeated, dtype=np.int64), n_groups)
+    within = _within_summary(
+        session, index, similar, counts.n_items, names, opening_tops, params is not None
     )
-    return _Findings(
-        texts=texts,
+    within_exact = within_near = None
+    if options.within:
+        within_exact = _within_exact(session, index)
+        if params is not None:
+            pairs = local_within.near_pairs_within(
+                keyed.select("row", "split", "text_index"), inside
+            )
+            within_near = _named(pairs, keyed)
+    found = Findings(
         counts=counts,
         exact=exact,
         near=near,
-        similar=pairs,
+        candidates=similar.candidates.get(-1, 0),
         leaks=leaks,
         overlaps=pl.concat(overlaps).sort("id"),
+        within=within,
+        within_exact=within_exact,
+        within_near=within_near,
     )
+    return texts, found
+
+
+def _group_findings(
+    session: RaySession, spec: block_io.ReadSpec, read: ReadBlocks
+) -> tuple[pl.DataFrame | None, np.ndarray | None]:
+    if not spec.group:
+        return None, None
+    groups = session.remote(_aggregate_groups, num_returns=2)
+    columns = [f"group_{k}" for k in range(len(spec.group))]
+    results = [groups.remote(columns, spec.n_splits, *read.part(1, k)) for k in range(spec.parts)]
+    leaks = pl.concat(session.run("groups in several splits", [r[0] for r in results]))
+    n_groups = sum(session.get("groups in several splits", [r[1] for r in results]))
+    return leaks.sort("label", "split"), np.asarray(n_groups, dtype=np.int64)
+
+
+def _within_summary(
+    session: RaySession,
+    index: text_index.TextIndex,
+    similar: CheckedPairs,
+    n_items: np.ndarray,
+    names: list[str],
+    opening_tops: list[Any],
+    near: bool,
+) -> dict[str, WithinSplit]:
+    """``report.within`` from the text partitions' partial cluster counts."""
+    linked = partial_within.split_components(similar, len(n_items))
+    partial = session.remote(_cluster_partials)
+    pieces = []
+    for k, partition in enumerate(index.partitions):
+        lo, hi = int(index.first_ranks[k]), int(index.first_ranks[k + 1])
+        mine = linked.filter(pl.col("text_index").is_between(lo, hi, closed="left"))
+        pieces.append(partial.remote(partition, lo, mine, len(n_items)))
+    partials = session.run("repetition within splits", pieces)
+    tops = session.run("repeated openings", opening_tops)
+    summary = partial_within.summaries(names, n_items, partials, tops, near)
+    return {name: WithinSplit.model_validate(value) for name, value in summary.items()}
+
+
+def _cluster_partials(partition: Any, first_rank: int, linked: pl.DataFrame, n_splits: int) -> Any:
+    return partial_within.cluster_partials(partition.keyed, first_rank, linked, n_splits)
+
+
+def _within_exact(session: RaySession, index: text_index.TextIndex) -> pl.DataFrame:
+    pairs = session.remote(_exact_within)
+    frames = session.run(
+        "exact duplicates within splits", [pairs.remote(p) for p in index.partitions]
+    )
+    return _sorted(frames, ["a_split", "a", "b"])
+
+
+def _exact_within(partition: Any) -> pl.DataFrame:
+    keyed = partition.keyed
+    return _named(
+        local_within.exact_pairs_within(keyed.select("row", "split", "text_index")), keyed
+    )
+
+
+def _named(pairs: pl.DataFrame, keyed: pl.DataFrame) -> pl.DataFrame:
+    if pairs.height == 0:
+        return pairs
+    return local_within.smaller_id_first(findings.with_ids(pairs, keyed.select("row", "id")))
+
+
+def _sorted(frames: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
+    filled = [frame for frame in frames if frame.height]
+    if not filled:
+        return frames[0] if frames else pl.DataFrame()
+    return pl.concat(filled, how="vertical_relaxed").sort(keys)
 
 
 def _no_rows() -> pl.DataFrame:
@@ -279,11 +266,10 @@ def _no_rows() -> pl.DataFrame:
     )
 
 
-def _as_similar(pairs: Any) -> SimilarPairs:
-    if pairs is None:
-        nothing = np.zeros(0, dtype=np.int64)
-        return SimilarPairs(nothing, nothing, nothing.astype(float), nothing.astype(float), 0)
-    return SimilarPairs(pairs.left, pairs.right, pairs.similarity, pairs.estimate, pairs.candidates)
+def _as_similar(pairs: CheckedPairs) -> SimilarPairs:
+    return SimilarPairs(
+        pairs.left, pairs.right, pairs.similarity, pairs.estimate, sum(pairs.candidates.values())
+    )
 
 
 def _aggregate_ids(n_splits: int, *parts: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
@@ -296,11 +282,9 @@ def _aggregate_groups(
     group_columns: list[str], n_splits: int, *parts: pl.DataFrame
 ) -> tuple[pl.DataFrame, np.ndarray]:
     """Groups in several splits, and distinct groups per split, for one hash part."""
-    from evalkit.leakage.api import _groups_per_split
-
     schema = {"split": pl.Int64, **dict.fromkeys(group_columns, pl.String)}
     table = _stack(parts, schema)
-    counts = _groups_per_split(table, group_columns, n_splits)
+    counts = groups_per_split(table, group_columns, n_splits)
     assert counts is not None
     return findings.group_leaks(table, group_columns), counts
 

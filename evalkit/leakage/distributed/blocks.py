@@ -32,6 +32,7 @@ from evalkit.errors import EvalkitError
 from evalkit.leakage import findings
 from evalkit.leakage.distributed.partitions import hash_part, split_by_part
 from evalkit.leakage.distributed.tasks import TextBlock, text_block
+from evalkit.leakage.distributed.within import opening_parts
 from evalkit.leakage.inputs import SplitSource, _read_split, _split_rows
 
 
@@ -85,6 +86,7 @@ class ReadSpec:
     stratify: str | None
     n_splits: int
     parts: int
+    opening_words: int
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,8 @@ def read_block(
 ) -> tuple[BlockSummary | pl.DataFrame, ...]:
     """Read one block: its summary, routable texts, and its ids and group keys by hash.
 
-    Returns ``(summary, texts, *id_parts, *group_parts)``. A block that is a
+    Returns ``(summary, texts, *id_parts, *group_parts, *opening_parts)``
+    (``parts`` of each). A block that is a
     range and fails to read returns ``failed`` and empty parts: its split is
     then read whole. A whole split fails here as the local engine fails.
     """
@@ -120,7 +123,7 @@ def read_block(
         if whole:
             raise
         empty = pl.DataFrame()
-        return (BlockSummary(block.split, True), empty, *[empty] * (2 * spec.parts))
+        return (BlockSummary(block.split, True), empty, *[empty] * (3 * spec.parts))
     ids = split_by_part(rows.select("split", "id"), hash_part(rows["id"], spec.parts), spec.parts)
     group_columns = [c for c in rows.columns if c.startswith("group_")]
     if group_columns:
@@ -136,7 +139,8 @@ def read_block(
             "sample": texts.sample,
         }
     )
-    return (summary, texts.frame, *ids, *groups)
+    starts = opening_parts(texts.frame, spec.opening_words, spec.parts)
+    return (summary, texts.frame, *ids, *groups, *starts)
 
 
 def _read(

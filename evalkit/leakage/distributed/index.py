@@ -87,10 +87,19 @@ def _band_rounds(params: LshParameters, per_round: int) -> list[range]:
 
 
 def similar_pairs(
-    session: RaySession, index: TextIndex, params: LshParameters, *, cross: bool, per_round: int
+    session: RaySession,
+    index: TextIndex,
+    params: LshParameters,
+    *,
+    cross: bool,
+    per_round: int,
+    splits: int = 0,
+    every_pair: bool = False,
 ) -> CheckedPairs:
-    """Near-duplicate pairs of ranks: all that may cross splits (``cross``), else links
-    enough to connect every cluster (the local engine's pivot rule for large buckets)."""
+    """Near-duplicate pairs of ranks, by scope. Scope -1: all that may cross splits
+    (``cross``), else links enough to connect every cluster (the local engine's pivot
+    rule for large buckets). Scopes 0 .. ``splits`` - 1: links inside each split
+    (every pair there with ``every_pair``)."""
     parts = index.parts
     if index.n < 2:
         return CheckedPairs.concat([])
@@ -98,15 +107,14 @@ def similar_pairs(
     larges: list[Any] = []
     band_map = session.remote(tasks.band_map, num_returns=parts)
     band_reduce = session.remote(tasks.band_reduce, num_returns=parts + 2)
+    shape = (index.n, cross, splits, every_pair, parts)
     rounds = _band_rounds(params, per_round)
     for number, bands in enumerate(rounds, start=1):
         mapped = [
             band_map.remote(partition, int(index.first_ranks[k]), bands, params.rows, parts, cross)
             for k, partition in enumerate(index.partitions)
         ]
-        reduced = [
-            band_reduce.remote(index.n, cross, parts, *[m[q] for m in mapped]) for q in range(parts)
-        ]
+        reduced = [band_reduce.remote(*shape, *[m[q] for m in mapped]) for q in range(parts)]
         # One round at a time: a band task holds its share of this round's records only.
         session.run(
             f"bands {bands.start + 1}-{bands.stop} ({number}/{len(rounds)})",
@@ -117,7 +125,7 @@ def similar_pairs(
                 code_pieces[d].append(r[1 + d])
             larges.append(r[parts + 1])
     checked = _check_candidates(session, index, params, code_pieces)
-    if cross:
+    if cross and (not splits or every_pair):
         return checked
     return CheckedPairs.concat([checked, _pivot_rounds(session, index, params, larges)])
 

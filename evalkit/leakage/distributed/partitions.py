@@ -192,9 +192,59 @@ def small_bucket_codes(buckets: Buckets, n: int) -> np.ndarray:
     return _global_codes(all_pairs(local, len(ranks)), ranks, n)
 
 
+def every_pair_codes(buckets: Buckets, n: int) -> np.ndarray:
+    """Codes of every pair in the buckets, whatever their size (``audit --within``)."""
+    if len(buckets.members) == 0:
+        return np.zeros(0, dtype=np.int64)
+    local, ranks = _localised(buckets)
+    return _global_codes(all_pairs(local, len(ranks)), ranks, n)
+
+
 def large_buckets(buckets: Buckets) -> Buckets:
     """The buckets of more than ``FULL_CHECK_BUCKET`` texts (checked against pivots)."""
     return _subset(buckets, buckets.sizes > FULL_CHECK_BUCKET)
+
+
+def cut_buckets(buckets: Buckets, records: BandRecords, split: int) -> Buckets:
+    """The buckets cut down to the texts that occur in ``split`` (two or more left).
+
+    The local engine's rule for repetition inside one split
+    (:func:`evalkit.leakage.search.within_split_pairs`).
+    """
+    masks = member_masks(records, buckets.members)
+    inside = ((masks >> split) & 1).astype(bool)
+    owner = np.repeat(np.arange(len(buckets.sizes), dtype=np.int64), buckets.sizes)
+    sizes = np.bincount(owner[inside], minlength=len(buckets.sizes))
+    starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    cut = Buckets(members=buckets.members[inside], starts=starts)
+    return _subset(cut, cut.sizes >= 2)
+
+
+@dataclass(frozen=True)
+class ScopedBuckets:
+    """Buckets, each for one scope: -1 across splits (or all texts), else a split index."""
+
+    scope: np.ndarray  # int64 per bucket
+    buckets: Buckets
+
+    @staticmethod
+    def of(parts: list[tuple[int, Buckets]]) -> ScopedBuckets:
+        """Several scopes' buckets as one."""
+        members = [b.members for _, b in parts] or [np.zeros(0, np.int64)]
+        sizes = [b.sizes for _, b in parts] or [np.zeros(0, np.int64)]
+        scope = [np.full(len(b.sizes), s, dtype=np.int64) for s, b in parts]
+        all_sizes = np.concatenate(sizes)
+        starts = np.zeros(len(all_sizes) + 1, dtype=np.int64)
+        np.cumsum(all_sizes, out=starts[1:])
+        return ScopedBuckets(
+            np.concatenate(scope) if scope else np.zeros(0, np.int64),
+            Buckets(members=np.concatenate(members).astype(np.int64), starts=starts),
+        )
+
+    def of_scope(self, scope: int) -> Buckets:
+        """The buckets of one scope."""
+        return _subset(self.buckets, self.scope == scope)
 
 
 @dataclass(frozen=True)
@@ -262,41 +312,86 @@ class SubsetChecker:
 
 @dataclass(frozen=True)
 class CheckedPairs:
-    """Pairs of ranks at or above the threshold, with the number of candidates checked."""
+    """Pairs of ranks at or above the threshold, each in a scope (-1 across splits, or a
+    split), with the number of candidates checked per scope."""
 
+    scope: np.ndarray
     left: np.ndarray
     right: np.ndarray
     similarity: np.ndarray
     estimate: np.ndarray
-    candidates: int
+    candidates: dict[int, int]
 
     @staticmethod
     def concat(parts: list[CheckedPairs]) -> CheckedPairs:
-        """All pairs of several parts, ordered by (left, right) as the local engine orders."""
-        left = np.concatenate([p.left for p in parts]) if parts else np.zeros(0, np.int64)
-        right = np.concatenate([p.right for p in parts]) if parts else np.zeros(0, np.int64)
-        order = np.lexsort((right, left))
+        """All pairs of several parts, ordered by (scope, left, right)."""
+
+        def joined(name: str, dtype: type) -> np.ndarray:
+            arrays = [getattr(p, name) for p in parts]
+            return np.concatenate(arrays) if arrays else np.zeros(0, dtype)
+
+        scope, left, right = (
+            joined("scope", np.int64),
+            joined("left", np.int64),
+            joined("right", np.int64),
+        )
+        order = np.lexsort((right, left, scope))
+        candidates: dict[int, int] = {}
+        for part in parts:
+            for key, count in part.candidates.items():
+                candidates[key] = candidates.get(key, 0) + count
         return CheckedPairs(
+            scope[order],
             left[order],
             right[order],
-            (np.concatenate([p.similarity for p in parts]) if parts else np.zeros(0))[order],
-            (np.concatenate([p.estimate for p in parts]) if parts else np.zeros(0))[order],
-            sum(p.candidates for p in parts),
+            joined("similarity", np.float64)[order],
+            joined("estimate", np.float64)[order],
+            candidates,
+        )
+
+    def of_scope(self, scope: int) -> CheckedPairs:
+        """The pairs of one scope."""
+        keep = self.scope == scope
+        return CheckedPairs(
+            self.scope[keep],
+            self.left[keep],
+            self.right[keep],
+            self.similarity[keep],
+            self.estimate[keep],
+            {scope: self.candidates.get(scope, 0)},
         )
 
 
+def distinct_scoped(scope: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (scope, code) once, sorted by scope then code."""
+    order = np.lexsort((codes, scope))
+    scope, codes = scope[order], codes[order]
+    keep = np.ones(len(codes), dtype=bool)
+    keep[1:] = (codes[1:] != codes[:-1]) | (scope[1:] != scope[:-1])
+    return scope[keep], codes[keep]
+
+
 def check_codes(
-    codes: np.ndarray, n: int, checker: SubsetChecker, threshold: float, chunk: int = 1 << 18
+    scope: np.ndarray,
+    codes: np.ndarray,
+    n: int,
+    checker: SubsetChecker,
+    threshold: float,
+    chunk: int = 1 << 18,
 ) -> CheckedPairs:
-    """Check the distinct candidate ``codes``; keep the pairs at or above ``threshold``."""
+    """Check the distinct candidates (scope, code); keep the pairs at or above ``threshold``."""
+    candidates = {
+        int(s): int(c) for s, c in zip(*np.unique(scope, return_counts=True), strict=True)
+    }
     left, right = decode_pairs(codes, n)
     similarity = np.empty(len(left), dtype=np.float64)
     for first in range(0, len(left), chunk):
         part = slice(first, first + chunk)
         similarity[part] = checker.similarity(left[part], right[part])
     keep = similarity >= threshold - TOLERANCE
-    left, right, similarity = left[keep], right[keep], similarity[keep]
-    return CheckedPairs(left, right, similarity, checker.estimate(left, right), len(codes))
+    scope, left, right, similarity = scope[keep], left[keep], right[keep], similarity[keep]
+    estimate = checker.estimate(left, right)
+    return CheckedPairs(scope, left, right, similarity, estimate, candidates)
 
 
 def pivot_links(

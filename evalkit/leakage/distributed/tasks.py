@@ -20,6 +20,7 @@ from evalkit.leakage.candidates import Buckets, sorted_unique
 from evalkit.leakage.distributed.partitions import (
     BandRecords,
     CheckedPairs,
+    ScopedBuckets,
     SubsetChecker,
     TextSubset,
     band_buckets,
@@ -27,6 +28,9 @@ from evalkit.leakage.distributed.partitions import (
     check_codes,
     code_part,
     cross_split_codes,
+    cut_buckets,
+    distinct_scoped,
+    every_pair_codes,
     extract,
     large_buckets,
     pivot_links,
@@ -135,35 +139,56 @@ def band_map(
 
 
 def band_reduce(
-    n: int, cross: bool, parts: int, *records: BandRecords
-) -> tuple[int | np.ndarray | Buckets, ...]:
-    """Buckets of one band-key partition: candidate codes cut by code, and the large buckets.
+    n: int, cross: bool, splits: int, every_pair: bool, parts: int, *records: BandRecords
+) -> tuple[int | tuple[np.ndarray, np.ndarray] | ScopedBuckets, ...]:
+    """Buckets of one band-key partition: candidates cut by code, and the large buckets.
 
-    ``cross`` (audit): the pairs that may cross splits, every one a candidate.
-    Otherwise (clusters): every pair of a bucket of at most 64 texts; larger
-    buckets are returned whole, for the pivot rounds. The first value, the
-    number of codes, is what the driver waits on.
+    Scope -1: with ``cross`` (audit) the pairs that may cross splits, every one
+    a candidate; otherwise (clusters) every pair of a bucket of at most 64
+    texts, larger buckets kept whole for the pivot rounds. Scopes ``0 ..
+    splits - 1``: the same inside each split (the buckets cut to its texts),
+    or every pair with ``every_pair``. The first value, the number of
+    candidates, is what the driver waits on.
     """
     merged = BandRecords.concat(list(records))
     buckets = band_buckets(merged)
+    scoped: list[tuple[int, np.ndarray]] = []
+    large: list[tuple[int, Buckets]] = []
     if cross:
-        codes = cross_split_codes(buckets, merged, n)
-        large = Buckets(members=np.zeros(0, np.int64), starts=np.zeros(1, np.int64))
-    else:
-        codes = small_bucket_codes(buckets, n)
-        large = large_buckets(buckets)
+        scoped.append((-1, cross_split_codes(buckets, merged, n)))
+    elif not splits:
+        scoped.append((-1, small_bucket_codes(buckets, n)))
+        large.append((-1, large_buckets(buckets)))
+    for split in range(splits):
+        cut = cut_buckets(buckets, merged, split)
+        if every_pair:
+            scoped.append((split, every_pair_codes(cut, n)))
+        else:
+            scoped.append((split, small_bucket_codes(cut, n)))
+            large.append((split, large_buckets(cut)))
+    scope = np.concatenate(
+        [np.full(len(c), k, np.int64) for k, c in scoped] or [np.zeros(0, np.int64)]
+    )
+    codes = np.concatenate([c for _, c in scoped] or [np.zeros(0, np.int64)]).astype(np.int64)
     part = code_part(codes, parts)
     order = np.argsort(part, kind="stable")
     bounds = np.searchsorted(part[order], np.arange(parts + 1))
-    pieces = [codes[order[bounds[k] : bounds[k + 1]]] for k in range(parts)]
-    return (len(codes), *pieces, large)
+    pieces = [
+        (scope[order[bounds[k] : bounds[k + 1]]], codes[order[bounds[k] : bounds[k + 1]]])
+        for k in range(parts)
+    ]
+    return (len(codes), *pieces, ScopedBuckets.of(large))
 
 
-def distinct_codes(first_ranks: np.ndarray, *pieces: np.ndarray) -> tuple[np.ndarray, ...]:
-    """One verification partition's distinct candidate codes, and the ranks it needs from
-    each text partition (``first_ranks`` are where the text partitions start)."""
-    codes = sorted_unique(np.concatenate([np.asarray(p, dtype=np.int64) for p in pieces]))
-    return (codes, *requests_by_partition(codes_to_ranks(codes, first_ranks), first_ranks))
+def distinct_codes(
+    first_ranks: np.ndarray, *pieces: tuple[np.ndarray, np.ndarray]
+) -> tuple[tuple[np.ndarray, np.ndarray] | np.ndarray, ...]:
+    """One verification partition's distinct candidates (scope, code), and the ranks it
+    needs from each text partition (``first_ranks`` are where the text partitions start)."""
+    scope = np.concatenate([np.asarray(p[0], dtype=np.int64) for p in pieces])
+    codes = np.concatenate([np.asarray(p[1], dtype=np.int64) for p in pieces])
+    scope, codes = distinct_scoped(scope, codes)
+    return ((scope, codes), *requests_by_partition(codes_to_ranks(codes, first_ranks), first_ranks))
 
 
 def codes_to_ranks(codes: np.ndarray, first_ranks: np.ndarray) -> np.ndarray:
@@ -182,35 +207,42 @@ def extract_for(
     partition: TextPartition, first_rank: int, *requests: np.ndarray
 ) -> tuple[TextSubset, ...]:
     """The shingles and signatures each requesting task needs from one text partition."""
-    subsets = tuple(
+    return tuple(
         extract(partition.shingles, partition.signatures, first_rank, np.asarray(r))
         for r in requests
     )
-    return subsets
 
 
 def check_partition(
-    n: int, threshold: float, num_perm: int, codes: np.ndarray, *subsets: TextSubset
+    n: int,
+    threshold: float,
+    num_perm: int,
+    candidates: tuple[np.ndarray, np.ndarray],
+    *subsets: TextSubset,
 ) -> CheckedPairs:
     """The exact Jaccard check of one verification partition's candidates."""
     checker = SubsetChecker(TextSubset.concat(list(subsets), num_perm))
-    return check_codes(codes, n, checker, threshold)
+    return check_codes(candidates[0], candidates[1], n, checker, threshold)
 
 
-def large_requests(first_ranks: np.ndarray, large: Buckets) -> tuple[np.ndarray, ...]:
+def large_requests(first_ranks: np.ndarray, large: ScopedBuckets) -> tuple[np.ndarray, ...]:
     """The ranks a band partition's large buckets need from each text partition."""
-    members = large.members.astype(np.int64)
-    pieces = requests_by_partition(sorted_unique(members), first_ranks)
-    return tuple(pieces)
+    members = large.buckets.members.astype(np.int64)
+    return tuple(requests_by_partition(sorted_unique(members), first_ranks))
 
 
 def pivot_partition(
-    threshold: float, num_perm: int, large: Buckets, *subsets: TextSubset
+    threshold: float, num_perm: int, large: ScopedBuckets, *subsets: TextSubset
 ) -> CheckedPairs:
-    """The local engine's pivot rounds over one band partition's large buckets."""
+    """The local engine's pivot rounds over one band partition's large buckets, per scope."""
     checker = SubsetChecker(TextSubset.concat(list(subsets), num_perm))
-    left, right, similarity = pivot_links(large, checker, threshold)
-    return CheckedPairs(left, right, similarity, checker.estimate(left, right), len(left))
+    found = []
+    for scope in sorted_unique(large.scope).tolist():
+        left, right, similarity = pivot_links(large.of_scope(scope), checker, threshold)
+        scopes = np.full(len(left), scope, dtype=np.int64)
+        estimate = checker.estimate(left, right)
+        found.append(CheckedPairs(scopes, left, right, similarity, estimate, {}))
+    return CheckedPairs.concat(found)
 
 
 def rows_of_texts(partition: TextPartition, first_rank: int, ranks: np.ndarray) -> pl.DataFrame:

@@ -116,12 +116,15 @@ def headline(report: CandidateReport) -> Html:
 
 
 def test_set_note(report: CandidateReport) -> Html:
-    """How often the test set was looked at, with the selection bias beside the figures."""
+    """How often the test set was looked at, with the selection bias beside the figures;
+    then the report's warnings (a slice that holds no paired example)."""
+    notes = [paragraph(element("strong", "Warning:"), f" {warning}") for warning in report.warnings]
     if report.test_set is None:
-        return Html("")
-    return paragraph(
+        return join(notes)
+    state = paragraph(
         element("strong", "Test set:"), f" {status_text(report.test_set)}.", muted=True
     )
+    return join([state, *notes])
 
 
 def headline_figures(report: CandidateReport) -> Html:

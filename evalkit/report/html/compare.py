@@ -23,6 +23,7 @@ from evalkit.report.html.candidate import (
 )
 from evalkit.report.html.charts import Estimate, IntervalPanel, Row, interval_chart
 from evalkit.report.html.page import Section, Tone, badge, figure, join, page, table, verdict_box
+from evalkit.report.html.suspects import suspect_labels_section
 from evalkit.report.numbers import p_value, with_ci
 
 
@@ -109,6 +110,9 @@ def render_comparison_html(
     sections = [_ranking(report)]
     if count > 1:
         sections.append(_every_class(report))
+    suspects = suspect_labels_section(report)
+    if suspects is not None:
+        sections.append(suspects)
     for candidate in report.candidates:
         rank = next(e.rank for e in report.ranking if e.candidate == candidate.candidate.name)
         verdict = "PASS" if candidate.verdict == "pass" else "FAIL"

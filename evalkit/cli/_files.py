@@ -1,0 +1,78 @@
+"""The inputs a command finds through another file: a result's, a run's, a contract's.
+
+A command declares what it names on its command line in a
+:class:`~evalkit.command_files.CommandFiles`; these helpers add what those
+files point to (the ledger a result recorded its look in, the folders a
+run pinned, a contract's schema file), read cheaply and tolerantly: a file
+that cannot be read here is reported by the command itself, in its own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from evalkit.command_files import LEDGER_NAME
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    import orjson
+
+    try:
+        loaded = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _recorded(value: Any, folder: Path) -> list[Path]:
+    """A path a file recorded: as written (relative to the working folder) and from ``folder``."""
+    if not isinstance(value, str) or not value:
+        return []
+    path = Path(value)
+    return [path] if path.is_absolute() else [path, folder / path]
+
+
+def result_inputs(folders: Iterable[str | Path]) -> list[Path]:
+    """What ``compare``/``gate`` read of result folders: the folders, and what they recorded.
+
+    The recorded gold file, the ledger beside it, the ledger the look was
+    recorded in and the predictions file (its outputs are shown for flips).
+    """
+    found: list[Path] = []
+    for folder in map(Path, folders):
+        found += [folder / "summary.json", folder / "examples.parquet", folder]
+        summary = _json_object(folder / "summary.json")
+        gold = (summary.get("gold") or {}).get("path") if summary else None
+        for path in _recorded(gold, folder):
+            found += [path, path.parent / LEDGER_NAME]
+        found += _recorded(summary.get("ledger"), folder)
+        found += _recorded((summary.get("predictions") or {}).get("path"), folder)
+    return found
+
+
+def run_inputs(run_dir: Path) -> list[Path]:
+    """What ``reload-check`` reads: the run folder and every folder and file its run.json pins."""
+    record = _json_object(run_dir / "run.json")
+    found = [run_dir / name for name in ("run.json", "predictions.jsonl", "tokens.parquet")]
+    found.append(run_dir)
+    for key in ("base", "adapter", "tokenizer", "data"):
+        block = record.get(key)
+        if isinstance(block, dict):
+            found += _recorded(block.get("path"), run_dir)
+    return found
+
+
+def schema_file_input(contract: Path) -> Path | None:
+    """The ``output.schema_file`` a contract names, as it resolves; None when it names none."""
+    from evalkit.contract.load import read_document
+    from evalkit.errors import EvalkitError
+
+    try:
+        document = read_document(contract)
+    except EvalkitError:
+        return None
+    output = document.get("output") if isinstance(document, dict) else None
+    relative = output.get("schema_file") if isinstance(output, dict) else None
+    return contract.parent / relative if isinstance(relative, str) and relative else None

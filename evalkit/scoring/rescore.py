@@ -1,0 +1,160 @@
+"""``evalkit.rescore``: score a result's recorded predictions again under a new contract.
+
+When a fix changes the taxonomy or the parser, the methodology is to version
+the evaluator and re-score every candidate still needed, never to compare
+figures made under different rules. A result folder records which
+predictions file it scored (path as given, sha256, format, id and output
+columns, duplicate rule), against which gold file (path, sha256), with which
+card or base, in which ledger. Re-scoring reads those same files again —
+refused when either changed since, because the figures would then describe
+other outputs or other labels — and goes through :func:`evalkit.score`, the
+one scorer, so a re-scored result is what scoring from scratch writes, plus
+``rescored_from``: the contract and folder it replaces.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit.comparison.recorded import locate
+from evalkit.comparison.results import ScoredResult, load_result
+from evalkit.contract.model import Contract
+from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
+from evalkit.scoring.result import ScoreResult
+from evalkit.scoring.summary import BaseModelInfo, RescoredFrom
+
+
+@dataclass(frozen=True)
+class RecordedInputs:
+    """A result folder and the files it recorded, found from here and checked unchanged."""
+
+    result: ScoredResult
+    """The result as read (its summary's fingerprint checked)."""
+    predictions: Path
+    """The predictions file (or folder) it scored, where it was found."""
+    gold: Path
+    """The gold file it was scored against, where it was found."""
+    ledger: Path | None
+    """The ledger its look was recorded in, where it was found (None: none recorded or found)."""
+
+
+def _found(recorded: str | None, folder: Path, what: str, key: str) -> Path:
+    if not recorded:
+        raise UsageError(
+            f"{folder}: summary.json records no {what} ({key}), so there is nothing to "
+            "re-score; score the predictions with evalkit score --contract NEW instead"
+        )
+    path = locate(recorded, folder)
+    if path is None:
+        raise UnreadableFile(
+            f"{folder}: its {what} {recorded} ({key} in summary.json) is not found from here "
+            "or from the result folder; re-scoring needs the very file that was scored "
+            "(run from where evalkit score ran)"
+        )
+    return path
+
+
+def _unchanged(path: Path, recorded: str | None, folder: Path, what: str, digest: Any) -> None:
+    actual = digest(path)
+    if recorded is not None and actual != recorded:
+        raise ArtifactChanged(
+            f"{path}: its sha256 {actual[:12]}… differs from the {recorded[:12]}… that "
+            f"{folder}/summary.json recorded: the {what} changed since it was scored, so "
+            "re-scoring it would describe something else; score it anew with evalkit score"
+        )
+
+
+def recorded_inputs(result: str | os.PathLike[str] | ScoredResult) -> RecordedInputs:
+    """Read a result folder and find its predictions and gold files, unchanged since scoring.
+
+    Raises an :class:`~evalkit.errors.EvalkitError` naming the folder and the
+    file: no predictions path recorded, a file not found, or a sha256 that
+    differs from the recorded one.
+    """
+    from evalkit.io import sha256_file
+    from evalkit.scoring.predictions import predictions_sha256
+
+    loaded = result if isinstance(result, ScoredResult) else load_result(result)
+    folder, summary = loaded.path, loaded.summary
+    predictions = _found(summary.predictions.path, folder, "predictions file", "predictions.path")
+    gold = _found(summary.gold.path, folder, "gold file", "gold.path")
+    _unchanged(predictions, summary.predictions.sha256, folder, "predictions", predictions_sha256)
+    _unchanged(gold, summary.gold.sha256, folder, "gold file", sha256_file)
+    ledger = locate(summary.ledger, folder) if summary.ledger else None
+    return RecordedInputs(loaded, predictions, gold, ledger)
+
+
+def _base(summary: Any) -> BaseModelInfo | None:
+    """The base of a prompt-only run (an adapter's base comes from its card, as in score)."""
+    base = summary.base
+    if not base or summary.card or base.get("source") != "options":
+        return None
+    return BaseModelInfo(**base)
+
+
+def rescore(
+    result: str | os.PathLike[str] | ScoredResult | RecordedInputs,
+    contract: Contract | str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+) -> ScoreResult:
+    """Score the predictions a result recorded again, under ``contract``.
+
+    The predictions are read as they were (format, id and output columns,
+    duplicate rule), against the recorded gold file, with the recorded card
+    or base and name; the result is what :func:`evalkit.score` returns for
+    those inputs, with ``rescored_from`` naming the contract and folder it
+    replaces. ``ledger`` is recorded in the summary as ``score`` records it
+    (the caller appends the look: see ``evalkit rescore``). Bad input raises
+    an :class:`~evalkit.errors.EvalkitError` that names the result folder.
+    """
+    from evalkit.scoring.engine import score
+
+    inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
+    old = inputs.result
+    summary = old.summary
+    recorded = summary.predictions
+    try:
+        scored = score(
+            contract,
+            inputs.gold,
+            inputs.predictions,
+            name=summary.name,
+            pred_format=recorded.format or "auto",
+            id_col=recorded.id_col,
+            output_col=recorded.output_col,
+            on_duplicate=_on_duplicate(recorded.on_duplicate),
+            workers=workers,
+            card=summary.card,
+            base=_base(summary),
+            ledger=ledger,
+        )
+    except EvalkitError as error:
+        raise type(error)(f"re-scoring {old.path}: {error.message}") from error
+    for what, now, then in (
+        ("predictions", scored.summary.predictions.sha256, recorded.sha256),
+        ("gold file", scored.summary.gold.sha256, summary.gold.sha256),
+    ):
+        if then is not None and now != then:  # changed while it was being read
+            raise ArtifactChanged(
+                f"re-scoring {old.path}: the {what} changed while it was read; run again"
+            )
+    replaced = RescoredFrom(
+        name=summary.contract.name,
+        version=summary.contract.version,
+        fingerprint=summary.contract.fingerprint,
+        result=str(old.path),
+        summary_sha256=old.summary_sha256,
+    )
+    return ScoreResult(
+        summary=scored.summary.model_copy(update={"rescored_from": replaced}),
+        examples=scored.examples,
+    )
+
+
+def _on_duplicate(value: str | None) -> Any:
+    return value if value in ("error", "first", "last") else "error"
