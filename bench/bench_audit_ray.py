@@ -20,6 +20,7 @@ reports are equal byte for byte but for ``options.engine``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -76,10 +77,8 @@ def cluster_rss_kb(marker: str) -> int:
             if process.pid in seen:
                 continue
             seen.add(process.pid)
-            try:
+            with contextlib.suppress(psutil.Error):
                 total += process.memory_info().rss // 1024
-            except psutil.Error:
-                pass
     return total
 
 

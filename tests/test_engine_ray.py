@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import assert_one_line_error
+
 from evalkit import audit, split
 from evalkit.errors import EngineFailure
 from evalkit.leakage.distributed.session import RayOptions
@@ -159,6 +159,25 @@ def test_split_writes_the_same_files(ray_cluster: None, splits: list[Path], tmp_
         if name == "manifest.json":
             ray_bytes = without_engine(ray_bytes.decode()).encode()
         assert ray_bytes == local_bytes, name
+
+
+def test_split_cli_on_ray_writes_the_local_split(
+    ray_cluster: None, splits: list[Path], tmp_path: Path, run_cli
+) -> None:
+    args = [splits[1], "--group", "group", "--id", "id", "--text", "messages", "--near-dup",
+            "0.8", "--ratios", "0.5,0.5", "--names", "a,b", "--format", "jsonl",
+            "--quiet"]  # fmt: skip
+    assert run_cli("split", *args, "--out", tmp_path / "local").exit_code == 0
+    distributed = run_cli("split", *args, "--out", tmp_path / "ray", "--engine", "ray")
+    assert distributed.exit_code == 0, distributed.stderr
+    for name in ("a.jsonl", "b.jsonl", "assignments.parquet"):
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    manifest = without_engine((tmp_path / "ray" / "manifest.json").read_text())
+    assert manifest == (tmp_path / "local" / "manifest.json").read_text()
+    # --engine ray is the duplicate search's engine: without --near-dup there is none
+    result = run_cli("split", splits[1], "--group", "group", "--id", "id", "--text", "messages",
+                     "--sizes", "10", "--out", tmp_path / "x", "--engine", "ray")  # fmt: skip
+    assert_one_line_error(result, "--engine ray runs the --near-dup search on Ray")
 
 
 def test_cli_gives_the_same_exit_code_and_json(

@@ -8,6 +8,7 @@ links, similarities and ranks exactly.
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from evalkit.leakage.candidates import (
     sorted_unique,
 )
 from evalkit.leakage.clusters import distinct_texts
+from evalkit.leakage.distributed import checks
 from evalkit.leakage.distributed import partitions as part
 from evalkit.leakage.distributed.blocks import block_bytes_of, plan_blocks
 from evalkit.leakage.distributed.tasks import requests_by_partition
@@ -69,7 +71,7 @@ def partitioned_records(signatures: np.ndarray, masks: np.ndarray, cuts: list[in
     """Band records of all bands from text partitions cut at ``cuts``, gathered per part."""
     bounds = [0, *cuts, len(signatures)]
     gathered: list[list[part.BandRecords]] = [[] for _ in range(parts)]
-    for start, stop in zip(bounds, bounds[1:], strict=False):
+    for start, stop in itertools.pairwise(bounds):
         pieces = part.band_records(
             signatures[start:stop], start, masks[start:stop], range(PARAMS.bands), PARAMS.rows,
             parts,
@@ -120,16 +122,16 @@ def test_small_bucket_codes_and_pivots_give_the_local_links(indexed) -> None:
     checker = JaccardChecker(shingles, local.members)
     left, right, _, _ = _connecting_pairs(local, checker, PARAMS, n, progress_off())
     expected = set(zip(left.tolist(), right.tolist(), strict=True))
-    subset = part.extract(shingles, signatures, 0, sorted_unique(local.members))
-    subset_checker = part.SubsetChecker(subset)
+    subset = checks.extract(shingles, signatures, 0, sorted_unique(local.members))
+    subset_checker = checks.SubsetChecker(subset)
     links: set[tuple[int, int]] = set()
     for records in partitioned_records(signatures, masks, [200], parts=2):
         buckets = part.band_buckets(records)
         codes = sorted_unique(part.small_bucket_codes(buckets, n))
         scope = np.full(len(codes), -1, dtype=np.int64)
-        checked = part.check_codes(scope, codes, n, subset_checker, PARAMS.threshold)
+        checked = checks.check_codes(scope, codes, n, subset_checker, PARAMS.threshold)
         links |= set(zip(checked.left.tolist(), checked.right.tolist(), strict=True))
-        pivot_left, pivot_right, _ = part.pivot_links(
+        pivot_left, pivot_right, _ = checks.pivot_links(
             part.large_buckets(buckets), subset_checker, PARAMS.threshold
         )
         links |= set(zip(pivot_left.tolist(), pivot_right.tolist(), strict=True))
@@ -153,9 +155,9 @@ def test_the_check_of_a_fetched_subset_equals_the_local_check(indexed) -> None:
         lo, hi = int(first_ranks[k]), int(first_ranks[k + 1])
         starts = shingles.starts[lo : hi + 1] - shingles.starts[lo]
         local = type(shingles)(shingles.hashes[shingles.starts[lo] : shingles.starts[hi]], starts)
-        subsets.append(part.extract(local, signatures[lo:hi], lo, wanted))
-    checker = part.SubsetChecker(part.TextSubset.concat(subsets, PARAMS.num_perm))
-    checked = part.check_codes(np.zeros(len(codes), dtype=np.int64), codes, n, checker, 0.0)
+        subsets.append(checks.extract(local, signatures[lo:hi], lo, wanted))
+    checker = checks.SubsetChecker(checks.TextSubset.concat(subsets, PARAMS.num_perm))
+    checked = checks.check_codes(np.zeros(len(codes), dtype=np.int64), codes, n, checker, 0.0)
     reference = JaccardChecker(shingles, np.arange(n))
     a, b = codes // n, codes % n
     assert np.allclose(checked.similarity, reference.similarity(a, b), rtol=0, atol=1e-12)

@@ -27,7 +27,7 @@ from evalkit.leakage.candidates import sorted_unique
 from evalkit.leakage.distributed import blocks as block_io
 from evalkit.leakage.distributed import index as text_index
 from evalkit.leakage.distributed import within as partial_within
-from evalkit.leakage.distributed.partitions import CheckedPairs
+from evalkit.leakage.distributed.checks import CheckedPairs
 from evalkit.leakage.distributed.reading import ReadBlocks, read_all
 from evalkit.leakage.distributed.session import RayOptions, RaySession, ray_session
 from evalkit.leakage.inputs import SplitSource, _check_names, split_sources
@@ -143,6 +143,7 @@ def _findings(
         params is not None,
         parts,
     )
+    read.release_texts()  # sorted into the text partitions now
     similar = CheckedPairs.concat([])
     if params is not None:
         similar = text_index.similar_pairs(

@@ -30,7 +30,8 @@ import numpy as np
 import polars as pl
 
 from evalkit.leakage.distributed import tasks
-from evalkit.leakage.distributed.partitions import CheckedPairs, range_boundaries
+from evalkit.leakage.distributed.checks import CheckedPairs
+from evalkit.leakage.distributed.partitions import range_boundaries
 from evalkit.leakage.distributed.session import RaySession
 from evalkit.leakage.minhash import LshParameters
 

@@ -31,6 +31,11 @@ class ReadBlocks:
         """Each block's routable texts."""
         return [out[1] for out in self.outputs]
 
+    def release_texts(self) -> None:
+        """Drop the references to the blocks' texts (once sorted), so Ray frees them."""
+        for out in self.outputs:
+            out[1] = None
+
     def part(self, kind: int, k: int) -> list[Any]:
         """Part ``k`` of every block's ids (kind 0), group keys (1) or openings (2)."""
         return [out[2 + kind * self.parts + k] for out in self.outputs]

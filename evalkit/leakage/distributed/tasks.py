@@ -17,23 +17,25 @@ import polars as pl
 
 from evalkit.leakage import findings
 from evalkit.leakage.candidates import Buckets, sorted_unique
-from evalkit.leakage.distributed.partitions import (
-    BandRecords,
+from evalkit.leakage.distributed.checks import (
     CheckedPairs,
-    ScopedBuckets,
     SubsetChecker,
     TextSubset,
+    check_codes,
+    distinct_scoped,
+    extract,
+    pivot_links,
+)
+from evalkit.leakage.distributed.partitions import (
+    BandRecords,
+    ScopedBuckets,
     band_buckets,
     band_records,
-    check_codes,
     code_part,
     cross_split_codes,
     cut_buckets,
-    distinct_scoped,
     every_pair_codes,
-    extract,
     large_buckets,
-    pivot_links,
     range_part,
     small_bucket_codes,
     split_by_part,

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from evalkit.leakage.distributed.partitions import CheckedPairs, hash_part, split_by_part
+from evalkit.leakage.distributed.checks import CheckedPairs
+from evalkit.leakage.distributed.partitions import hash_part, split_by_part
 from evalkit.leakage.within import TOP_CLUSTERS, TOP_OPENINGS, components, openings
 
 OPENING_SCHEMA = {"split": pl.Int64, "opening": pl.String, "n": pl.UInt32}
