@@ -130,6 +130,7 @@ def ray_session(options: RayOptions, progress: Progress) -> Iterator[RaySession]
         return
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     temporary: str | None = None
+    started = False
     try:
         if options.address is not None:
             _connect(ray, options.address, quiet)
@@ -139,6 +140,7 @@ def ray_session(options: RayOptions, progress: Progress) -> Iterator[RaySession]
             except ConnectionError:
                 # Short: Ray's socket paths must fit in 107 bytes.
                 temporary = tempfile.mkdtemp(prefix="evalkit-ray-")
+                started = True
                 ray.init(
                     num_cpus=options.num_cpus,
                     include_dashboard=False,
@@ -147,10 +149,25 @@ def ray_session(options: RayOptions, progress: Progress) -> Iterator[RaySession]
                 )
         yield RaySession(ray, progress, temporary is not None, _cpus(ray))
     finally:
-        if ray.is_initialized():
-            ray.shutdown()
+        # Also after a Ctrl-C inside ray.init: shutdown stops what was started so far.
+        if started or ray.is_initialized():
+            _shutdown(ray)
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _shutdown(ray: Any) -> None:
+    """Disconnect, and stop the processes of a cluster this run started.
+
+    A second Ctrl-C during the shutdown must not leave Ray's processes behind.
+    """
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ray.shutdown()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _unreachable(address: str) -> str | None:
