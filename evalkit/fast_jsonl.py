@@ -19,8 +19,11 @@ whenever it could, so the caller falls back to whole-file inference:
   field first seen later would be dropped), at any depth; and, when every
   column is read, a key first seen after the prefix (it would be dropped):
   every line must consist only of keys of the prefix schema, checked by one
-  anchored pattern per line (a line of flat values; anything else, such as a
-  nested object or an escaped key, falls back).
+  anchored pattern per line (a line of flat values whose keys are written
+  ``"key":``; anything else, such as a nested object, an escaped key or a
+  space before a colon, falls back). The lines so checked are handed back, so
+  that :mod:`evalkit.tables` can count each key in them (a key given twice)
+  without reading the file again.
 
 When only some ``columns`` are wanted, keys outside the prefix schema do not
 matter and the key check is skipped; every known column is still read with
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -59,14 +63,15 @@ _ARRAY = rf"\[{_WS}(?:{_ATOM}{_WS}(?:,{_WS}{_ATOM}{_WS})*)?\]"
 
 def known_keys_pattern(names: Sequence[str]) -> str:
     """A pattern that matches a whole line only if it is blank or an object of flat
-    values whose keys are all among ``names``, written as they are (no escapes).
+    values whose keys are all among ``names``, written as they are (no escapes,
+    the colon right after the key's closing quote).
 
     The line is also valid JSON (polars read it), and the pattern's tokens are
     JSON's own (a string ends at its first unescaped quote), so a match means
     the line's keys are the ones the pattern names.
     """
     key = '"(?:' + "|".join(re.escape(name) for name in names) + ')"'
-    member = f"{key}{_WS}:{_WS}(?:{_ATOM}|{_ARRAY}){_WS}"
+    member = f"{key}:{_WS}(?:{_ATOM}|{_ARRAY}){_WS}"
     return rf"^{_WS}(?:\{{{_WS}(?:{member}(?:,{_WS}{member})*)?\}}{_WS})?$"
 
 
@@ -82,9 +87,18 @@ def _settled(dtype: PolarsDataType) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class PrefixRead:
+    """A JSONL table read with the types of its first lines."""
+
+    frame: pl.DataFrame
+    flat_lines: pl.Series | None
+    """Every line, when each was checked to be a flat object of the frame's keys."""
+
+
 def read_with_prefix_types(
     source: Source, columns: Sequence[str] | None = None
-) -> pl.DataFrame | None:
+) -> PrefixRead | None:
     """The JSONL table at ``source`` (a path or the file's bytes) read with the types
     of its first lines, or None when that might differ from whole-file inference.
 
@@ -102,6 +116,7 @@ def read_with_prefix_types(
         return None
     if not all(_settled(schema[name]) for name in wanted):
         return None
+    lines = None
     try:
         if columns is None:
             lines = pl.read_lines(source)
@@ -112,4 +127,6 @@ def read_with_prefix_types(
         frame = pl.read_ndjson(source, schema=schema)
     except (pl.exceptions.PolarsError, OSError, ValueError):
         return None
-    return frame.select(wanted) if columns is not None else frame
+    if columns is not None:
+        return PrefixRead(frame.select(wanted), None)
+    return PrefixRead(frame, lines.to_series() if lines is not None else None)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import io
 import os
 import re
 import shutil
@@ -22,38 +21,54 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from evalkit.errors import (
-    MalformedFile,
     UnknownColumn,
     UnreadableFile,
     UsageError,
     WriteFailed,
 )
-from evalkit.fast_jsonl import read_with_prefix_types
 
 if TYPE_CHECKING:
     import polars as pl
 
 TableFormat = Literal["jsonl", "csv", "parquet"]
+"""What evalkit writes tables as."""
+InputFormat = Literal["jsonl", "csv", "parquet", "json", "hf"]
+"""What evalkit reads tables from: also ``.json`` files and Hugging Face dataset folders."""
 UTF8_BOM = b"\xef\xbb\xbf"
 
-_EXTENSIONS: dict[str, TableFormat] = {
+_EXTENSIONS: dict[str, InputFormat] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".csv": "csv",
     ".parquet": "parquet",
     ".pq": "parquet",
+    ".json": "json",
 }
 
 
-def table_format(path: Path) -> TableFormat:
-    """Return the table format implied by ``path``'s extension."""
+def table_format(path: Path) -> InputFormat:
+    """Return the table format implied by ``path``: its extension, or a dataset folder."""
+    if path.is_dir():
+        from evalkit.containers import hf_dataset
+
+        hf_dataset(path)  # a DatasetDict, or a folder that is no dataset, fails here
+        return "hf"
     suffix = path.suffix.lower()
     if suffix not in _EXTENSIONS:
         known = ", ".join(sorted(_EXTENSIONS))
         raise UnreadableFile(
-            f"{path}: unknown table format {suffix or '(no extension)'!r}; use one of {known}"
+            f"{path}: unknown table format {suffix or '(no extension)'!r}; use one of {known}, "
+            "or a Hugging Face save_to_disk folder"
         )
     return _EXTENSIONS[suffix]
+
+
+def output_format(path: Path) -> TableFormat:
+    """The format evalkit writes to ``path`` (by its extension): jsonl, csv or parquet."""
+    fmt = table_format(path) if path.suffix else None
+    if fmt not in ("jsonl", "csv", "parquet"):
+        raise UsageError(f"{path}: evalkit writes tables as .jsonl, .csv or .parquet")
+    return fmt
 
 
 def sha256_file(path: Path, chunk_bytes: int = 1 << 20) -> str:
@@ -66,6 +81,20 @@ def sha256_file(path: Path, chunk_bytes: int = 1 << 20) -> str:
     if early is not None:
         return early.result()
     return _sha256(path, chunk_bytes)
+
+
+def sha256_input(path: Path) -> str:
+    """sha256 of a table's file, or of a Hugging Face dataset folder's files (names and bytes).
+
+    A folder whose ``state.json`` names data outside it is refused: hashing
+    around that data would let it change unseen.
+    """
+    if path.is_dir():
+        from evalkit.containers import folder_sha256, hf_dataset
+
+        hf_dataset(path)
+        return folder_sha256(path)
+    return sha256_file(path)
 
 
 def _sha256(path: Path, chunk_bytes: int = 1 << 20) -> str:
@@ -127,120 +156,22 @@ def hash_early(paths: Iterable[Path]) -> None:
             _early_digests[key] = _EarlyDigest(path)
 
 
-def _check_readable(path: Path) -> None:
-    if not path.exists():
-        raise UnreadableFile(f"{path}: no such file")
-    if path.is_dir():
-        raise UnreadableFile(f"{path}: is a folder, expected a file")
-    if not os.access(path, os.R_OK):
-        raise UnreadableFile(f"{path}: permission denied")
-
-
 def read_table(
-    path: Path, fmt: TableFormat | None = None, *, columns: Sequence[str] | None = None
+    path: Path,
+    fmt: str | None = None,
+    *,
+    columns: Sequence[str] | None = None,
+    ids: Sequence[str] = (),
 ) -> pl.DataFrame:
-    """Read a JSONL, CSV or Parquet file into a polars frame.
+    """Read a JSONL, CSV, Parquet or ``.json`` file, or a Hugging Face dataset folder.
 
-    Types are those of the whole file, not a prefix, so a column whose type
-    only shows late does not fail half-way (JSONL gets them from its first
-    lines when that gives the same table: :mod:`evalkit.fast_jsonl`). A parse
-    failure names the first bad line (JSONL) or the reason polars gives (CSV,
-    Parquet). With ``columns``, the frame holds only those when all of them
-    exist (faster), and every column otherwise, so that the caller can name
-    the missing one beside those there are.
+    See :func:`evalkit.tables.read_table`: the one reading of every table
+    (values as written, JSON Lines under :mod:`evalkit.jsonl` on every path,
+    ``ids`` checked as ids, regular files only).
     """
-    import polars as pl
+    from evalkit.tables import read_table as read
 
-    _check_readable(path)
-    fmt = fmt or table_format(path)
-    try:
-        if fmt == "parquet":
-            return _read_parquet(path, columns)
-        if fmt == "csv":
-            frame = pl.read_csv(path, infer_schema_length=None)
-            return _only(frame, columns)
-        if path.stat().st_size == 0:
-            return pl.DataFrame()
-        with path.open("rb") as handle:
-            has_bom = handle.read(3) == UTF8_BOM
-        # Editors on Windows add a BOM; JSON parsers reject it.
-        source: str | bytes = path.read_bytes()[3:] if has_bom else str(path)
-        fast = read_with_prefix_types(source, columns)
-        if fast is not None:
-            return fast
-        return _only(pl.read_ndjson(source, infer_schema_length=None), columns)
-    except (pl.exceptions.PolarsError, OSError, ValueError) as error:
-        if fmt == "jsonl":
-            bad = first_bad_jsonl_line(path)
-            if bad is not None:
-                line_number, reason = bad
-                raise MalformedFile(
-                    f"{path}:{line_number}: not a JSON object ({reason}); fix or remove the line"
-                ) from error
-            if isinstance(error, pl.exceptions.SchemaError):
-                return _only(_read_ndjson_tolerant(path), columns)
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise MalformedFile(f"{path}: cannot read as {fmt}: {first}") from error
-
-
-def _only(frame: pl.DataFrame, columns: Sequence[str] | None) -> pl.DataFrame:
-    """``columns`` of ``frame`` when it has them all, else the whole frame."""
-    if columns is None or any(name not in frame.columns for name in columns):
-        return frame
-    return frame.select(list(dict.fromkeys(columns)))
-
-
-def _read_parquet(path: Path, columns: Sequence[str] | None) -> pl.DataFrame:
-    """A Parquet file, only ``columns`` when its schema has them all."""
-    import polars as pl
-
-    if columns is not None:
-        try:
-            present = pl.read_parquet_schema(path)
-        except (pl.exceptions.PolarsError, OSError):
-            present = {}  # the whole read below reports the problem
-        if all(name in present for name in columns):
-            return pl.read_parquet(path, columns=list(dict.fromkeys(columns)))
-    return pl.read_parquet(path)
-
-
-def _read_ndjson_tolerant(path: Path) -> pl.DataFrame:
-    """Read a JSONL file whose column types polars cannot unify (an object in one row,
-    a list in another): each column gets the type polars infers for it alone, and a
-    column it cannot type at all is read as JSON text, so that the command that
-    needs the column can say which line holds what (e.g. ``evalkit.chat``)."""
-    import orjson
-    import polars as pl
-
-    with path.open("rb") as handle:
-        records = [orjson.loads(line.removeprefix(UTF8_BOM)) for line in handle if line.strip()]
-    names = list(dict.fromkeys(key for record in records for key in record))
-    schema: dict[str, pl.DataType] = {}
-    for name in names:
-        lines = b"\n".join(orjson.dumps({name: record.get(name)}) for record in records)
-        try:
-            schema[name] = pl.read_ndjson(io.BytesIO(lines), infer_schema_length=None).schema[name]
-        except pl.exceptions.PolarsError:
-            schema[name] = pl.String()
-    return pl.read_ndjson(io.BytesIO(path.read_bytes().removeprefix(UTF8_BOM)), schema=schema)
-
-
-def first_bad_jsonl_line(path: Path) -> tuple[int, str] | None:
-    """Return (1-based line number, reason) of the first line that is not a JSON object."""
-    import orjson
-
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.removeprefix(UTF8_BOM).strip() if number == 1 else raw.strip()
-            if not line:
-                continue
-            try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError as error:
-                return number, str(error).split(":")[0]
-            if not isinstance(value, dict):
-                return number, f"found a JSON {type(value).__name__}"
-    return None
+    return read(path, fmt, columns=columns, ids=ids)
 
 
 def require_columns(frame: pl.DataFrame, columns: Sequence[str], source: str) -> None:
@@ -414,7 +345,7 @@ def write_table(frame: pl.DataFrame, path: Path, fmt: TableFormat | None = None)
     Parquet is written without statistics timestamps and with a fixed
     compression so that the same frame always gives the same bytes.
     """
-    fmt = fmt or table_format(path)
+    fmt = fmt or output_format(path)
     _check_writable_as(frame, path, fmt)
     temporary: str | None = None
     try:

@@ -18,8 +18,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evalkit.fast_jsonl as fast_jsonl
+import evalkit.jsonl
 from evalkit.errors import MalformedFile
-from evalkit.io import _read_ndjson_tolerant, read_table
+from evalkit.io import read_table
+from evalkit.tables import _read_ndjson_tolerant
+
+
+@pytest.fixture(autouse=True, params=["small-file path", "pyarrow path"])
+def reader_path(request, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: as a small file (polars with the first lines' types, checked by
+    the reference reader) and as a large one (pyarrow's parser reads and vouches)."""
+    if request.param == "pyarrow path":
+        monkeypatch.setattr(evalkit.jsonl, "REFERENCE_BYTES", 0)
+    return request.param
 
 
 def _write(path: Path, rows: list[object], raw_tail: str = "") -> Path:
@@ -33,7 +44,7 @@ def _whole_file(path: Path) -> pl.DataFrame | None:
     try:
         return pl.read_ndjson(path, infer_schema_length=None)
     except pl.exceptions.SchemaError:
-        return _read_ndjson_tolerant(path)
+        return _read_ndjson_tolerant(path.read_bytes())
     except pl.exceptions.PolarsError:
         return None
 

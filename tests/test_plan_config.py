@@ -138,7 +138,8 @@ def test_unreadable_configs(tmp_path: Path) -> None:
         load_model_shape(tmp_path)
     broken = tmp_path / "config.json"
     broken.write_text('{"hidden_size": 4096,\n "vocab_size": }')
-    with pytest.raises(InvalidModelConfig, match=r"not valid JSON \(line 2"):
+    expected = r"config\.json:2: not valid JSON \(Expecting value at column 16"
+    with pytest.raises(InvalidModelConfig, match=expected):
         load_model_shape(broken)
     broken.write_text(json.dumps([1, 2]))
     with pytest.raises(InvalidModelConfig, match="expected a JSON object"):

@@ -397,7 +397,7 @@ def test_not_an_adapter_folder(peft_adapters, run_cli, tmp_path) -> None:
     (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 4}))
     assert_one_line_error(run_cli("card", tmp_path), "no 'peft_type'")
     (tmp_path / "adapter_config.json").write_text('{"peft_type": "LORA"')
-    assert_one_line_error(run_cli("card", tmp_path), "adapter_config.json: not valid JSON")
+    assert_one_line_error(run_cli("card", tmp_path), "adapter_config.json:1: not valid JSON")
     (tmp_path / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA"}))
     assert_one_line_error(run_cli("card", tmp_path), "no adapter_model.safetensors")
     assert_one_line_error(

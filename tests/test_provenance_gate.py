@@ -109,7 +109,7 @@ def test_score_provenance_option_errors(run_cli, data, card, peft_adapters) -> N
     assert_one_line_error(run_cli(*common, "--card", data / "bad.json"), "bad.json: key")
     (data / "broken.json").write_text('{"card_version": ')
     assert_one_line_error(run_cli(*common, "--card", data / "broken.json"),
-                          "broken.json: not valid JSON", "write the card again")  # fmt: skip
+                          "broken.json:1: not valid JSON", "write the card again")  # fmt: skip
     assert_one_line_error(run_cli(*common, "--base-model", " "), "--base-model is empty")
     assert not (data.parent / "x").exists()
 

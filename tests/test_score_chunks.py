@@ -19,7 +19,7 @@ def test_jsonl_read_in_pieces_equals_the_whole_file(
     rows = [{"id": f"r{i}", "output": "x" * (i % 50) + "é\n{}", "extra": i} for i in range(500)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     whole = read_predictions(path, default_id="id").frame
-    monkeypatch.setattr(predictions, "WHOLE_FILE_BYTES", 0)
+    monkeypatch.setattr(predictions.jsonl, "REFERENCE_BYTES", 0)
     monkeypatch.setattr(predictions, "PIECE_BYTES", 1000)
     pieces = read_predictions(path, default_id="id").frame
     assert pieces["output"].n_chunks() > 1

@@ -65,7 +65,7 @@ def test_existing_output_needs_force(run_cli, files: Path) -> None:
 def test_corrupt_predictions_line_is_named(run_cli, files: Path) -> None:
     with (files / "pred.jsonl").open("a") as handle:
         handle.write('{"ticket_id": "T10", "output": \n')
-    assert_one_line_error(run_cli(*args(files)), "pred.jsonl:10: not a JSON record")
+    assert_one_line_error(run_cli(*args(files)), "pred.jsonl:10: not a JSON object")
     assert not (files / "out").exists()
 
 

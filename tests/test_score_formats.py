@@ -119,8 +119,8 @@ def test_hugging_face_save_to_disk_folder(case: Path) -> None:
     assert len(result.summary.predictions.sha256) == 64
     (case / "dd").mkdir()
     (case / "dd" / "dataset_dict.json").write_text('{"splits": ["test"]}')
-    (case / "dd" / "test").mkdir()
-    with pytest.raises(UsageError, match="DatasetDict with splits test; pass one split"):
+    _save_to_disk(case / "dd" / "test", table)
+    with pytest.raises(UsageError, match="DatasetDict with splits test; choose one with"):
         detect_format(case / "dd")
 
 
@@ -167,5 +167,5 @@ def test_structured_outputs_are_refused(case: Path) -> None:
 
 def test_corrupt_line_is_named(case: Path) -> None:
     (case / "p.jsonl").write_text('{"qid": "q1", "output": "x"}\n{"qid": "q2", "out\n')
-    with pytest.raises(MalformedFile, match=r"p\.jsonl:2: not a JSON record"):
+    with pytest.raises(MalformedFile, match=r"p\.jsonl:2: not a JSON object"):
         read_predictions(case / "p.jsonl", default_id="qid")

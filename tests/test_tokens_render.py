@@ -73,7 +73,7 @@ def test_a_folder_without_tokenizer_files(tmp_path: Path) -> None:
 
 def test_a_corrupt_tokenizer_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.json").write_text("{not json")
-    with pytest.raises(MalformedFile, match=r"tokenizer\.json: not valid JSON") as raised:
+    with pytest.raises(MalformedFile, match=r"tokenizer\.json:1: not valid JSON") as raised:
         load_tokenizer(tmp_path)
     assert "\n" not in str(raised.value)
     assert str(raised.value).startswith(str(tmp_path / "tokenizer.json"))

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.chat.column import ChatColumn, read_chat
 from evalkit.chat.sources import is_jsonl, line_of_row
+from evalkit.containers import is_hf_dataset
 from evalkit.errors import DuplicateIds, InvalidTable, UsageError
 from evalkit.io import atomic_write_bytes, check_new_output, read_table, require_columns
 
@@ -176,12 +177,12 @@ def prompts(
 
     _check_options(format, model, max_tokens, temperature)
     path = Path(split)
-    if path.is_dir():
+    if path.is_dir() and not is_hf_dataset(path):
         raise UsageError(
             f"{path}: is a folder; pass one split file, e.g. {path / 'test.parquet'} "
             "(prompts are written per split)"
         )
-    frame = read_table(path)
+    frame = read_table(path, ids=[id_column])
     source = str(path)
     require_columns(frame, [id_column], source)
     where = _locator(path)

@@ -93,6 +93,10 @@ def arrow_agrees(path: Path, column: str, dtype: pl.DataType) -> bool:
     import pyarrow as pa
     import pyarrow.json as pajson
 
+    from evalkit.jsonl import arrow_safe
+
+    if not arrow_safe(path.read_bytes()):  # nesting deep enough to crash pyarrow's parser
+        return False
     arrow_type = _json_arrow_type(pl.Series("probe", [], dtype=dtype).to_arrow().type)
     options = pajson.ParseOptions(
         explicit_schema=pa.schema([(column, arrow_type)]), unexpected_field_behavior="ignore"
@@ -122,17 +126,19 @@ def read_jsonl_exact(path: Path) -> pl.DataFrame | None:
     """
     import polars as pl
     import pyarrow as pa
-    import pyarrow.json as pajson
+
+    from evalkit.jsonl import arrow_table
 
     try:
-        with path.open("rb") as handle:
-            if handle.read(3) == UTF8_BOM:
-                return None
-        options = pajson.ReadOptions(block_size=ARROW_BLOCK_BYTES)
-        table = pajson.read_json(path, read_options=options)
-    except (pa.ArrowException, OSError, ValueError):
+        data = path.read_bytes()
+    except OSError:
         return None
-    if any(_temporal(field.type) for field in table.schema):
+    if data.startswith(UTF8_BOM):
+        return None
+    # pyarrow's reading, refused where it is not exactly JSON's (keys given
+    # twice, deep nesting, NaN, integers past 64 bits, ISO strings as times).
+    table = arrow_table(data)
+    if table is None:
         return None
     try:
         frame = pl.from_arrow(table)
@@ -142,15 +148,3 @@ def read_jsonl_exact(path: Path) -> pl.DataFrame | None:
         return None
     assert isinstance(frame, pl.DataFrame)
     return frame
-
-
-def _temporal(arrow_type: Any) -> bool:
-    import pyarrow as pa
-
-    if pa.types.is_temporal(arrow_type):
-        return True
-    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
-        return _temporal(arrow_type.value_type)
-    if pa.types.is_struct(arrow_type):
-        return any(_temporal(field.type) for field in arrow_type)
-    return False

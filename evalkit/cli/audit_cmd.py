@@ -91,8 +91,9 @@ def audit_command(
 ) -> None:
     """Check the splits of a dataset for leakage between them.
 
-    Each FILE (JSONL, CSV or Parquet) is one split, named by its file stem; a
-    folder written by `evalkit split` stands for all its splits. Reports groups
+    Each FILE (JSONL, CSV, Parquet, .json, or a Hugging Face Dataset folder)
+    is one split, named by its file stem; a folder written by `evalkit split`,
+    or a Hugging Face DatasetDict folder, stands for all its splits. Reports groups
     (--group) and ids found in more than one split, pairs of items in
     different splits whose texts are equal after normalisation (Unicode NFKC,
     lower case, whitespace), pairs whose texts are near duplicates (Jaccard

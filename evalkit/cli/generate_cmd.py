@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalkit.cli._model_options import device_options
+from evalkit.cli._table_options import hf_split_option, one_table
 
 
 @click.command("generate")
@@ -30,8 +31,10 @@ from evalkit.cli._model_options import device_options
     "--data",
     required=True,
     type=click.Path(path_type=Path),
-    help="The split to answer (JSONL, CSV or Parquet), e.g. a test split of evalkit split.",
+    help="The split to answer (JSONL, CSV, Parquet, .json or a Hugging Face save_to_disk "
+    "folder), e.g. a test split of evalkit split.",
 )
+@hf_split_option
 @click.option("--id", "id_column", required=True, metavar="COL", help="Id column of the split.")
 @click.option(
     "--text",
@@ -69,6 +72,7 @@ def generate_command(
     adapter: Path | None,
     tokenizer: Path | None,
     data: Path,
+    hf_split: str | None,
     id_column: str,
     text_columns: tuple[str, ...],
     out: Path,
@@ -115,6 +119,7 @@ def generate_command(
 
     files = CommandFiles(force=force).reads(base, adapter, tokenizer, data)
     files.writes(out, option="--out", marker=RUN_FILE).check()
+    data = one_table(data, hf_split)
     result = generate(
         base,
         data,

@@ -7,6 +7,8 @@ from typing import cast
 
 import click
 
+from evalkit.cli._table_options import hf_split_option, one_table
+
 
 @click.command("prompts")
 @click.argument("split", metavar="SPLIT", type=click.Path(path_type=Path))
@@ -47,6 +49,7 @@ import click
     metavar="T",
     help="temperature of every Batch request [default: 0, greedy].",
 )
+@hf_split_option
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
 def prompts_command(
@@ -58,13 +61,15 @@ def prompts_command(
     model: str | None,
     max_tokens: int | None,
     temperature: float | None,
+    hf_split: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
     """Write the inference inputs of SPLIT: each conversation without its answer.
 
-    SPLIT is one split file (JSONL, CSV or Parquet), e.g. the test split of
-    `evalkit split`. Every conversation loses its last assistant turn (the
+    SPLIT is one split file (JSONL, CSV, Parquet or .json), e.g. the test split
+    of `evalkit split`, or a Hugging Face save_to_disk folder (a DatasetDict
+    with --hf-split NAME). Every conversation loses its last assistant turn (the
     reference answer, which `evalkit score` reads back as gold with the
     contract key gold_answer); a text column becomes one user turn. Messages
     are written as {role, content}, ShareGPT speakers mapped.
@@ -85,6 +90,7 @@ def prompts_command(
     from evalkit.report.prompts_summary import render_prompts_summary
 
     CommandFiles(force=force).reads(split).writes(out, option="--out").check()
+    split = one_table(split, hf_split)
     result = prompts(
         split,
         id_column=id_column,

@@ -7,7 +7,10 @@ from typing import cast
 
 import click
 
-PRED_FORMATS = ["auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "hf"]
+from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.containers import is_hf_dataset_dict
+
+PRED_FORMATS = ["auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-eval", "hf"]
 
 
 @click.command("score")
@@ -23,7 +26,8 @@ PRED_FORMATS = ["auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "h
     "gold_path",
     required=True,
     type=click.Path(path_type=Path),
-    help="Gold file (JSONL, CSV or Parquet), e.g. the test split of evalkit split.",
+    help="Gold table (JSONL, CSV, Parquet, .json or a Hugging Face save_to_disk folder), "
+    "e.g. the test split of evalkit split.",
 )
 @click.option(
     "--pred",
@@ -105,6 +109,7 @@ PRED_FORMATS = ["auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "h
     help="Record no look (e.g. when scoring a validation split elsewhere).",
 )
 @click.option("--purpose", metavar="TEXT", help="Why this look, kept in the ledger line.")
+@hf_split_option
 @click.option("--force", is_flag=True, help="Replace an existing --out folder.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only the result folder.")
 def score_command(
@@ -125,6 +130,7 @@ def score_command(
     ledger_path: Path | None,
     no_ledger: bool,
     purpose: str | None,
+    hf_split: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -161,6 +167,15 @@ def score_command(
     from evalkit.io import hash_early
     from evalkit.scoring.processes import early_workers
 
+    # A DatasetDict (gold or predictions) is read at the --hf-split split.
+    gold_dict, pred_dict = is_hf_dataset_dict(gold_path), is_hf_dataset_dict(pred_path)
+    if hf_split is not None and not (gold_dict or pred_dict):
+        raise click.UsageError(
+            f"--hf-split {hf_split}: neither --gold nor --pred is a Hugging Face DatasetDict "
+            "folder; leave out --hf-split"
+        )
+    gold_path = one_table(gold_path, hf_split if gold_dict else None)
+    pred_path = one_table(pred_path, hf_split if pred_dict else None)
     files = CommandFiles(force=force).reads(contract_path, gold_path, pred_path)
     files.reads(card_path, adapter_dir)
     if not no_ledger:  # the ledger this look is appended to

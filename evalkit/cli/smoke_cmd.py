@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalkit.cli._model_options import device_options
+from evalkit.cli._table_options import hf_split_option, one_table
 
 
 @click.command("smoke")
@@ -20,8 +21,10 @@ from evalkit.cli._model_options import device_options
     "--data",
     required=True,
     type=click.Path(path_type=Path),
-    help="A split of conversations (JSONL, CSV or Parquet), e.g. the train split.",
+    help="A split of conversations (JSONL, CSV, Parquet, .json or a Hugging Face "
+    "save_to_disk folder), e.g. the train split.",
 )
+@hf_split_option
 @click.option(
     "--text",
     "text_columns",
@@ -99,6 +102,7 @@ from evalkit.cli._model_options import device_options
 def smoke_command(
     base: Path,
     data: Path,
+    hf_split: str | None,
     text_columns: tuple[str, ...],
     method: str,
     r: int | None,
@@ -158,6 +162,7 @@ def smoke_command(
 
     files = CommandFiles(force=force).reads(base, data, tokenizer)
     files.writes(json_path, option="--json").check()
+    data = one_table(data, hf_split)
     report = smoke(
         base,
         data,

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from evalkit.cli._engine_options import engine_options, ray_options
+from evalkit.cli._table_options import hf_split_option, one_table
 
 
 class _NumberList(click.ParamType):
@@ -126,6 +127,7 @@ class _NumberList(click.ParamType):
     help="Local tokenizer or model folder (lengths in tokens as `evalkit tokens` counts "
     "them), or a tokenizer.json file: report --text lengths in tokens.",
 )
+@hf_split_option
 @engine_options
 @click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
 @click.option("--quiet", is_flag=True, help="Print nothing but errors.")
@@ -147,12 +149,17 @@ def split_command(
     near_dup: float | None,
     freeze: Path | None,
     tokenizer: Path | None,
+    hf_split: str | None,
     engine: str,
     ray_address: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
-    """Split INPUT (JSONL, CSV or Parquet) into train/val/test, keeping groups whole.
+    """Split INPUT into train/val/test, keeping groups whole.
+
+    INPUT is JSONL, CSV, Parquet, a .json file (an array of objects, or JSON
+    Lines) or a Hugging Face save_to_disk folder (a DatasetDict with
+    --hf-split NAME).
 
     Every item of a group (a conversation, document, source) lands in the same
     split. Item counts hit --sizes exactly wherever the group sizes allow
@@ -186,6 +193,7 @@ def split_command(
     ray = ray_options(engine, ray_address)
     files = CommandFiles(force=force).reads(input_file, freeze, tokenizer)
     files.writes(out, option="--out", marker="manifest.json").check()
+    input_file = one_table(input_file, hf_split)
     hash_early([input_file, *([freeze] if freeze is not None else [])])  # beside the imports
 
     from evalkit.cli import heavy_imports

@@ -95,8 +95,9 @@ def tokens_command(
 ) -> None:
     """Check the data as the model will see it, before any GPU is rented.
 
-    Each FILE (JSONL, CSV or Parquet) is a split, named by its file stem; a
-    folder written by `evalkit split` stands for its splits. Conversations
+    Each FILE (JSONL, CSV, Parquet, .json, or a Hugging Face Dataset folder)
+    is a split, named by its file stem; a folder written by `evalkit split`, or
+    a Hugging Face DatasetDict folder, stands for its splits. Conversations
     are rendered with the tokenizer's chat template and encoded as
     apply_chat_template(tokenize=True) does; the loss mask is on assistant
     turns (their content and the end-of-turn token that closes them), taken

@@ -123,18 +123,15 @@ def _first_error(error: ValidationError) -> str:
 
 
 def _read_summary(path: Path) -> ResultSummary:
-    import orjson
 
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
+    from evalkit.documents import DocumentError, load_json
+
     try:
-        raw = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as error:
-        raise MalformedFile(
-            f"{path}:{error.lineno}: not valid JSON ({error.msg}); {RERUN_HINT}"
-        ) from error
-    except OSError as error:
-        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
+        raw = load_json(path)
+    except DocumentError as error:
+        raise MalformedFile(f"{error.message}; {RERUN_HINT}") from error
     if not isinstance(raw, dict):
         raise MalformedFile(f"{path}: expected a JSON object; {RERUN_HINT}")
     try:

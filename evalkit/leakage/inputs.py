@@ -2,7 +2,10 @@
 
 Each input file is one split, named by its file stem (``test.jsonl`` →
 ``test``); a folder written by ``evalkit split`` stands for its splits, named
-by the ``splits`` keys of its ``manifest.json``, in that order. Ids, texts,
+by the ``splits`` keys of its ``manifest.json``, in that order; a Hugging
+Face ``DatasetDict.save_to_disk`` folder stands for its splits (named as the
+DatasetDict names them), and a ``Dataset.save_to_disk`` folder is one split
+named by the folder. Ids, texts,
 group keys and classes are cast to strings, so that a CSV (where ids may read
 as numbers) and a JSONL file of the same data compare equal. The text column
 may hold conversations (or be two columns, prompt and completion): it is read
@@ -26,11 +29,14 @@ from evalkit.chat import (
     require_compared_roles,
 )
 from evalkit.chat.sources import is_jsonl, read_jsonl_exact
+from evalkit.containers import hf_dataset, hf_splits, is_hf_dataset, is_hf_dataset_dict
+from evalkit.documents import load_json
 from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
-from evalkit.io import read_table, require_columns, sha256_file, table_format
+from evalkit.io import read_table, require_columns, sha256_input, table_format
+from evalkit.tables import ids_are_text
 
 MAX_SPLITS = 62  # split membership is kept as a bit mask in an int64
-_TABLE_SUFFIXES = (".parquet", ".jsonl", ".csv", ".ndjson", ".pq")
+_TABLE_SUFFIXES = (".parquet", ".jsonl", ".csv", ".ndjson", ".pq", ".json")
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,12 @@ def split_sources(paths: Sequence[Path], *, minimum: int = 2) -> list[SplitSourc
     """
     sources: list[SplitSource] = []
     for path in paths:
-        if path.is_dir():
+        if is_hf_dataset_dict(path):
+            sources.extend(SplitSource(name=name, path=path / name) for name in hf_splits(path))
+        elif is_hf_dataset(path):
+            hf_dataset(path)  # data files outside the folder are refused here
+            sources.append(SplitSource(name=path.name, path=path))
+        elif path.is_dir():
             sources.extend(_folder_sources(path))
         else:
             table_format(path)  # an unknown extension fails here, naming the file
@@ -70,7 +81,6 @@ def split_sources(paths: Sequence[Path], *, minimum: int = 2) -> list[SplitSourc
 
 
 def _folder_sources(folder: Path) -> list[SplitSource]:
-    import orjson
 
     manifest = folder / "manifest.json"
     if not manifest.is_file():
@@ -79,9 +89,9 @@ def _folder_sources(folder: Path) -> list[SplitSource]:
             "or a folder written by evalkit split"
         )
     try:
-        splits = orjson.loads(manifest.read_bytes())["splits"]
+        splits = load_json(manifest)["splits"]
         names = [str(name) for name in splits]
-    except (orjson.JSONDecodeError, KeyError, TypeError) as error:
+    except (KeyError, TypeError) as error:
         raise MalformedFile(
             f"{manifest}: no 'splits' object ({error}); is it a manifest written by evalkit split?"
         ) from error
@@ -192,7 +202,9 @@ def read_rows(
         frames = [(f"split {name!r}", frame, False) for name, frame in inputs.items()]
     else:
         sources = split_sources([Path(path) for path in inputs])
-        frames = [(str(s.path), *_read_split(s.path)) for s in sources if s.path is not None]
+        frames = [
+            (str(s.path), *_read_split(s.path, id_column)) for s in sources if s.path is not None
+        ]
     parts = [
         _split_rows(
             frame, exact, index, source, label, id_column, text_columns, roles, group, stratify
@@ -210,7 +222,7 @@ def read_rows(
     )
 
 
-def _read_split(path: Path) -> tuple[pl.DataFrame, bool]:
+def _read_split(path: Path, id_column: str) -> tuple[pl.DataFrame, bool]:
     """A split file's table, and whether its types are exactly JSON's.
 
     JSONL is read by pyarrow when it can (exact types, and nested
@@ -220,11 +232,11 @@ def _read_split(path: Path) -> tuple[pl.DataFrame, bool]:
     """
     if is_jsonl(path) and path.is_file():
         frame = read_jsonl_exact(path)
-        if frame is not None:
+        if frame is not None and ids_are_text(frame, [id_column]):
             return frame, True
-    return read_table(path), False
+    return read_table(path, ids=[id_column]), False
 
 
 def file_fingerprint(source: SplitSource) -> str | None:
     """sha256 of a split's file, or None for an in-memory frame."""
-    return sha256_file(source.path) if source.path is not None else None
+    return sha256_input(source.path) if source.path is not None else None

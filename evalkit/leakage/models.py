@@ -61,7 +61,10 @@ class SplitSummary(_Model):
     """One split (one input file) and what the audit found in it."""
 
     path: str | None = Field(description="File the split was read from (null for a frame).")
-    sha256: str | None = Field(description="sha256 of that file's bytes.")
+    sha256: str | None = Field(
+        description="sha256 of that file's bytes "
+        "(of every file, by relative name and content, for a dataset folder)."
+    )
     n_items: int = Field(description="Rows in the split.")
     shape: str = Field(
         default="text",

@@ -11,7 +11,6 @@ card and ``evalkit tokens``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,10 +34,9 @@ from evalkit.tokens.load import check_local_folder
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``, or a one-line error naming it."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise MalformedFile(f"{path}: not readable as JSON ({error})") from None
+    from evalkit.documents import load_json
+
+    value = load_json(path)
     if not isinstance(value, dict):
         raise MalformedFile(f"{path}: expected a JSON object, found {type(value).__name__}")
     return value

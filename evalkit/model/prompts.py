@@ -79,7 +79,7 @@ def read_prompts(
     from evalkit.tokens.render import encode_renders, prompt_renders, require_template
 
     source = str(data)
-    frame = read_table(data)
+    frame = read_table(data, ids=[id_column])
     require_columns(frame, [id_column, *text_columns], source)
     if frame.height == 0:
         raise InvalidTable(f"{source}: the file has no rows; there is nothing to generate")

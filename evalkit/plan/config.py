@@ -12,7 +12,6 @@ gated MLP), the layout nearly every open decoder shares.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,12 +135,12 @@ def read_config(path: Path) -> tuple[Path, dict[str, Any]]:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise UnreadableFile(f"{source}: cannot read it ({error})") from None
+    from evalkit.documents import DocumentError, parse_json
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InvalidModelConfig(
-            f"{source}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-        ) from None
+        data = parse_json(text, str(source))
+    except DocumentError as error:
+        raise InvalidModelConfig(error.message) from None
     if not isinstance(data, dict):
         raise InvalidModelConfig(f"{source}: expected a JSON object of config keys")
     return source, data

@@ -10,7 +10,6 @@ say what the adapter does, and says so (``unknown_config_key``).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -251,12 +250,12 @@ def read_config(folder: Path) -> AdapterConfig:
             f"{folder}: no {CONFIG_NAME}, so this is not a PEFT adapter folder{hint}; "
             "pass the folder that save_pretrained wrote"
         )
+    from evalkit.documents import DocumentError, load_json
+
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise MalformedFile(f"{path}: not valid JSON ({error}); save the adapter again") from error
-    except OSError as error:
-        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
+        raw = load_json(path)
+    except DocumentError as error:
+        raise MalformedFile(f"{error.message}; save the adapter again") from error
     if not isinstance(raw, dict):
         raise MalformedFile(
             f"{path}: expected a JSON object of settings, as save_pretrained writes it; "

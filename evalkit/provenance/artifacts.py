@@ -69,9 +69,12 @@ CODE_CONFIGS = ("config.json", TOKENIZER_CONFIG, ADAPTER_CONFIG)
 
 def _json_object(path: Path) -> dict[str, Any] | None:
     """A JSON object file's value; None when it is no object (its reader says what is wrong)."""
+    from evalkit.documents import load_json
+    from evalkit.errors import EvalkitError
+
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        value = load_json(path)
+    except (OSError, EvalkitError):
         return None
     return value if isinstance(value, dict) else None
 
@@ -288,10 +291,9 @@ def chat_templates(folder: Path) -> dict[str, str]:
     config = folder / TOKENIZER_CONFIG
     if not config.is_file():
         return {}
-    try:
-        value = json.loads(_read_text(config))
-    except (json.JSONDecodeError, RecursionError) as error:
-        raise MalformedFile(f"{config}: not valid JSON ({error})") from error
+    from evalkit.documents import load_json
+
+    value = load_json(config)  # bounded, duplicate keys refused: one line naming the file
     return templates_of(value.get("chat_template") if isinstance(value, dict) else None)
 
 

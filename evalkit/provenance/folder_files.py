@@ -35,13 +35,10 @@ def hash_files(folder: Path, skip: dict[str, str] | None = None) -> dict[str, st
 
 
 def read_json_file(path: Path) -> Any:
-    """A JSON file's value, or one clear error naming it."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise MalformedFile(f"{path}: not valid JSON ({error})") from error
-    except OSError as error:
-        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
+    """A JSON file's value, or one clear error naming it (bounded: :mod:`evalkit.documents`)."""
+    from evalkit.documents import load_json
+
+    return load_json(path)
 
 
 def read_text_file(path: Path) -> str:
@@ -96,12 +93,9 @@ def _read_settings(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file; pass a JSON or YAML file of training settings")
     if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
+        from evalkit.documents import load_yaml
 
-        try:
-            value = yaml.safe_load(read_text_file(path))
-        except yaml.YAMLError as error:
-            raise MalformedFile(f"{path}: not valid YAML ({error})".split("\n")[0]) from error
+        value = load_yaml(path)
     else:
         value = read_json_file(path)
     if not isinstance(value, dict):

@@ -17,7 +17,6 @@ card accepts is one peft can load.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import mmap
 import struct
@@ -105,10 +104,12 @@ def _parse(path: Path, size: int, prefix: bytes, read_header: bytes) -> Safetens
     (length,) = struct.unpack("<Q", prefix)
     if length > MAX_HEADER_BYTES or 8 + length > size:
         raise _fail(path, f"the header length {length} does not fit in the {size}-byte file")
+    from evalkit.documents import DocumentError, parse_json
+
     try:
-        raw = json.loads(read_header.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise _fail(path, f"the header is not JSON ({error})") from error
+        raw = parse_json(read_header, "header")
+    except DocumentError as error:
+        raise _fail(path, f"the header is not JSON ({error.message})") from error
     if not isinstance(raw, dict):
         raise _fail(path, "the header is not a JSON object")
     metadata = raw.pop("__metadata__", None) or {}

@@ -9,9 +9,11 @@ information: nothing fails.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from evalkit.documents import parse_json, read_bytes
+from evalkit.errors import EvalkitError
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,10 @@ def split_of(gold_path: str | None, *, located: Path | None = None) -> SplitInfo
     gold = Path(gold_path)
     manifest = gold.parent / "manifest.json"
     try:
-        data = ((located or gold).parent / "manifest.json").read_bytes()
-        raw = json.loads(data)
-    except (OSError, ValueError):
+        path = (located or gold).parent / "manifest.json"
+        data = read_bytes(path)
+        raw = parse_json(data, str(path))
+    except (OSError, EvalkitError):
         return None
     splits = raw.get("splits") if isinstance(raw, dict) else None
     name = gold.name.split(".", 1)[0]

@@ -22,8 +22,9 @@ from evalkit.contract.match import check_gold_types
 from evalkit.contract.model import Contract
 from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
+from evalkit.documents import require_regular_file
 from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, UnknownColumn, UsageError
-from evalkit.io import read_table, sha256_file, table_format
+from evalkit.io import read_table, sha256_input, table_format
 from evalkit.scoring import aggregate, answers
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.predictions import predictions_sha256, read_predictions
@@ -38,6 +39,7 @@ from evalkit.scoring.summary import (
     ScoreSummary,
 )
 from evalkit.scoring.workers import ParsePool
+from evalkit.tables import id_strings
 
 if TYPE_CHECKING:
     import polars as pl
@@ -81,10 +83,11 @@ def _read_gold_columns(path: Path, contract: Contract) -> pl.DataFrame:
             try:
                 present = pl.read_parquet_schema(path)
             except (pl.exceptions.PolarsError, OSError):
-                return read_table(path)  # reports the problem in its own words
-            return pl.read_parquet(path, columns=answers.file_columns(contract, list(present)))
-        return read_table(path)
-    return read_table(path, columns=contract.gold_columns)
+                return read_table(path, ids=[contract.id_column])  # reports the problem
+            columns = answers.file_columns(contract, list(present))
+            return read_table(path, columns=columns, ids=[contract.id_column])
+        return read_table(path, ids=[contract.id_column])
+    return read_table(path, columns=contract.gold_columns, ids=[contract.id_column])
 
 
 def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFrame:
@@ -116,12 +119,8 @@ def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFra
 
 def _checked_ids(frame: pl.DataFrame, path: Path, id_column: str) -> pl.Series:
     """The gold ids as strings: scalar, present in every row, unique."""
-    import polars as pl
 
-    ids = frame[id_column]
-    if isinstance(ids.dtype, pl.Struct | pl.List):
-        raise InvalidTable(f"{path}: id column {id_column!r} is not a scalar column")
-    ids = ids.cast(pl.String).alias("id")
+    ids = id_strings(frame, id_column, str(path)).alias("id")
     if ids.null_count():
         row = int(ids.is_null().arg_max() or 0) + 1
         raise InvalidTable(
@@ -216,6 +215,32 @@ def _align(gold: pl.DataFrame, predictions: pl.DataFrame) -> tuple[pl.DataFrame,
     return table, unknown_ids, example  # type: ignore[return-value]
 
 
+def _require_a_match(
+    pred_path: Path,
+    gold_path: Path,
+    predictions: pl.DataFrame,
+    unknown_ids: int,
+    example: str | None,
+    gold: pl.DataFrame,
+) -> None:
+    """Refuse predictions none of whose ids is a gold id (or that hold no record at all).
+
+    Scoring them would report 0% with exit 0, when the likely cause is the
+    wrong file, the wrong id column, or ids written differently (``1`` vs
+    ``001``): a verdict on nothing.
+    """
+    if predictions.height == 0:
+        raise InvalidTable(
+            f"{pred_path}: holds no predictions (no records); score a file with the model's outputs"
+        )
+    if unknown_ids == predictions.height:
+        raise InvalidTable(
+            f"{pred_path}: none of its {predictions.height:,} ids is an id of {gold_path} "
+            f"(e.g. {example!r} here, {gold['id'][0]!r} there); check --id-col and that "
+            "these predictions are for this gold file"
+        )
+
+
 def _early_pool(contract: Contract, pred_path: Path, workers: int | None) -> Any:
     """Start parser workers now, so their start-up overlaps with reading the files."""
     n_workers = resolve_workers(workers, estimated_rows(pred_path))
@@ -280,9 +305,11 @@ def score(
     loaded = contract if isinstance(contract, Contract) else load_contract(contract)
     label = str(contract_path) if contract_path else f"contract {loaded.name}"
     gold_path, pred_path = Path(gold), Path(predictions)
+    if not gold_path.is_dir():
+        require_regular_file(gold_path, "gold file")  # a FIFO would block the hashing
     with _early_pool(loaded, pred_path, workers) as pool, ThreadPoolExecutor(2) as hashing:
         check_gold_columns(gold_path, loaded, label)  # a contract/gold mismatch fails fast
-        gold_hash = hashing.submit(sha256_file, gold_path)
+        gold_hash = hashing.submit(sha256_input, gold_path)
         table = read_predictions(
             pred_path,
             pred_format=pred_format,
@@ -290,7 +317,8 @@ def score(
             id_col=id_col,
             output_col=output_col,
         )
-        pred_hash = hashing.submit(predictions_sha256, pred_path)
+        read_sha256 = table.sha256  # a pipe: the digest of what was read
+        pred_hash = hashing.submit(lambda: read_sha256 or predictions_sha256(pred_path))
         resolved = _resolve_duplicates(table.frame, on_duplicate, pred_path)
         n_records, pred_format_read = table.frame.height, table.format
         del table  # from here on only the resolved predictions are kept
@@ -299,6 +327,7 @@ def score(
         gold_frame = read_gold(gold_path, loaded, label)  # while the outputs are parsed
         gold_frame = check_gold_types(loaded, gold_frame, label, GOLD_PREFIX)
         aligned, unknown_ids, unknown_example = _align(gold_frame, kept)
+        _require_a_match(pred_path, gold_path, kept, unknown_ids, unknown_example, gold_frame)
         resolved_duplicates = resolved.duplicate_ids
         del resolved, gold_frame
         del kept

@@ -12,9 +12,7 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import MalformedFile, UsageError
@@ -43,11 +41,9 @@ def _openai_text(body: dict[str, Any]) -> Any:
     return "".join(parts) if parts else None
 
 
-def _openai_row(path: Path, number: int, record: Any) -> Row:
-    if not isinstance(record, dict):
-        raise MalformedFile(f"{path}:{number}: expected a JSON object; fix or remove the line")
+def _openai_row(name: str, number: int, record: Any) -> Row:
     identifier = require_id(
-        path, number, "custom_id" in record, record.get("custom_id"), "custom_id"
+        f"{name}:{number}", "custom_id" in record, record.get("custom_id"), "custom_id"
     )
     error, response = record.get("error"), record.get("response")
     if error:
@@ -66,32 +62,40 @@ def _openai_row(path: Path, number: int, record: Any) -> Row:
     return identifier, "" if text is None and not invalid else text, None, invalid
 
 
-def read_openai_batch(path: Path) -> pl.DataFrame:
-    return records_frame([_openai_row(path, n, r) for n, r in iter_json_lines(path)])
+def read_openai_batch(data: bytes, name: str) -> pl.DataFrame:
+    """OpenAI Batch API output (one request per line) in evalkit's prediction shape."""
+    return records_frame([_openai_row(name, n, r) for n, r in iter_json_lines(data, name)])
 
 
-def _lm_eval_records(path: Path) -> Iterator[tuple[int, Any]]:
-    if path.suffix.lower() == ".json":
-        try:
-            document = json.loads(path.read_bytes().decode("utf-8", errors="surrogateescape"))
-        except json.JSONDecodeError as error:
-            raise MalformedFile(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
-        if not isinstance(document, list):
-            raise MalformedFile(f"{path}: expected a JSON array of lm-eval samples")
-        yield from enumerate(document, start=1)
+def json_array(data: bytes, name: str, what: str) -> list[Any]:
+    """A ``.json`` file's array (text that is not UTF-8 kept as surrogate escapes)."""
+    from evalkit.documents import parse_json
+
+    document = parse_json(data.decode("utf-8", errors="surrogateescape"), name)
+    if not isinstance(document, list):
+        raise MalformedFile(f"{name}: expected a JSON array of {what}")
+    return document
+
+
+def _lm_eval_records(data: bytes, name: str, array: bool) -> Iterator[tuple[str, Any]]:
+    if array:
+        for number, record in enumerate(json_array(data, name, "lm-eval samples"), start=1):
+            yield f"{name}, sample {number}", record
     else:
-        yield from iter_json_lines(path)
+        for number, record in iter_json_lines(data, name):
+            yield f"{name}:{number}", record
 
 
-def read_lm_eval(path: Path, id_col: str) -> pl.DataFrame:
+def read_lm_eval(data: bytes, name: str, id_col: str, *, array: bool = False) -> pl.DataFrame:
+    """lm-evaluation-harness samples (JSONL, or an older JSON array) as predictions."""
     rows = []
-    for number, record in _lm_eval_records(path):
+    for where, record in _lm_eval_records(data, name, array):
         found, value = dig(record, id_col)
-        identifier = require_id(path, number, found, value, id_col)
+        identifier = require_id(where, found, value, id_col)
         ok, raw = dig(record, "resps.0.0")
         if ok and not isinstance(raw, str | type(None)):
             raise UsageError(
-                f"{path}:{number}: resps[0][0] is not generated text (a loglikelihood task?); "
+                f"{where}: resps[0][0] is not generated text (a loglikelihood task?); "
                 "evalkit scores generate_until tasks"
             )
         text, invalid = clean_text(raw if ok else None)

@@ -6,39 +6,47 @@ Whatever the source, the result is one frame with four columns: ``id``
 Batch request) and ``invalid_utf8`` (the output's bytes were not valid
 UTF-8/Unicode, which no JSON consumer accepts). Supported shapes:
 
-* ``jsonl`` / ``csv`` / ``parquet``: a table with an id and an output column;
+* ``jsonl`` / ``json`` / ``csv`` / ``parquet``: a table with an id and an output
+  column (``json``: a JSON array of objects);
 * ``openai-batch``: the output file of the OpenAI Batch API;
 * ``lm-eval``: ``samples_*.jsonl`` of lm-evaluation-harness ``--log_samples``;
 * ``hf``: a Hugging Face ``Dataset.save_to_disk`` folder.
 
-``auto`` recognises each from the path and the first record.
+``auto`` recognises each from the path and the first record (and, for a
+pipe, from its content). Every JSON record is read under the rules of
+:mod:`evalkit.jsonl` on every path: a key given twice is an error naming the
+line, ids are text as written (``1.0`` is refused, not read as ``1``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from evalkit import jsonl
 from evalkit.errors import MalformedFile, UnknownColumn, UnreadableFile, UsageError
-from evalkit.io import sha256_file
-from evalkit.scoring.harness import read_lm_eval, read_openai_batch
-from evalkit.scoring.records import (
-    clean_text,
-    dig,
-    iter_json_lines,
-    records_frame,
-    require_id,
+from evalkit.io import sha256_file, sha256_input
+from evalkit.scoring.harness import json_array, read_lm_eval, read_openai_batch
+from evalkit.scoring.prediction_source import (
+    PredictionBytes,
+    check_source,
+    first_record,
+    is_lm_eval_array,
+    is_open_pipe,
+    read_once,
+    record_format,
+    sniff_format,
 )
+from evalkit.scoring.records import clean_text, dig, iter_json_lines, records_frame, require_id
 
 if TYPE_CHECKING:
     import polars as pl
 
-PredFormat = Literal["auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "hf"]
-PRED_FORMATS: tuple[str, ...] = ("auto", "jsonl", "csv", "parquet", "openai-batch", "lm-eval", "hf")
+PRED_FORMATS: tuple[str, ...] = (
+    "auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-eval", "hf",
+)  # fmt: skip
 DEFAULT_OUTPUT_COLUMN = "output"
 
 
@@ -50,29 +58,17 @@ class PredictionTable:
     """Columns ``id``, ``output``, ``request_error``, ``invalid_utf8``; one row per record."""
     format: str
     """The format the file was read as (never ``auto``)."""
+    sha256: str | None = None
+    """sha256 of the bytes read, when they were read into memory (a pipe); else None."""
 
 
 def predictions_sha256(path: Path) -> str:
     """sha256 of a predictions file, or of a folder's files (names and contents, sorted)."""
     if path.is_file():
         return sha256_file(path)
-    digest = hashlib.sha256()
-    for item in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(str(item.relative_to(path)).encode() + b"\0" + sha256_file(item).encode())
-    return digest.hexdigest()
-
-
-def _first_record(path: Path) -> Any:
-    import orjson
-
-    with path.open("rb") as handle:
-        for raw in handle:
-            if raw.strip():
-                try:
-                    return orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    return None
-    return None
+    if not path.is_dir():
+        raise UnreadableFile(f"{path}: not a file or folder; a pipe is hashed as it is read")
+    return sha256_input(path)
 
 
 def detect_format(path: Path) -> str:
@@ -80,65 +76,189 @@ def detect_format(path: Path) -> str:
     if not path.exists():
         raise UnreadableFile(f"{path}: no such file or folder")
     if path.is_dir():
-        if (path / "dataset_dict.json").exists():
-            splits = sorted(p.name for p in path.iterdir() if p.is_dir())
-            raise UsageError(
-                f"{path}: is a Hugging Face DatasetDict with splits {', '.join(splits)}; "
-                f"pass one split's folder, e.g. {path / (splits[0] if splits else 'test')}"
-            )
-        if (path / "state.json").exists():
-            return "hf"
-        raise UnreadableFile(
-            f"{path}: is a folder but not a Hugging Face save_to_disk folder (no state.json)"
-        )
+        from evalkit.containers import hf_dataset
+
+        hf_dataset(path)  # a DatasetDict or a folder that is no dataset fails, saying why
+        return "hf"
+    check_source(path)
+    return _format_of(path, None)
+
+
+def _format_of(path: Path, data: bytes | None) -> str:
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         return "parquet"
     if suffix == ".csv":
         return "csv"
-    if suffix not in (".jsonl", ".ndjson", ".json"):
+    if data is None and suffix not in (".jsonl", ".ndjson", ".json"):
         raise UnreadableFile(
             f"{path}: cannot tell the predictions format from {suffix or 'no extension'!r}; "
             "pass --pred-format"
         )
-    if suffix == ".json" and path.read_bytes()[:1].lstrip() == b"[":
-        return "lm-eval"
-    record = _first_record(path)
-    if isinstance(record, dict):
-        if "custom_id" in record and ("response" in record or "error" in record):
-            return "openai-batch"
-        if "doc" in record and "resps" in record:
-            return "lm-eval"
-    return "jsonl"
+    data = data if data is not None else _head(path)
+    if suffix not in (".jsonl", ".ndjson", ".json"):
+        return sniff_format(data, path, first_record(data))
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        return "lm-eval" if is_lm_eval_array(_first_element(data, path)) else "json"
+    return record_format(first_record(data))
 
 
-def _read_json_records(path: Path, id_col: str, output_col: str) -> pl.DataFrame:
-    """The exact, record-by-record reader (used when polars cannot take the file as is)."""
-    rows = []
-    for number, record in iter_json_lines(path):
-        if not isinstance(record, dict):
-            raise MalformedFile(
-                f"{path}:{number}: expected a JSON object, found {type(record).__name__}; "
-                "fix or remove the line"
-            )
-        found, value = dig(record, id_col)
-        identifier = require_id(path, number, found, value, id_col)
-        _, raw = dig(record, output_col)
-        if isinstance(raw, dict | list):
-            raise UsageError(_structured_output_message(path, output_col))
-        text, invalid = clean_text(raw)
-        rows.append((identifier, text, None, invalid))
-    return records_frame(rows)
+def _head(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(1 << 20)
 
 
-def _structured_output_message(path: Path, output_col: str) -> str:
+def _first_element(data: bytes, path: Path) -> Any:
+    """The first element of a JSON array file (the whole file is parsed when asked)."""
+    if len(data) >= 1 << 20:
+        data = path.read_bytes()
+    try:
+        array = json_array(data, str(path), "records")
+    except MalformedFile:
+        return None  # the reader reports it
+    return array[0] if array else None
+
+
+def _structured_output_message(name: str, output_col: str) -> str:
     return (
-        f"{path}: column {output_col!r} holds JSON objects or lists, not the raw model text; "
+        f"{name}: column {output_col!r} holds JSON objects or lists, not the raw model text; "
         "evalkit scores the text the model wrote: store it as a string"
     )
 
 
-def _resolve_column(frame: pl.DataFrame, dotted: str, path: Path, what: str) -> pl.Series:
+def _records_frame(records: Any, name: str, id_col: str, output_col: str) -> pl.DataFrame:
+    """The reference reading: record by record, exact, naming the line of any problem."""
+    rows = []
+    seen_output = False
+    keys: dict[str, None] = {}  # the columns there are, for the error when no output is
+    for where, record in records:
+        found, value = dig(record, id_col)
+        identifier = require_id(where, found, value, id_col)
+        has_output, raw = dig(record, output_col)
+        if not seen_output:
+            seen_output = has_output
+            keys.update(dict.fromkeys(record))
+        if isinstance(raw, dict | list):
+            raise UsageError(_structured_output_message(name, output_col))
+        text, invalid = clean_text(raw)
+        rows.append((identifier, text, None, invalid))
+    if rows and not seen_output:
+        raise UnknownColumn(_no_output_message(name, output_col, list(keys)))
+    return records_frame(rows)
+
+
+def _read_json_records(data: bytes, name: str, id_col: str, output_col: str) -> pl.DataFrame:
+    lines = ((f"{name}:{number}", record) for number, record in iter_json_lines(data, name))
+    return _records_frame(lines, name, id_col, output_col)
+
+
+def _read_json_array(data: bytes, name: str, id_col: str, output_col: str) -> pl.DataFrame:
+    records = []
+    for number, record in enumerate(json_array(data, name, "prediction records"), start=1):
+        if not isinstance(record, dict):
+            raise MalformedFile(f"{name}: element {number} of the array is not a JSON object")
+        records.append((f"{name}, record {number}", record))
+    return _records_frame(records, name, id_col, output_col)
+
+
+PIECE_BYTES = 64 << 20
+
+
+def _pieces(data: bytes) -> list[bytes]:
+    """``data`` cut into pieces of about :data:`PIECE_BYTES`, each ending at a line end."""
+    pieces, start = [], 0
+    while start < len(data):
+        end = data.find(b"\n", min(start + PIECE_BYTES, len(data)) - 1)
+        end = len(data) if end < 0 else end + 1
+        pieces.append(data[start:end])
+        start = end
+    return pieces
+
+
+def _read_jsonl_table(data: bytes, name: str, id_col: str, output_col: str) -> pl.DataFrame:
+    """Plain JSONL predictions: pyarrow's reader when its reading is the reference's.
+
+    pyarrow refuses a key given twice and a value whose type changes between
+    lines, and types ids exactly (text, integer, float), so when it takes the
+    file and the id and output columns hold what they should, its table is
+    what the line-by-line reader would build, many times faster. Anything
+    else (a small file, a dotted id, a float id, an output that is not text,
+    bytes that are not UTF-8) goes to the line-by-line reader, which gives the
+    verdict and names the line.
+    """
+    if len(data) > jsonl.REFERENCE_BYTES and id_col != output_col:
+        frame = _read_arrow_pieces(data, name, id_col, output_col)
+        if frame is not None:
+            return frame
+    return _read_json_records(data, name, id_col, output_col)
+
+
+def _read_arrow_pieces(data: bytes, name: str, id_col: str, output_col: str) -> pl.DataFrame | None:
+    """The fast reading, a piece at a time (each ends at a line end), or None to hand over.
+
+    Pieces keep the peak memory near the size of the result, and separate
+    chunks let the parser free each piece of the outputs once it is parsed.
+    The pieces must agree on the id column's type (text in one, integers in
+    another would be a type change the reference reader sees).
+    """
+    import polars as pl
+
+    frames, id_types, columns = [], set(), []
+    for piece in _pieces(data):
+        if not piece.strip():
+            continue
+        table = jsonl.arrow_table(piece)
+        if table is None:
+            return None
+        columns.extend(table.column_names)
+        frame = _arrow_frame(table, name, id_col, output_col)
+        if frame is None:
+            return None
+        id_types.add(str(table.schema.field(id_col).type).startswith(("string", "large_string")))
+        frames.append(frame)
+    if len(id_types) > 1:
+        return None
+    if columns and output_col not in columns:  # as the exact reader: no record has it
+        raise UnknownColumn(_no_output_message(name, output_col, list(dict.fromkeys(columns))))
+    return pl.concat(frames, rechunk=False) if frames else None
+
+
+def _no_output_message(name: str, output_col: str, columns: list[str]) -> str:
+    listing = ", ".join(columns[:20]) or "(none)"
+    return (
+        f"{name}: no record has an output column {output_col!r}; the columns are: {listing}; "
+        "pass --output-col"
+    )
+
+
+def _arrow_frame(table: Any, name: str, id_col: str, output_col: str) -> pl.DataFrame | None:
+    import polars as pl
+    import pyarrow as pa
+
+    columns = table.column_names
+    if id_col not in columns or "." in output_col:
+        return None  # no id: the exact reader names the record; a dotted path: it digs
+    if output_col not in columns:  # no record of this piece has an output: all missing
+        table = table.append_column(output_col, pa.nulls(table.num_rows, pa.string()))
+    id_type = table.schema.field(id_col).type
+    output_type = table.schema.field(output_col).type
+    if not (pa.types.is_string(id_type) or pa.types.is_integer(id_type)):
+        return None
+    if table.column(id_col).null_count:
+        return None
+    if not (pa.types.is_string(output_type) or pa.types.is_null(output_type)):
+        return None
+    frame = pl.from_arrow(table.select([id_col, output_col]))
+    assert isinstance(frame, pl.DataFrame)
+    return frame.select(
+        pl.col(id_col).cast(pl.String).alias("id"),
+        pl.col(output_col).cast(pl.String).alias("output"),
+        pl.lit(None, dtype=pl.String).alias("request_error"),
+        pl.lit(False).alias("invalid_utf8"),
+    )
+
+
+def _resolve_column(frame: pl.DataFrame, dotted: str, name: str, what: str) -> pl.Series:
     import polars as pl
 
     if dotted in frame.columns:
@@ -154,7 +274,7 @@ def _resolve_column(frame: pl.DataFrame, dotted: str, path: Path, what: str) -> 
             pass
     listing = ", ".join(frame.columns[:20])
     raise UnknownColumn(
-        f"{path}: no {what} column {dotted!r}; the columns are: {listing or '(none)'}; "
+        f"{name}: no {what} column {dotted!r}; the columns are: {listing or '(none)'}; "
         f"pass --{'id' if what == 'id' else 'output'}-col"
     )
 
@@ -168,16 +288,17 @@ def _decode_bytes(raw: bytes | None) -> tuple[str | None, bool]:
         return None, True
 
 
-def _table_frame(frame: pl.DataFrame, path: Path, id_col: str, output_col: str) -> pl.DataFrame:
-    """Select and type the id and output columns of a plain table."""
+def _table_frame(frame: pl.DataFrame, name: str, id_col: str, output_col: str) -> pl.DataFrame:
+    """Select and type the id and output columns of a plain table (CSV, Parquet, Arrow)."""
     import polars as pl
 
-    ids = _resolve_column(frame, id_col, path, "id")
-    outputs = _resolve_column(frame, output_col, path, "output")
-    if isinstance(ids.dtype, pl.Struct | pl.List):
-        raise UsageError(f"{path}: id column {id_col!r} is not a scalar; pass --id-col")
+    from evalkit.tables import check_id_types
+
+    ids = _resolve_column(frame, id_col, name, "id")
+    outputs = _resolve_column(frame, output_col, name, "output")
+    check_id_types(ids.to_frame(id_col), [id_col], name)
     if isinstance(outputs.dtype, pl.Struct | pl.List | pl.Array):
-        raise UsageError(_structured_output_message(path, output_col))
+        raise UsageError(_structured_output_message(name, output_col))
     invalid = pl.repeat(False, len(outputs), dtype=pl.Boolean, eager=True).alias("invalid_utf8")
     if outputs.dtype == pl.Binary:  # raw bytes: decode one by one, flag what is not UTF-8
         pairs = [_decode_bytes(raw) for raw in outputs.to_list()]
@@ -196,127 +317,41 @@ def _table_frame(frame: pl.DataFrame, path: Path, id_col: str, output_col: str) 
     missing = result["id"].is_null()
     if missing.any():
         row = int(missing.arg_max() or 0) + 1
-        raise UnknownColumn(f"{path}: record {row} has no value in the id column {id_col!r}")
+        raise UnknownColumn(f"{name}: record {row} has no value in the id column {id_col!r}")
     return result
 
 
-PREFIX_LINES = 1_000
-
-
-def _prefix_frame(path: Path) -> pl.DataFrame:
-    """The first lines of a JSONL file with their inferred types (to check the columns)."""
-    import io
-    import itertools
-
-    import polars as pl
-
-    with path.open("rb") as handle:
-        head = b"".join(itertools.islice(handle, PREFIX_LINES))
-    return pl.read_ndjson(io.BytesIO(head), infer_schema_length=None)
-
-
-PIECE_BYTES = 64 << 20
-# Up to this size polars reads the file itself (memory-mapped, on every core):
-# ~0.13 s instead of ~0.23 s for 128 MB, on the path every other step waits for.
-WHOLE_FILE_BYTES = 256 << 20
-
-
-def _read_jsonl_pieces(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
-    """Read a JSONL file 64 MB at a time into a frame whose columns keep one chunk per piece.
-
-    Reading in pieces keeps the peak memory near the size of the result (no
-    whole-file buffer), and separate chunks let the parser free each piece of
-    the outputs once it is parsed. A file of at most ``WHOLE_FILE_BYTES`` is
-    read in one call, which is faster and costs little memory at that size.
-    """
-    import io
-
-    import polars as pl
-
-    if path.stat().st_size <= WHOLE_FILE_BYTES:
-        return pl.read_ndjson(path, schema=schema)
-    frames = []
-    with path.open("rb") as handle:
-        while data := handle.read(PIECE_BYTES):
-            data += handle.readline()  # end the piece at a line end
-            frames.append(pl.read_ndjson(io.BytesIO(data), schema=schema))
-    return pl.concat(frames, rechunk=False)
-
-
-def _read_jsonl_table(path: Path, id_col: str, output_col: str) -> pl.DataFrame:
-    """Plain JSONL predictions: polars when it can take the file, else the exact reader.
-
-    The first lines are read with inferred types to check that the columns
-    exist and that outputs are text; then, for top-level columns, polars reads
-    only those two columns as strings (much faster than inferring every
-    column of every line).
-    """
-    import polars as pl
-
-    if path.stat().st_size == 0:
-        return records_frame([])
-    try:
-        prefix = _prefix_frame(path)
-        _table_frame(prefix, path, id_col, output_col)  # raises naming a missing column
-        if id_col in prefix.columns and output_col in prefix.columns:
-            frame = _read_jsonl_pieces(path, {id_col: pl.String, output_col: pl.String})
-        else:  # a dotted path into nested records
-            frame = pl.read_ndjson(path, infer_schema_length=None)
-    except (pl.exceptions.PolarsError, OSError, ValueError):
-        return _read_json_records(path, id_col, output_col)
-    table = _table_frame(frame, path, id_col, output_col)
-    # polars turns a lone "\ud800" escape into U+0000 without a word; a NUL in
-    # an output (rare in real text) sends the file through the exact reader.
-    if table["output"].str.contains("\x00", literal=True).any():
-        return _read_json_records(path, id_col, output_col)
-    return table
-
-
-def _read_csv_table(path: Path, id_col: str, output_col: str) -> pl.DataFrame:
+def _read_csv_table(source: Any, name: str, id_col: str, output_col: str) -> pl.DataFrame:
     import csv
+    import io
 
     import polars as pl
 
     try:
-        frame = pl.read_csv(path, infer_schema=False)
+        frame = pl.read_csv(source, infer_schema=False)
     except (pl.exceptions.PolarsError, OSError, ValueError):
-        with path.open(encoding="utf-8", errors="surrogateescape", newline="") as handle:
-            try:
-                records = list(csv.DictReader(handle))
-            except csv.Error as error:
-                raise MalformedFile(f"{path}: cannot read as csv: {error}") from error
+        data = source.getvalue() if isinstance(source, io.BytesIO) else Path(source).read_bytes()
+        text = data.decode("utf-8", errors="surrogateescape")
+        try:
+            records = list(csv.DictReader(io.StringIO(text, newline="")))
+        except csv.Error as error:
+            raise MalformedFile(f"{name}: cannot read as csv: {error}") from error
         rows = []
         for number, record in enumerate(records, start=2):
-            identifier = require_id(path, number, id_col in record, record.get(id_col), id_col)
-            text, invalid = clean_text(record.get(output_col))
-            rows.append((identifier, text, None, invalid))
+            where = f"{name}:{number}"
+            identifier = require_id(where, id_col in record, record.get(id_col), id_col)
+            text_value, invalid = clean_text(record.get(output_col))
+            rows.append((identifier, text_value, None, invalid))
         return records_frame(rows)
-    return _table_frame(frame, path, id_col, output_col)
+    return _table_frame(frame, name, id_col, output_col)
 
 
-def _read_hf_folder(path: Path, id_col: str, output_col: str) -> pl.DataFrame:
-    import polars as pl
-    import pyarrow as pa
+def _source_bytes(source: Path, loaded: PredictionBytes | None) -> bytes:
+    if loaded is not None:
+        return loaded.data
+    from evalkit.documents import read_bytes
 
-    try:
-        state = json.loads((path / "state.json").read_text(encoding="utf-8"))
-        files = [path / item["filename"] for item in state["_data_files"]]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise MalformedFile(
-            f"{path / 'state.json'}: not a Hugging Face save_to_disk state ({error})"
-        ) from error
-    tables = []
-    for file in files:
-        try:
-            with pa.memory_map(str(file)) as source:
-                tables.append(pa.ipc.open_stream(source).read_all())
-        except (OSError, pa.ArrowInvalid) as error:
-            raise MalformedFile(f"{file}: cannot read as an Arrow stream ({error})") from error
-    if not tables:
-        raise MalformedFile(f"{path}: state.json lists no data files")
-    frame = pl.from_arrow(pa.concat_tables(tables))
-    assert isinstance(frame, pl.DataFrame)
-    return _table_frame(frame, path, id_col, output_col)
+    return read_bytes(source)
 
 
 def read_predictions(
@@ -327,21 +362,32 @@ def read_predictions(
     id_col: str | None = None,
     output_col: str | None = None,
 ) -> PredictionTable:
-    """Read a predictions file or folder into evalkit's four-column shape.
+    """Read a predictions file, pipe or folder into evalkit's four-column shape.
 
     ``id_col`` (default: the contract's id, ``default_id``) may be a dotted
     path into nested records; for ``lm-eval`` it defaults to
     ``doc.<default_id>``. For ``openai-batch`` the id is ``custom_id`` and the
     text the first choice's message; for ``lm-eval`` the text is ``resps[0][0]``.
+    A pipe (``/dev/stdin``) is read once; the table then carries the sha256 of
+    the bytes read.
     """
     source = Path(path)
     if pred_format not in PRED_FORMATS:
         raise UsageError(f"unknown --pred-format {pred_format!r}; use one of {PRED_FORMATS}")
-    fmt = detect_format(source) if pred_format == "auto" else pred_format
     if not source.exists():
         raise UnreadableFile(f"{source}: no such file or folder")
+    check_source(source)
+    loaded = read_once(source) if is_open_pipe(source) else None
+    if pred_format != "auto":
+        fmt = pred_format
+    elif loaded is not None:
+        fmt = _format_of(source, loaded.data)
+    else:
+        fmt = detect_format(source)
     if fmt != "hf" and source.is_dir():
         raise UnreadableFile(f"{source}: is a folder; pass a file or --pred-format hf")
+    if fmt == "hf" and loaded is not None:
+        raise UsageError(f"{source}: a pipe cannot hold a Hugging Face dataset folder")
     if fmt in ("openai-batch", "lm-eval") and output_col is not None:
         raise UsageError(f"--output-col does not apply to --pred-format {fmt}")
     if fmt == "openai-batch" and id_col not in (None, "custom_id"):
@@ -350,18 +396,41 @@ def read_predictions(
     if fmt == "lm-eval":
         id_col = id_col or f"doc.{default_id}"
     id_col = id_col or default_id
-    if fmt == "openai-batch":
-        frame = read_openai_batch(source)
-    elif fmt == "lm-eval":
-        frame = read_lm_eval(source, id_col)
-    elif fmt == "hf":
-        frame = _read_hf_folder(source, id_col, output)
-    elif fmt == "csv":
-        frame = _read_csv_table(source, id_col, output)
-    elif fmt == "parquet":
-        from evalkit.io import read_table
+    name = str(source)
+    frame = _read(fmt, source, loaded, name, id_col, output)
+    return PredictionTable(frame=frame, format=fmt, sha256=loaded.sha256 if loaded else None)
 
-        frame = _table_frame(read_table(source, "parquet"), source, id_col, output)
-    else:
-        frame = _read_jsonl_table(source, id_col, output)
-    return PredictionTable(frame=frame, format=fmt)
+
+def _read(
+    fmt: str, source: Path, loaded: PredictionBytes | None, name: str, id_col: str, output: str
+) -> pl.DataFrame:
+    import io
+
+    if fmt == "hf":
+        from evalkit.containers import read_hf_dataset
+
+        return _table_frame(read_hf_dataset(source), name, id_col, output)
+    if fmt in ("csv", "parquet"):
+        target: Any = io.BytesIO(loaded.data) if loaded is not None else source
+        if fmt == "csv":
+            return _read_csv_table(target, name, id_col, output)
+        return _table_frame(_read_parquet(target, name), name, id_col, output)
+    data = _source_bytes(source, loaded)
+    if fmt == "openai-batch":
+        return read_openai_batch(data, name)
+    if fmt == "lm-eval":
+        array = data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
+        return read_lm_eval(data, name, id_col, array=array)
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
+        return _read_json_array(data, name, id_col, output)
+    return _read_jsonl_table(data, name, id_col, output)
+
+
+def _read_parquet(target: Any, name: str) -> pl.DataFrame:
+    import polars as pl
+
+    try:
+        return pl.read_parquet(target)
+    except (pl.exceptions.PolarsError, OSError, ValueError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise MalformedFile(f"{name}: cannot read as parquet: {first}") from error

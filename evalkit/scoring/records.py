@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.errors import MalformedFile, UnknownColumn
+from evalkit.errors import UnknownColumn
+from evalkit.jsonl import id_text, reference_records
 
 if TYPE_CHECKING:
     import polars as pl
@@ -50,39 +50,14 @@ def clean_text(value: Any) -> tuple[str | None, bool]:
     return text, False
 
 
-def id_text(value: Any) -> str | None:
-    if value is None or isinstance(value, dict | list):
-        return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
+def iter_json_lines(data: bytes, name: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, record)`` for each non-blank line, read by the reference reader.
 
-
-def iter_json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """``(line number, record)`` for each non-blank line; invalid UTF-8 is kept as surrogates.
-
-    A line that is not JSON raises :class:`MalformedFile` naming it. Bytes
-    that are not UTF-8 do not: they are the model's output, scored (and
-    flagged) rather than fatal.
+    The rules are :mod:`evalkit.jsonl`'s (a key given twice, nesting, a line
+    that is not an object: an error naming the line). Bytes that are not
+    UTF-8 are not fatal: they are the model's output, scored (and flagged).
     """
-    import orjson
-
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.strip()
-            if not line:
-                continue
-            try:
-                yield number, orjson.loads(line)
-                continue
-            except orjson.JSONDecodeError as error:
-                reason = str(error).split(":")[0]
-            try:
-                yield number, json.loads(line.decode("utf-8", errors="surrogateescape"))
-            except (json.JSONDecodeError, RecursionError):
-                raise MalformedFile(
-                    f"{path}:{number}: not a JSON record ({reason}); fix or remove the line"
-                ) from None
+    yield from reference_records(data, name, lenient_utf8=True)
 
 
 def records_frame(rows: Sequence[Row]) -> pl.DataFrame:
@@ -105,11 +80,11 @@ def records_frame(rows: Sequence[Row]) -> pl.DataFrame:
     )
 
 
-def require_id(path: Path, number: int, found: bool, value: Any, id_col: str) -> str:
-    text = id_text(value) if found else None
+def require_id(where: str, found: bool, value: Any, id_col: str) -> str:
+    """A record's id as text as written (:func:`evalkit.jsonl.id_text`); absent is an error."""
+    text = id_text(value, id_col, where) if found else None
     if text is None:
-        what = "has no" if not found or value is None else "has a non-scalar"
         raise UnknownColumn(
-            f"{path}:{number}: the record {what} id {id_col!r}; pass the id field with --id-col"
+            f"{where}: the record has no id {id_col!r}; pass the id field with --id-col"
         )
     return text

@@ -61,7 +61,8 @@ class GoldInfo(_Model):
     path: str
     """The gold file as given."""
     sha256: str
-    """sha256 of the gold file's bytes."""
+    """sha256 of the gold file's bytes (of every file, by relative name and content, for a
+    dataset folder)."""
     n: int
     """Number of gold items (rows)."""
 
@@ -72,11 +73,13 @@ class PredictionsInfo(_Model):
     path: str
     """The predictions file or folder as given."""
     sha256: str
-    """sha256 of the file (of the sorted file names and contents for a folder)."""
+    """sha256 of the file (of the sorted file names and contents for a folder; of the bytes
+    read, for a pipe)."""
     n: int
     """Number of prediction records read."""
     format: str
-    """The format read (``jsonl``, ``csv``, ``parquet``, ``openai-batch``, ``lm-eval``, ``hf``)."""
+    """The format read (``jsonl``, ``json``, ``csv``, ``parquet``, ``openai-batch``, ``lm-eval``,
+    ``hf``)."""
     unknown_ids: int
     """Records whose id is not in the gold file (ignored for scoring)."""
     unknown_id_example: str | None

@@ -26,6 +26,7 @@ from evalkit.io import (
     atomic_directory,
     read_table,
     sha256_file,
+    sha256_input,
     write_table,
 )
 from evalkit.splitting.assign import assign_groups, items_problem
@@ -189,7 +190,7 @@ def split(
     if ray is not None and engine != "ray":
         raise UsageError("--ray-address needs --engine ray")
     path = Path(data) if isinstance(data, str | Path) else None
-    frame = read_table(path) if path is not None else data
+    frame = read_table(path, ids=[id_column] if id_column else ()) if path is not None else data
     assert isinstance(frame, pl.DataFrame)
     source = str(path) if path is not None else "input table"
     loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
@@ -225,7 +226,7 @@ def split(
         seed=options.seed,
         input=InputInfo(
             path=str(path) if path is not None else None,
-            sha256=sha256_file(path) if path is not None else None,
+            sha256=sha256_input(path) if path is not None else None,
             n_items=frame.height,
             n_groups=grouping.n_groups,
         ),

@@ -28,7 +28,10 @@ class InputInfo(_Model):
     """The input the split was made from."""
 
     path: str | None = Field(description="Input file as given (null for an in-memory table).")
-    sha256: str | None = Field(description="sha256 of the input file's bytes.")
+    sha256: str | None = Field(
+        description="sha256 of the input file's bytes "
+        "(of every file, by relative name and content, for a dataset folder)."
+    )
     n_items: int = Field(description="Rows in the input.")
     n_groups: int = Field(description="Groups after null handling and duplicate merging.")
 

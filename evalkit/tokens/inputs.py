@@ -16,7 +16,7 @@ from pathlib import Path
 from evalkit.chat import ChatColumn, read_chat
 from evalkit.chat.sources import is_jsonl, line_of_row
 from evalkit.errors import InvalidTable, UsageError
-from evalkit.io import read_table, require_columns, sha256_file
+from evalkit.io import read_table, require_columns, sha256_input
 from evalkit.leakage.inputs import split_sources
 from evalkit.tokens.models import Encode, Loss
 
@@ -69,7 +69,8 @@ def read_splits(
     """Every split of ``files``, its ``--text`` column(s) read as text or conversations."""
     needed = [*text, *([id_column] if id_column else [])]
     sources = split_sources([Path(file) for file in files], minimum=1)
-    frames = [read_table(source.path) for source in sources if source.path is not None]
+    ids = [id_column] if id_column else []
+    frames = [read_table(source.path, ids=ids) for source in sources if source.path is not None]
     # evalkit split writes an empty JSONL file for a split of no items: it has no
     # columns to read, so it takes the columns of the other splits (and their kind).
     columns = next((f for f in frames if all(c in f.columns for c in needed)), None)
@@ -86,7 +87,7 @@ def read_splits(
         where = _locator(path)
         _require_texts(chat, where)
         ids = _ids(frame, id_column, str(path), frame.height)
-        splits.append(SplitInput(source.name, path, sha256_file(path), ids, chat, where))
+        splits.append(SplitInput(source.name, path, sha256_input(path), ids, chat, where))
     kinds = {split.chat.kind for split in splits}
     if len(kinds) > 1:
         raise InvalidTable(

@@ -12,12 +12,12 @@ on stdin either.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import MalformedFile, UnreadableFile, UsageError
+from evalkit.documents import load_json
+from evalkit.errors import EvalkitError, MalformedFile, UnreadableFile, UsageError
 from evalkit.provenance import artifacts
 
 
@@ -67,9 +67,11 @@ def _generic_tokenizer_folder(folder: Path) -> bool:
     config = folder / "tokenizer_config.json"
     if (folder / "config.json").exists() or not (folder / "tokenizer.json").is_file():
         return False
+    from evalkit.documents import load_json
+
     try:
-        tokenizer_class = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError, RecursionError):
+        tokenizer_class = load_json(config).get("tokenizer_class")
+    except (EvalkitError, AttributeError):
         return False  # let AutoTokenizer say what is wrong with it
     return tokenizer_class in GENERIC_CLASSES
 
@@ -87,11 +89,10 @@ def _damaged_tokenizer_file(folder: Path) -> MalformedFile | None:
         if not path.is_file():
             continue
         try:
-            json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+            load_json(path)
+        except EvalkitError as error:
             return MalformedFile(
-                f"{path}: not valid JSON ({error}); the tokenizer files are damaged: copy or "
-                "save them again"
+                f"{error.message}; the tokenizer files are damaged: copy or save them again"
             )
     if not artifacts.has_vocabulary(folder):
         return MalformedFile(
@@ -174,9 +175,11 @@ def stop_token_ids(tokenizer: Any, folder: Path | str | None = None) -> list[int
         stops.append(eos)
     config = Path(folder) / "generation_config.json" if folder is not None else None
     if config is not None and config.is_file():
+        from evalkit.documents import load_json
+
         try:
-            value = json.loads(config.read_text(encoding="utf-8")).get("eos_token_id")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, RecursionError) as error:
+            value = load_json(config).get("eos_token_id")
+        except (EvalkitError, AttributeError) as error:
             raise MalformedFile(
                 f"{config}: not a JSON object ({error}); fix it or remove it"
             ) from None

@@ -120,7 +120,10 @@ class SplitTokens(_Model):
     """The figures of one split (one input file)."""
 
     path: str = Field(description="The file the split was read from.")
-    sha256: str = Field(description="sha256 of that file's bytes.")
+    sha256: str = Field(
+        description="sha256 of that file's bytes "
+        "(of every file, by relative name and content, for a dataset folder)."
+    )
     n: int = Field(description="Examples in the split.")
     tokens: TokenCounts | None = Field(description="Token count quantiles; null without examples.")
     supervised_ratio: float | None = Field(

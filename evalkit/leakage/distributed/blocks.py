@@ -152,12 +152,12 @@ def _read(
         return _rows(spec, block, table, exact, label, source)
     assert source.path is not None
     if block.start is None or block.end is None:
-        table, exact = _read_split(source.path)
+        table, exact = _read_split(source.path, spec.id_column)
         return _rows(spec, block, table, exact, str(source.path), source)
     with tempfile.TemporaryDirectory(prefix="evalkit-block-") as folder:
         part = Path(folder) / source.path.name
         part.write_bytes(block_bytes_of(source.path, block.start, block.end))
-        table, exact = _read_split(part)
+        table, exact = _read_split(part, spec.id_column)
         return _rows(spec, block, table, exact, str(source.path), SplitSource(source.name, part))
 
 
