@@ -180,6 +180,24 @@ def test_split_cli_on_ray_writes_the_local_split(
     assert_one_line_error(result, "--engine ray runs the --near-dup search on Ray")
 
 
+def test_a_hugging_face_dataset_dict_folder(
+    ray_cluster: None, splits: list[Path], tmp_path: Path
+) -> None:
+    datasets = pytest.importorskip("datasets")
+    parts = {
+        path.stem: datasets.Dataset.from_list(
+            [json.loads(line) for line in path.read_text().splitlines()]
+        )
+        for path in splits
+    }
+    folder = tmp_path / "dataset"
+    datasets.DatasetDict(parts).save_to_disk(str(folder))
+    local = audit([folder], **AUDIT)
+    distributed = audit([folder], **AUDIT, engine="ray", ray=OPTIONS)
+    assert without_engine(distributed.model_dump_json()) == local.model_dump_json()
+    assert local.counts.near_duplicates > 30
+
+
 def test_cli_gives_the_same_exit_code_and_json(
     ray_cluster: None, splits: list[Path], tmp_path: Path, run_cli
 ) -> None:
