@@ -222,3 +222,25 @@ def test_all_pairs_of_small_buckets_match_a_direct_enumeration() -> None:
     codes = part.small_bucket_codes(buckets, 10)
     assert sorted_unique(codes).tolist() == sorted([24, 27, 47, 29])
     assert np.array_equal(sorted_unique(codes), all_pairs(buckets, 10))
+
+
+def test_string_hashes_follow_their_specification() -> None:
+    """A polynomial over the UTF-8 bytes and SplitMix64, whatever polars or Python does."""
+    mask = (1 << 64) - 1
+
+    def mix(value: int) -> int:
+        value ^= value >> 30
+        value = (value * 0xBF58476D1CE4E5B9) & mask
+        value ^= value >> 27
+        value = (value * 0x94D049BB133111EB) & mask
+        return value ^ (value >> 31)
+
+    def reference(text: str) -> int:
+        data = text.encode("utf-8")
+        total = sum((byte + 1) * pow(0x100000001B3, i, 1 << 64) for i, byte in enumerate(data))
+        return mix((total + len(data) * 0x9E3779B97F4A7C15) & mask)
+
+    texts = ["T00001", "", "é ü 日本", "x" * 300, "conversation 7"]
+    series = pl.Series([None, *texts])
+    assert part.string_hashes(series).tolist() == [0, *[reference(t) for t in texts]]
+    assert part.string_hashes(series.slice(3, 2)).tolist() == [reference(t) for t in texts[2:4]]

@@ -26,7 +26,9 @@ from evalkit.leakage.candidates import (
 )
 from evalkit.leakage.minhash import band_keys
 from evalkit.leakage.search import FULL_CHECK_BUCKET, _subset
-from evalkit.leakage.shingles import splitmix64
+from evalkit.leakage.shingles import GOLDEN, splitmix64
+
+_FNV_PRIME = np.uint64(0x100000001B3)
 
 
 def range_boundaries(samples: pl.Series, parts: int) -> pl.Series:
@@ -48,18 +50,57 @@ def range_part(texts: pl.Series, boundaries: pl.Series) -> np.ndarray:
     return boundaries.search_sorted(texts, side="right").to_numpy().astype(np.int64)
 
 
-def hash_part(values: pl.Series | pl.DataFrame, parts: int) -> np.ndarray:
-    """A partition per value from polars' hash with fixed seeds.
+def string_hashes(values: pl.Series) -> np.ndarray:
+    """A stable 64-bit hash of each string (null: 0), from its UTF-8 bytes alone.
 
-    Every task of one run imports the same polars, so they agree; the answer
-    never depends on which partition a key lands in, only that all of its
-    rows land in the same one.
+    Not polars' hash, whose values may change between polars versions, nor
+    Python's salted ``hash``: nodes of one cluster must agree on where a key
+    goes whatever they run. A polynomial over the bytes, vectorised over the
+    Arrow buffers, then the SplitMix64 finaliser.
+    """
+    import pyarrow as pa
+
+    array = values.cast(pl.String).to_arrow()
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    array = array.cast(pa.large_binary())
+    _, offset_buffer, data_buffer = array.buffers()
+    offsets = np.frombuffer(offset_buffer, dtype=np.int64)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    data = (
+        np.frombuffer(data_buffer, dtype=np.uint8)
+        if data_buffer is not None
+        else np.zeros(0, np.uint8)
+    )
+    data = data[offsets[0] : offsets[-1]].astype(np.uint64) + np.uint64(1)
+    starts = offsets[:-1] - offsets[0]
+    lengths = np.diff(offsets)
+    position = np.arange(len(data), dtype=np.int64) - np.repeat(starts, lengths)
+    powers = np.cumprod(
+        np.r_[np.uint64(1), np.full(int(lengths.max(initial=0)), _FNV_PRIME, dtype=np.uint64)]
+    )
+    terms = np.append(data * powers[position], np.uint64(0))
+    sums = np.add.reduceat(terms, np.minimum(starts, len(data)))
+    sums[lengths == 0] = 0
+    hashed = splitmix64(sums + lengths.astype(np.uint64) * GOLDEN)
+    hashed[values.is_null().to_numpy()] = 0
+    return hashed
+
+
+def hash_part(values: pl.Series | pl.DataFrame, parts: int) -> np.ndarray:
+    """A partition per value (per row of a frame of string columns) from a stable hash.
+
+    The answer never depends on which partition a key lands in, only that all
+    of its rows land in the same one, on every node.
     """
     if parts <= 1:
         return np.zeros(len(values), dtype=np.int64)
-    frame = isinstance(values, pl.DataFrame)
-    hashed = values.hash_rows(seed=0) if frame else values.hash(seed=0)  # type: ignore[union-attr]
-    return (hashed.to_numpy() % np.uint64(parts)).astype(np.int64)
+    columns = values.get_columns() if isinstance(values, pl.DataFrame) else [values]
+    hashed = np.zeros(len(values), dtype=np.uint64)
+    for column in columns:
+        hashed = splitmix64(hashed * GOLDEN + string_hashes(column))
+    return (hashed % np.uint64(parts)).astype(np.int64)
 
 
 def split_by_part(frame: pl.DataFrame, part: np.ndarray, parts: int) -> list[pl.DataFrame]:
