@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +68,9 @@ def ray_cluster() -> Iterator[None]:
     import tempfile
 
     ray = pytest.importorskip("ray")
+    # Ray would replace builtins.print in this process once a worker's message shows here
+    # (a worker killed on purpose does), and tests that pickle print would see Ray's.
+    os.environ["RAY_TQDM_PATCH_PRINT"] = "0"
     if ray.is_initialized():
         yield
         return

@@ -282,8 +282,3 @@ class ScopedBuckets:
     def of_scope(self, scope: int) -> Buckets:
         """The buckets of one scope."""
         return _subset(self.buckets, self.scope == scope)
-
-
-def needed_ranks(*arrays: np.ndarray) -> np.ndarray:
-    """The distinct ranks named in some arrays (the texts whose shingles a task fetches)."""
-    return sorted_unique(np.concatenate([a.astype(np.int64) for a in arrays]))

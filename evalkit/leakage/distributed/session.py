@@ -125,6 +125,9 @@ def ray_session(options: RayOptions, progress: Progress) -> Iterator[RaySession]
     # evalkit reports a failed stage itself; Ray's own "unhandled error" print of the
     # stage's other results would add tracebacks after the one-line message.
     os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
+    # Ray replaces builtins.print in the driver once a worker's message is shown there;
+    # evalkit's process keeps its own print (a notebook's too).
+    os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")
     if ray.is_initialized():
         yield RaySession(ray, progress, False, _cpus(ray))
         return
