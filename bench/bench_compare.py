@@ -9,7 +9,9 @@ error_detail, content_correct, match.category, match.priority, slice.*):
 ``n`` examples in ``--classes`` classes of Zipf-like sizes (the smallest few
 rare), baseline accuracy ~0.85, the candidate drawn correlated with the
 baseline (~6% negative and ~8% positive flips), ~2% invalid outputs.
-Writing the folders is not timed.
+``summary.json`` has every figure ``score`` writes (computed by the scorer's
+own functions) and the sha256 of ``examples.parquet``, which ``compare``
+checks. Writing the folders is not timed.
 
 Timed, in this process, best of ``--repeat`` runs:
 
@@ -19,6 +21,8 @@ Timed, in this process, best of ``--repeat`` runs:
   delta, the gate, report.json + report.md + junit.xml written.
 * ``evalkit compare CLI``: the same as a fresh ``python -m evalkit compare``
   process, interpreter start-up and imports included.
+* ``load both folders``: reading and checking the two folders alone (the
+  part of end to end that recomputes the summaries' figures).
 * ``read floor`` (reference): ``polars.read_parquet`` of the two
   ``examples.parquet`` files and nothing else: the least any comparison reads.
 * ``naive bootstrap`` (reference): the textbook paired bootstrap that
@@ -46,13 +50,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from scored_results import contract, fingerprint  # noqa: E402
+from scored_results import EVALUATOR, contract, fingerprint  # noqa: E402
 
 from evalkit.comparison.api import compare  # noqa: E402
-from evalkit.io import atomic_directory, atomic_write_text  # noqa: E402
+from evalkit.comparison.results import load_result  # noqa: E402
+from evalkit.contract.model import Contract  # noqa: E402
+from evalkit.io import atomic_directory, atomic_write_text, sha256_file  # noqa: E402
 from evalkit.report.json_report import render_json  # noqa: E402
 from evalkit.report.junit import render_junit  # noqa: E402
 from evalkit.report.markdown import render_comparison_markdown  # noqa: E402
+from evalkit.scoring import aggregate  # noqa: E402
 
 
 def make_outcomes(n: int, n_classes: int, n_slices: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -99,35 +106,53 @@ def write_folder(folder: Path, name: str, data: dict, valid: np.ndarray, correct
         pl.when(invalid).then(pl.lit("no JSON object found")).alias("error_detail"),
     )
     folder.mkdir(parents=True)
-    frame.write_parquet(folder / "examples.parquet")
-    normalized = contract(rare={"max_support": 500}, significance=0.05)
-    support = frame["class"].value_counts()
-    summary = {
+    frame.write_parquet(
+        folder / "examples.parquet", compression="zstd", statistics=True, row_group_size=131_072
+    )
+    slices = [{"name": key.removeprefix("slice."), "where": {"order_id": None}}
+              for key in data if key.startswith("slice.")]  # fmt: skip
+    normalized = contract(rare={"max_support": 500}, significance=0.05, slices=slices)
+    figures = Contract.model_validate(normalized)
+    summary = {  # every figure score writes and compare checks, as score computes them
         "format_version": 1,
         "evalkit_version": "0.1.0",
         "name": name,
         "contract": {
-            "name": "bench",
+            "name": normalized["name"],
             "version": 1,
             "fingerprint": fingerprint(normalized),
             "normalized": normalized,
+            "evaluator": EVALUATOR,
         },
-        "gold": {"sha256": "0" * 64, "n": n},
-        "overall": {"n": n, "missing": 0},
+        "gold": {"path": "gold.parquet", "sha256": "0" * 64, "n": n},
+        "overall": aggregate.rates(frame).model_dump(mode="json"),
         "classes": {
-            label: {"support": count, "rare": count <= 500} for label, count in support.iter_rows()
+            label: stats.model_dump(mode="json")
+            for label, stats in aggregate.class_stats(frame, figures).items()
         },
+        "slices": {
+            label: rates.model_dump(mode="json")
+            for label, rates in aggregate.slice_stats(frame, figures).items()
+        },
+        "examples_sha256": sha256_file(folder / "examples.parquet"),
     }
     (folder / "summary.json").write_text(json.dumps(summary))
 
 
+CPU_SECONDS: dict[str, float] = {}
+
+
 def best_of(repeat: int, function) -> float:
+    """Best wall time of ``repeat`` runs; the CPU time of this process in that run is kept too
+    (steadier than wall time on a shared machine)."""
     times = []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         function()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        times.append((time.perf_counter() - started, time.process_time() - started_cpu))
+    wall, cpu = min(times)
+    CPU_SECONDS[function.__name__] = cpu
+    return wall
 
 
 def main() -> None:
@@ -153,6 +178,10 @@ def main() -> None:
                 atomic_write_text(staging / "report.md", render_comparison_markdown(report))
                 atomic_write_text(staging / "junit.xml", render_junit(report.candidates))
 
+        def load_both() -> None:
+            load_result(base)
+            load_result(cand)
+
         def read_floor() -> None:
             pl.read_parquet(base / "examples.parquet")
             pl.read_parquet(cand / "examples.parquet")
@@ -165,6 +194,7 @@ def main() -> None:
 
         total = best_of(args.repeat, end_to_end)
         floor = best_of(args.repeat, read_floor)
+        loading = best_of(args.repeat, load_both)
         cli = best_of(args.repeat, command_line)
         report = json.loads((root / "out" / "report.json").read_text())
 
@@ -179,8 +209,13 @@ def main() -> None:
     scopes = 1 + len(report["classes"]) + args.slices
     print(f"date {date.today()}  machine {platform.machine()} {os.cpu_count()} cores")
     print(f"n {args.n:,}  scopes {scopes}  resamples {args.resamples:,} per delta (x2 deltas)")
-    print(f"end to end          {total:7.2f} s   (goal <= 10 s)")
+    cpu = CPU_SECONDS["end_to_end"]
+    print(f"end to end          {total:7.2f} s   (goal <= 10 s; CPU {cpu:.2f} s)")
     print(f"evalkit compare CLI {cli:7.2f} s   (a fresh process: start-up and imports included)")
+    print(
+        f"load both folders   {loading:7.2f} s   (read and check them; CPU "
+        f"{CPU_SECONDS['load_both']:.2f} s)"
+    )
     print(f"read floor          {floor:7.2f} s   end to end / read floor = {total / floor:.1f}x")
     print(
         f"naive bootstrap     {naive:7.1f} s   (overall delta only, extrapolated from "

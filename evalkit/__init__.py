@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "read_ledger": "evalkit.provenance.ledger_state",
     "LedgerReport": "evalkit.provenance.ledger_state",
     "append_look": "evalkit.provenance.ledger",
+    "AppendedLook": "evalkit.provenance.ledger",
     "PlanResult": "evalkit.plan.models",
     "check_tokens": "evalkit.tokens.api",
     "TokensResult": "evalkit.tokens.api",

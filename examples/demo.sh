@@ -59,6 +59,27 @@ print(f"   -> exit 1: {counts['near_duplicates']:,} near-duplicate pairs that on
 PY
 
 echo
+echo "== 2c. function-calling tickets: the assistant looks the order up with a tool, the tool"
+echo "   answers, then the assistant answers in the same JSON (examples/tickets/tickets_tools.jsonl;"
+echo "   python examples/tickets/generate.py --format tools). Split files hold the input's lines:"
+evalkit split examples/tickets/tickets_tools.jsonl --out "$OUT/tools-split" \
+  --group conversation_id --stratify category --id ticket_id --text messages \
+  --ratios 0.7,0.15,0.15 --seed 7 --near-dup 0.8 --format jsonl
+python - examples/tickets/tickets_tools.jsonl "$OUT/tools-split" <<'PY'
+import sys
+from pathlib import Path
+source = set(Path(sys.argv[1]).read_bytes().splitlines())
+split = Path(sys.argv[2])
+written = [line for name in ("train", "val", "test")
+           for line in (split / f"{name}.jsonl").read_bytes().splitlines()]
+same = sum(line in source for line in written)
+print(f"   -> {same:,} of {len(written):,} split lines are input lines, byte for byte")
+PY
+echo "   and its test prompts keep every tool call and tool answer, with the row's tools:"
+evalkit prompts "$OUT/tools-split/test.jsonl" --id ticket_id --text messages \
+  --out "$OUT/prompts/tools-test.batch.jsonl" --model ticket-triage-ft --max-tokens 200
+
+echo
 echo "== 3. the chat split as the model will see it: rendered by the example tokenizer's chat"
 echo "   template (examples/tokenizer), loss on the assistant turns, checked at 512 tokens"
 evalkit tokens "$OUT/chat-split" --tokenizer examples/tokenizer --text messages --id ticket_id \

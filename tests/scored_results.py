@@ -79,7 +79,7 @@ def fingerprint(normalized: dict[str, Any]) -> str:
 
 
 def _rate(numerator: int, denominator: int) -> float | None:
-    return round(numerator / denominator, 6) if denominator else None
+    return numerator / denominator if denominator else None
 
 
 def _counts(frame: pl.DataFrame) -> dict[str, Any]:
@@ -146,11 +146,23 @@ def build(
     class_summaries = {}
     for label, group in examples.filter(pl.col("class").is_not_null()).group_by("class"):
         counts = _counts(group)
+        hits = int((group["predicted_class"] == group["class"]).sum())
+        predicted_as = int((examples["predicted_class"] == label[0]).sum())
+        precision = hits / predicted_as if predicted_as else 0.0
+        recall = hits / counts["n"]
         class_summaries[str(label[0])] = {
+            **counts,
             "support": counts["n"],
             "rare": counts["n"] <= rare_support,
-            **{k: v for k, v in counts.items() if k != "n"},
+            "predicted": predicted_as,
+            "precision": precision,
+            "recall": recall,
+            "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
         }
+    slice_names = [item["name"] for item in normalized.get("slices", [])]
+    for slice_name in slice_names:  # every contract slice is a column, as score writes it
+        if f"slice.{slice_name}" not in examples.columns:
+            examples = examples.with_columns(pl.lit(False).alias(f"slice.{slice_name}"))
     summary = {
         "format_version": 1,
         "evalkit_version": "0.1.0",
@@ -166,7 +178,7 @@ def build(
         "predictions": {"path": "pred.jsonl", "sha256": "b" * 64, "n": examples.height},
         "overall": _counts(examples),
         "classes": dict(sorted(class_summaries.items())),
-        "slices": {s: _counts(examples.filter(pl.col(f"slice.{s}"))) for s in (slices or {})},
+        "slices": {s: _counts(examples.filter(pl.col(f"slice.{s}"))) for s in slice_names},
         "errors": {},
     }
     return summary, examples

@@ -91,7 +91,7 @@ def test_content_parts_join_text_and_count_the_rest(tmp_path: Path) -> None:
         tmp_path / "parts.jsonl", [{"messages": [{"role": "user", "content": parts}]}]
     )
     chat = chat_from_file(path)
-    assert chat.messages() == [[{"role": "user", "content": "look at this"}]]
+    assert [as_pairs(c) for c in chat.messages()] == [[("user", "look at this")]]
     assert chat.skipped_parts == 1
 
 
@@ -111,10 +111,13 @@ def test_string_and_parts_content_mixed_across_rows_are_read_exactly(tmp_path: P
 
 
 def test_sharegpt_roles_are_mapped(tmp_path: Path) -> None:
+    # function_call is the assistant's own call (LLaMA-Factory's function_tag), observation
+    # the tool's answer.
+    call = json.dumps({"name": "lookup", "arguments": {"order": 1}})
     conversation = [
         {"from": "system", "value": "S"},
         {"from": "human", "value": "q"},
-        {"from": "function_call", "value": "call"},
+        {"from": "function_call", "value": call},
         {"from": "observation", "value": "obs"},
         {"from": "gpt", "value": "a"},
     ]
@@ -124,11 +127,11 @@ def test_sharegpt_roles_are_mapped(tmp_path: Path) -> None:
     assert [m["role"] for m in chat.messages()[0]] == [
         "system",
         "user",
-        "tool",
+        "assistant",
         "tool",
         "assistant",
     ]
-    assert chat.compared_text().to_list() == ["q\ncall\nobs\na"]
+    assert chat.compared_text().to_list() == ['q\n\nlookup {"order": 1}\nobs\na']
 
 
 def test_prompt_completion_conversations_are_joined(tmp_path: Path) -> None:
@@ -163,12 +166,13 @@ def test_text_column_stays_text_even_when_it_starts_like_json(tmp_path: Path) ->
 
 
 def test_tool_call_message_without_content_has_empty_text() -> None:
+    call = {"id": "1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
     frame = pl.DataFrame(
         {
             "messages": [
                 [
                     {"role": "user", "content": "weather?", "tool_calls": None},
-                    {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
                 ]
             ]
         }
@@ -272,10 +276,10 @@ def test_a_number_column_is_not_text() -> None:
         read_chat(pl.DataFrame({"n": [1, 2]}), "n", source="f")
 
 
-def test_three_text_columns_are_refused() -> None:
-    frame = pl.DataFrame({"a": ["x"], "b": ["y"], "c": ["z"]})
-    with pytest.raises(UsageError, match="one column, or two"):
-        read_chat(frame, ["a", "b", "c"], source="f")
+def test_four_text_columns_are_refused() -> None:
+    frame = pl.DataFrame({"a": ["x"], "b": ["y"], "c": ["z"], "d": ["w"]})
+    with pytest.raises(UsageError, match=r"one column, two .* or three"):
+        read_chat(frame, ["a", "b", "c", "d"], source="f")
 
 
 # --- one semantics: the vectorised path equals the reference --------------------------
@@ -317,11 +321,11 @@ def test_vectorised_path_equals_the_reference(conversations: list[list[dict[str,
 @given(conversation)
 def test_normalising_is_idempotent_and_keeps_the_order(value: list[dict[str, Any]]) -> None:
     once = normalize_value(value)
-    again = normalize_value([{"role": role, "content": text} for role, text in once.messages])
+    again = normalize_value([{"role": role, "content": text} for role, text in once.pairs])
     assert again.messages == once.messages
     assert len(once.messages) == len(value)
     mapped = {"developer": "system"}
-    assert [role for role, _ in once.messages] == [mapped.get(m["role"], m["role"]) for m in value]
+    assert [role for role, _ in once.pairs] == [mapped.get(m["role"], m["role"]) for m in value]
 
 
 @settings(max_examples=40, deadline=None)
@@ -341,7 +345,7 @@ def test_a_planted_fault_is_found_at_the_same_row_on_both_paths(
 
 
 sharegpt_names = st.sampled_from(
-    ["system", "human", "user", "gpt", "assistant", "tool", "function_call", "observation"]
+    ["system", "human", "user", "gpt", "assistant", "tool", "observation"]
 )
 sharegpt_conversation = st.lists(
     st.builds(lambda name, value: {"from": name, "value": value}, sharegpt_names, texts),
@@ -359,8 +363,8 @@ def test_sharegpt_normalising_is_idempotent_and_keeps_the_order(
 
     once = normalize_value(value)
     assert once.shape == "sharegpt"
-    assert once.messages == [(SHAREGPT_ROLES[m["from"]], m["value"]) for m in value]
-    again = normalize_value([{"role": role, "content": text} for role, text in once.messages])
+    assert once.pairs == [(SHAREGPT_ROLES[m["from"]], m["value"]) for m in value]
+    again = normalize_value([{"role": role, "content": text} for role, text in once.pairs])
     assert again.messages == once.messages
 
 
@@ -374,14 +378,16 @@ def test_a_normalised_column_written_and_read_again_is_unchanged(
     with tempfile.TemporaryDirectory() as folder:
         first_path = write_jsonl(Path(folder) / "a.jsonl", [{"m": c} for c in conversations])
         first = chat_from_file(first_path, "m").messages()
-        second_path = write_jsonl(Path(folder) / "b.jsonl", [{"m": c} for c in first])
+        pairs = [[{"role": m["role"], "content": m["content"]} for m in c] for c in first]
+        second_path = write_jsonl(Path(folder) / "b.jsonl", [{"m": c} for c in pairs])
         assert chat_from_file(second_path, "m").messages() == first
 
 
-def test_split_keeps_content_types_that_only_jsonl_can_write_back(tmp_path: Path, run_cli) -> None:
+def test_split_keeps_content_types_a_frame_cannot_hold(tmp_path: Path, run_cli) -> None:
     # OpenAI's vision fine-tuning files: string content in some messages, parts in others.
     # polars converts such a column, so a split file written from the frame would change
-    # the values; only JSONL output, of the input's own lines, keeps them.
+    # the values: JSONL output holds the input's own lines, Parquet the values' JSON text,
+    # and CSV (which cannot) is refused.
     def row(index: int) -> dict[str, Any]:
         parts = [{"type": "text", "text": f"what is in picture {index}"}]
         parts.append({"type": "image_url", "image_url": {"url": f"file:///{index}.png"}})
@@ -396,16 +402,23 @@ def test_split_keeps_content_types_that_only_jsonl_can_write_back(tmp_path: Path
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\r\n" for r in rows))
     args = ["split", path, "--group", "g", "--id", "id", "--text", "messages",
             "--sizes", "4,2", "--names", "train,test"]  # fmt: skip
-    for fmt in ("parquet", "csv"):
-        result = run_cli(*args, "--out", tmp_path / fmt, "--format", fmt)
-        assert_one_line_error(result, "mixed.jsonl", "'messages'", f"which {fmt} cannot keep",
-                              "--format jsonl")  # fmt: skip
-        assert not (tmp_path / fmt).exists()
+    result = run_cli(*args, "--out", tmp_path / "csv", "--format", "csv")
+    assert_one_line_error(result, "mixed.jsonl", "'messages'", "which csv cannot keep",
+                          "--format jsonl")  # fmt: skip
+    assert not (tmp_path / "csv").exists()
+    result = run_cli(*args, "--out", tmp_path / "parquet", "--format", "parquet")
+    assert result.exit_code == 0, result.stderr
+    assert "written as JSON text: messages" in result.stdout
+    by_id = {r["id"]: r for r in rows}
+    for name in ("train", "test"):
+        table = pl.read_parquet(tmp_path / "parquet" / f"{name}.parquet")
+        assert table.schema["messages"] == pl.String
+        for identifier, text in zip(table["id"], table["messages"], strict=True):
+            assert json.loads(text) == by_id[identifier]["messages"]
     out = tmp_path / "out"
     result = run_cli(*args, "--out", out, "--format", "jsonl")
     assert result.exit_code == 0, result.stderr
     assignments = pl.read_parquet(out / "assignments.parquet")
-    by_id = {r["id"]: r for r in rows}
     for name in ("train", "test"):
         written = [json.loads(line) for line in (out / f"{name}.jsonl").read_text().splitlines()]
         ids = sorted(assignments.filter(pl.col("split") == name)["id"].to_list())
@@ -413,6 +426,11 @@ def test_split_keeps_content_types_that_only_jsonl_can_write_back(tmp_path: Path
     assert "\r" not in (out / "train.jsonl").read_text()
     audit = run_cli("audit", out, "--id", "id", "--text", "messages", "--group", "g")
     assert audit.exit_code == 0, audit.stderr
+    # The Parquet split reads back as the same conversations (JSON text in a string column).
+    again = run_cli("audit", tmp_path / "parquet", "--id", "id", "--text", "messages",
+                    "--group", "g")  # fmt: skip
+    assert again.exit_code == 0, again.stderr
+    assert "conversations (messages, JSON text)" in again.stdout
 
 
 def test_text_parts_whose_text_is_null_in_every_row_are_bad_input(tmp_path: Path) -> None:

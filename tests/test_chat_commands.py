@@ -114,6 +114,13 @@ def test_split_reads_every_shape_and_counts_every_turn(run_cli, tmp_path: Path, 
         "shape": written,
         "compared_roles": ["user", "assistant", "tool"],
         "skipped_parts": 3 * 40 if shape == "parts" else 0,
+        "json_text": False,
+        "system_column": None,
+        "system_added": 0,
+        "system_kept": 0,
+        "tools_column": None,
+        "tool_calls": 0,
+        "untrained_turns": 0,
     }
     assert manifest["options"]["text"] == columns[0]
     assert manifest["options"]["completion"] == (columns[1] if len(columns) > 1 else None)

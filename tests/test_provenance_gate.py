@@ -251,7 +251,12 @@ def test_require_fresh_test_fails_a_burned_test(run_cli, data) -> None:
     assert burned.exit_code == 1
     assert "✗ require_fresh_test @ test_set: the test set is burned (5 looks, 5 or" in burned.stdout
     assert "freeze a new test split" in burned.stdout
-    lost = run_cli("gate", runs[0], runs[1], "--ledger", data / "missing.jsonl")
+    # Another ledger than the gold file's is refused (it could be a fresh one).
+    other = run_cli("gate", runs[0], runs[1], "--ledger", data / "missing.jsonl")
+    assert_one_line_error(other, "--ledger", "the ledger of the gold file", "leave --ledger out")
+    for name in ("evalkit-ledger.jsonl", "evalkit-ledger.head"):  # both gone: nothing counted
+        (data / name).rename(data.parent / name)
+    lost = run_cli("gate", runs[0], runs[1])
     assert lost.exit_code == 1 and "cannot be counted" in lost.stdout
 
 

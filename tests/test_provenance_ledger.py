@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,6 +14,7 @@ import pytest
 from conftest import assert_one_line_error
 
 from evalkit.provenance.ledger import LEDGER_NAME, append_look, line_sha256
+from evalkit.provenance.ledger_head import head_path
 from evalkit.provenance.ledger_state import read_ledger, resolve_ledger, selection_bias_se
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,9 +38,10 @@ def summary(predictions: str, version: int = 1, gold: str = GOLD, card: dict | N
 
 
 def look(ledger: Path, predictions: str, minute: int, **options) -> tuple[dict, int, bool]:
-    return append_look(
+    appended = append_look(
         ledger, summary(predictions, **options), now=START + timedelta(minutes=minute)
     )
+    return appended.entry, appended.looks, appended.new_look
 
 
 def state(ledger: Path) -> str:
@@ -218,17 +221,29 @@ def test_two_branches_appends_joined_by_a_union_merge_keep_the_chain(tmp_path) -
     ledger = tmp_path / LEDGER_NAME
     look(ledger, "a", 0)
     common = ledger.read_bytes()
-    branch = tmp_path / "branch.jsonl"
-    branch.write_bytes(common)
+    branch = tmp_path / "branch" / LEDGER_NAME  # the other branch's checkout: both files
+    branch.parent.mkdir()
+    shutil.copy(ledger, branch)
+    shutil.copy(head_path(ledger), head_path(branch))
     look(ledger, "b", 1)  # main appends
     look(branch, "c", 2)  # another branch appends to the same history
     joined = common + ledger.read_bytes()[len(common) :] + branch.read_bytes()[len(common) :]
     ledger.write_bytes(joined)  # what git's merge=union gives
-    report = read_ledger(ledger)
+    report = read_ledger(ledger)  # the head is ours (line 2, b): the merged file holds it
     assert report.chain_intact, report.chain_problems
     assert report.gold[GOLD].looks == 3
-    look(ledger, "d", 3)
+    shutil.copy(head_path(branch), head_path(ledger))  # theirs: c, now line 3, later is fine
     assert read_ledger(ledger).chain_intact
+    ours = head_path(ledger).read_bytes()
+    head_path(ledger).write_bytes(ours + head_path(branch).read_bytes())  # merge=union: both
+    report = read_ledger(ledger)
+    assert report.chain_intact and report.head is not None and report.head.tips == 2
+    ledger.write_bytes(joined[: len(joined) - len(branch.read_bytes()) + len(common)])
+    assert "were cut" in read_ledger(ledger).chain_problems[0]  # their look lost: seen
+    ledger.write_bytes(joined)
+    look(ledger, "d", 3)
+    report = read_ledger(ledger)
+    assert report.chain_intact and report.head is not None and report.head.lines == 4
 
 
 def test_scoring_under_a_new_contract_version_burns_the_test(run_cli, tmp_path) -> None:
@@ -283,9 +298,10 @@ def test_a_line_of_the_wrong_shape_breaks_the_chain_without_a_crash(tmp_path, fi
     assert report.gold[GOLD].state == "burned"
     _, looks, new = look(ledger, "p9", 9)  # appending reads the lines too
     assert new and looks == 3
-    from evalkit.provenance.ledger_state import has_look
+    from evalkit.provenance.ledger_read import scan_ledger
 
-    assert has_look(ledger, GOLD, "p9") and not has_look(ledger, GOLD, "p1")
+    readable = {entry["predictions_sha256"] for entry in scan_ledger(ledger).valid}
+    assert "p9" in readable and "p1" not in readable
 
 
 def test_score_never_appends_to_a_file_that_is_not_a_ledger(run_cli, tmp_path) -> None:

@@ -112,20 +112,19 @@ def test_rescore_equals_scoring_from_scratch_byte_for_byte(
         )
         old = orjson.loads(Path(f"score/{model}/summary.json").read_bytes())
         assert replaced.fingerprint == old["contract"]["fingerprint"]
-        # Everything but the record of what it replaces is what scoring anew writes.
-        unmarked = summary.model_copy(update={"rescored_from": None})
-        assert summary_json(_Result(unmarked)) == (fresh / "summary.json").read_bytes()
+        # Everything but the record of what it replaces, and the ledger line each
+        # look was appended as (two looks, two lines), is what scoring anew writes.
+        scratch_summary = ScoreSummary.model_validate_json((fresh / "summary.json").read_bytes())
+        assert summary.look is not None and scratch_summary.look is not None
+        assert summary.look != scratch_summary.look
+        unmarked = summary.model_copy(update={"rescored_from": None, "look": scratch_summary.look})
+        assert summary_json(unmarked) == (fresh / "summary.json").read_bytes()
     # The verdicts did change: strict extraction and the renamed class.
     before = orjson.loads(Path("score/baseline/summary.json").read_bytes())
     after = orjson.loads(Path("rescore/baseline/summary.json").read_bytes())
     assert after["overall"]["format_valid"] < before["overall"]["format_valid"]
     assert after["classes"]["product_question"]["content_correct"] == 0
     assert before["classes"]["product_question"]["content_correct"] > 0
-
-
-class _Result:
-    def __init__(self, summary: ScoreSummary) -> None:
-        self.summary = summary
 
 
 def test_changed_rules_are_a_new_look_that_burns_the_test(

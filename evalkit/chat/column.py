@@ -2,41 +2,45 @@
 
 Every command that takes ``--text COL`` reads it through :func:`read_chat`,
 which recognises the shape from the values (a text column, role/content
-messages, ShareGPT from/value messages; two columns for TRL's
-prompt-completion form), validates every conversation, and returns a
-:class:`ChatColumn` that renders what each command needs: the text compared
-for duplicates (chosen roles), lengths (every turn), the inference prompts
-and the reference answers. No other package parses messages.
+messages, ShareGPT from/value messages, either as JSON text in a CSV or
+Parquet column; two columns for TRL's prompt-completion form; three for
+Alpaca's instruction, input and output), validates every conversation,
+puts the ``system`` column's prompt first and reads the ``tools`` column,
+and returns a :class:`ChatColumn` that gives what each command needs: the
+text compared for duplicates (chosen roles, tool calls included), lengths
+(every turn), the inference prompts and the reference answers. What a chat
+template receives comes from :func:`evalkit.chat.template.template_conversations`.
+No other package parses messages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from evalkit.chat.frame import (
-    BadRow,
-    NormalizedColumn,
-    Unclean,
-    normalize_column,
-    normalize_values,
+from evalkit.chat.alpaca import read_alpaca
+from evalkit.chat.extras import (
+    DEFAULT_SYSTEM,
+    DEFAULT_TOOLS,
+    read_tools,
+    resolve_column,
+    with_system,
 )
-from evalkit.chat.normalize import ConversationProblem, normalize_value
+from evalkit.chat.frame import NormalizedColumn
+from evalkit.chat.reading import read_column
 from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, ROLES, Role
-from evalkit.chat.sources import arrow_agrees, exact_values, is_jsonl, line_of_row
-from evalkit.errors import InvalidConversation, InvalidTable, UsageError
+from evalkit.chat.texts import TURN_SEPARATOR, joined_texts, message_chars, message_text
+from evalkit.errors import InvalidConversation, UsageError
 from evalkit.io import require_columns
 
 if TYPE_CHECKING:
     import polars as pl
 
 Kind = Literal["text", "conversation"]
-ColumnShape = Literal["text", "messages", "sharegpt"]
-TURN_SEPARATOR = "\n"
-# A text value that may be a conversation polars turned into JSON text.
-_JSON_LIKE = r"^\s*[\[{]"
+ColumnShape = Literal["text", "messages", "sharegpt", "alpaca"]
 
 
 @dataclass(frozen=True)
@@ -44,15 +48,16 @@ class ChatColumn:
     """The value(s) of ``--text`` for every row: text, or a normalised conversation."""
 
     columns: tuple[str, ...]
-    """The columns read: one, or (prompt, completion)."""
+    """The columns read: one, (prompt, completion), or Alpaca's (instruction, input, output)."""
     kind: Kind
     """``text`` (plain strings) or ``conversation`` (lists of messages)."""
     shape: ColumnShape
-    """How the (first) column is written: ``text``, ``messages`` or ``sharegpt``."""
+    """How the (first) column is written: ``text``, ``messages``, ``sharegpt`` or ``alpaca``."""
     texts: tuple[pl.Series, ...]
     """``kind == "text"``: one String series per column."""
     conversations: pl.Series | None
-    """``kind == "conversation"``: ``List(Struct{role, content})``, the columns joined."""
+    """``kind == "conversation"``: typed :func:`evalkit.chat.frame.conversation_dtype`, the
+    columns joined and the system column's prompt put first."""
     prompt_turns: pl.Series | None
     """Two conversation columns: how many messages of each row come from the first."""
     skipped_parts: int
@@ -60,6 +65,20 @@ class ChatColumn:
     retyped: bool = False
     """A column of the frame holds values polars converted (read exactly from the file
     instead): the conversations here are right, but writing the frame out would not be."""
+    tools: pl.Series | None = None
+    """Each row's tools as JSON text (null: none), when there is a tools column."""
+    tools_column: str | None = None
+    """The column the tools come from (``--tools``, or a column named ``tools``)."""
+    system_column: str | None = None
+    """The column of system prompts (``--system``, or a column named ``system``)."""
+    system_rows: pl.Series | None = None
+    """Per row: whether the system column's prompt was put first (None: no system column)."""
+    system_added: int = 0
+    """Rows whose conversation got the system column's prompt as its first message."""
+    system_kept: int = 0
+    """Rows that start with their own system message, kept (the column's value unused)."""
+    json_text: bool = False
+    """The conversations were JSON text in a string column (CSV, Parquet)."""
 
     @property
     def is_conversation(self) -> bool:
@@ -74,20 +93,49 @@ class ChatColumn:
     def __len__(self) -> int:
         return len(self.conversations) if self.conversations is not None else len(self.texts[0])
 
-    def compared_text(self, roles: Sequence[Role] = DEFAULT_COMPARED_ROLES) -> pl.Series:
-        """The text compared for duplicates: the contents of the ``roles`` turns, joined.
+    @cached_property
+    def tool_call_count(self) -> int:
+        """Tool calls over every conversation."""
+        import polars as pl
 
-        Plain text is compared whole (``roles`` apply to conversations only); a
-        conversation with no turn of those roles compares as empty text.
+        if self.conversations is None:
+            return 0
+        calls = self.conversations.list.eval(
+            pl.element().struct.field("tool_calls").list.len().fill_null(0)
+        )
+        return int(calls.list.sum().sum())
+
+    @cached_property
+    def flagged_untrained(self) -> int:
+        """Turns whose training flag says not to train on them (``weight: 0``, ``training:
+        false``)."""
+        if self.conversations is None:
+            return 0
+        import polars as pl
+
+        flags = self.conversations.list.eval(
+            (pl.element().struct.field("train") == False).fill_null(False)  # noqa: E712
+        )
+        return int(flags.list.sum().sum())
+
+    def compared_text(self, roles: Sequence[Role] = DEFAULT_COMPARED_ROLES) -> pl.Series:
+        """The text compared for duplicates: the ``roles`` turns' contents and tool calls.
+
+        Each turn is its content, then one line per tool call (its name and
+        arguments), so two examples that call other tools or pass other
+        arguments differ. Plain text is compared whole (``roles`` apply to
+        conversations only); a conversation with no turn of those roles
+        compares as empty text.
         """
         import polars as pl
 
         if self.conversations is None:
-            return _joined_texts(self.texts)
+            return joined_texts(self.texts)
         element = pl.element()
         chosen = element.struct.field("role").is_in(list(roles))
+        text = message_text() if self.tool_call_count else element.struct.field("content")
         return (
-            self.conversations.list.eval(element.filter(chosen).struct.field("content"))
+            self.conversations.list.eval(text.filter(chosen))
             .list.join(TURN_SEPARATOR)
             .alias("text")
         )
@@ -102,19 +150,13 @@ class ChatColumn:
         return {role for role in roles.unique().to_list() if role is not None}
 
     def full_text(self) -> pl.Series:
-        """Every turn's content joined (the text of the whole example)."""
-        import polars as pl
-
+        """Every turn's content (and tool calls) joined: the text of the whole example."""
         if self.conversations is None:
-            return _joined_texts(self.texts)
-        return (
-            self.conversations.list.eval(pl.element().struct.field("content"))
-            .list.join(TURN_SEPARATOR)
-            .alias("text")
-        )
+            return joined_texts(self.texts)
+        return self.compared_text(ROLES)
 
     def char_lengths(self) -> pl.Series:
-        """Characters per row: of every turn's content (null for a null text)."""
+        """Characters per row: of every turn's content and tool calls (null for a null text)."""
         import polars as pl
 
         if self.conversations is None:
@@ -124,15 +166,32 @@ class ChatColumn:
             both_null = self.texts[0].is_null() & self.texts[1].is_null()
             total = lengths[0].fill_null(0) + lengths[1].fill_null(0)
             return pl.select(pl.when(pl.lit(both_null)).then(None).otherwise(total)).to_series()
-        return (
-            self.conversations.list.eval(pl.element().struct.field("content").str.len_chars())
-            .list.sum()
-            .cast(pl.Int64)
-            .alias("length")
+        chars = (
+            message_chars()
+            if self.tool_call_count
+            else pl.element().struct.field("content").str.len_chars()
         )
+        return self.conversations.list.eval(chars).list.sum().cast(pl.Int64).alias("length")
 
-    def messages(self) -> list[list[dict[str, str]]]:
-        """The conversations as Python lists of ``{role, content}`` (for chat templates)."""
+    def messages_series(self) -> pl.Series:
+        """The normalised conversations (raises for a text column)."""
+        if self.conversations is None:
+            raise UsageError(f"column {self.columns[0]!r} holds text, not conversations")
+        return self.conversations
+
+    @cached_property
+    def parsed_tools(self) -> dict[str, list[dict[str, Any]]]:
+        """Each distinct tools text of the column, parsed once: text -> the list."""
+        import orjson
+
+        if self.tools is None:
+            return {}
+        return {text: orjson.loads(text) for text in self.tools.drop_nulls().unique().to_list()}
+
+    def messages(self) -> list[list[dict[str, Any]]]:
+        """The normalised conversations as Python lists of messages (every field, see
+        :func:`evalkit.chat.frame.conversation_dtype`). A chat template takes
+        :func:`evalkit.chat.template.template_conversations` instead."""
         if self.conversations is None:
             raise UsageError(f"column {self.columns[0]!r} holds text, not conversations")
         return self.conversations.to_list()
@@ -150,12 +209,18 @@ class ChatColumn:
 
         The messages before the last assistant turn; a conversation with no
         assistant turn is a prompt already and is kept whole. For two columns
-        (prompt and completion) the prompt is the first column's messages.
+        (prompt and completion) the prompt is the first column's messages
+        (and the system column's prompt).
         """
-        import polars as pl
 
         if self.conversations is None:
             raise UsageError(f"column {self.columns[0]!r} holds text, not conversations")
+        return self._prompts
+
+    @cached_property
+    def _prompts(self) -> pl.Series:
+        import polars as pl
+
         frame = pl.DataFrame({"c": self.conversations})
         if self.prompt_turns is not None:
             frame = frame.with_columns(self.prompt_turns.alias("n"))
@@ -195,165 +260,29 @@ def require_compared_roles(chats: Sequence[ChatColumn], roles: Sequence[Role]) -
     )
 
 
-def _joined_texts(texts: tuple[pl.Series, ...]) -> pl.Series:
-    import polars as pl
-
-    if len(texts) == 1:
-        return texts[0].alias("text")
-    both_null = texts[0].is_null() & texts[1].is_null()
-    joined = pl.concat_str(
-        [pl.lit(texts[0]), pl.lit(texts[1])], separator=TURN_SEPARATOR, ignore_nulls=True
-    )
-    return pl.select(pl.when(pl.lit(both_null)).then(None).otherwise(joined).alias("text"))["text"]
-
-
-@dataclass(frozen=True)
-class _Location:
-    """How to name a row in an error: ``file:line`` for JSONL, ``source, row N`` otherwise."""
-
-    source: str
-    path: Path | None
-    lines: list[int] | None = None
-
-    def __call__(self, row: int) -> str:
-        if self.lines is not None:
-            return f"{self.path}:{self.lines[row]}"
-        if is_jsonl(self.path):
-            assert self.path is not None
-            return f"{self.path}:{line_of_row(self.path, row)}"
-        return f"{self.source}, row {row + 1}"
-
-
-def _problem_error(column: str, where: str, problem: ConversationProblem) -> InvalidConversation:
-    if problem.message is None:
-        return InvalidConversation(f"{where}: column {column!r}: the conversation {problem.reason}")
-    return InvalidConversation(
-        f"{where}: column {column!r}, message {problem.message}: {problem.reason}"
-    )
-
-
-def _from_values(values: list[Any], column: str, locate: _Location) -> NormalizedColumn:
-    """The reference path; errors name the row's location."""
-    try:
-        return normalize_values(values, column)
-    except BadRow as bad:
-        cause = bad.__cause__
-        assert isinstance(cause, ConversationProblem)
-        raise _problem_error(column, locate(bad.row), cause) from None
-
-
-def _from_series(series: pl.Series, column: str, locate: _Location) -> NormalizedColumn:
-    """The vectorised path, falling back to the reference path for unusual types."""
-    try:
-        return normalize_column(series)
-    except Unclean:
-        return _from_values(series.to_list(), column, locate)
-    except BadRow as bad:
-        # The reference normaliser says why, in its own words; if it finds
-        # nothing wrong with the row, trust it and take the reference path.
-        try:
-            normalize_value(series.slice(bad.row, 1).to_list()[0], bad.shape)
-        except ConversationProblem as problem:
-            raise _problem_error(column, locate(bad.row), problem) from None
-        return _from_values(series.to_list(), column, locate)
-
-
-def _mixed_error(
-    column: str, path: Path, values: list[Any], lines: list[int]
-) -> InvalidConversation:
-    first_text = next(i for i, v in enumerate(values) if isinstance(v, str))
-    first_chat = next(i for i, v in enumerate(values) if isinstance(v, list | dict))
-    later, other = max(first_text, first_chat), min(first_text, first_chat)
-    here = "text" if isinstance(values[later], str) else "a conversation"
-    there = "a conversation" if here == "text" else "text"
-    return InvalidConversation(
-        f"{path}:{lines[later]}: column {column!r} holds {here} here but {there} at line "
-        f"{lines[other]}; a text column holds one or the other in every row"
-    )
-
-
-def _read_exact(
-    frame: pl.DataFrame, column: str, path: Path
-) -> tuple[Kind, pl.Series | NormalizedColumn]:
-    # The conversations returned are exact; the frame's column is not (see ChatColumn.retyped).
-    """A JSONL column whose polars type may hide converted values, read value by value."""
-    values, lines = exact_values(path, column)
-    locate = _Location(str(path), path, lines)
-    chats = any(isinstance(value, list | dict) for value in values)
-    if not chats:
-        return "text", frame[column]
-    if any(isinstance(value, str) for value in values):
-        raise _mixed_error(column, path, values, lines)
-    normalized = _from_values(values, column, locate)
-    return "conversation", NormalizedColumn(
-        normalized.conversations, normalized.skipped_parts, normalized.shape, retyped=True
-    )
-
-
-def _read_column(
-    frame: pl.DataFrame, column: str, source: str, path: Path | None, exact: bool
-) -> tuple[Kind, pl.Series | NormalizedColumn]:
-    """One column, as text or as conversations."""
-    import polars as pl
-
-    series = frame[column]
-    dtype = series.dtype
-    locate = _Location(source, path)
-    jsonl = is_jsonl(path) and not exact
-    if dtype == pl.Null or isinstance(dtype, pl.Categorical | pl.Enum):
-        # Null: a column null in every row, which string expressions refuse;
-        # Categorical: text that Parquet (pandas' category dtype) stores as a dictionary.
-        return "text", series.cast(pl.String)
-    if dtype == pl.String:
-        if jsonl and series.str.contains(_JSON_LIKE).any():
-            assert path is not None
-            if not arrow_agrees(path, column, dtype):
-                return _read_exact(frame, column, path)
-        return "text", series
-    if isinstance(dtype, pl.List | pl.Array | pl.Struct):
-        if jsonl:
-            assert path is not None
-            if not arrow_agrees(path, column, dtype):
-                return _read_exact(frame, column, path)
-        return "conversation", _from_series(series, column, locate)
-    raise InvalidTable(
-        f"{source}: column {column!r} holds {dtype} values; a text option needs text, or "
-        "conversations (lists of {role, content} or {from, value} messages)"
-    )
-
-
-def read_chat(
-    frame: pl.DataFrame,
-    columns: str | Sequence[str],
-    *,
-    source: str,
-    path: Path | str | None = None,
-    exact: bool = False,
-) -> ChatColumn:
-    """Read ``columns`` of ``frame`` as text or conversations, recognising the shape.
-
-    One column: text, ``{role, content}`` messages or ShareGPT ``{from,
-    value}`` messages. Two columns: TRL's prompt-completion form (two text
-    columns, or two conversation columns joined in order). ``path`` is the
-    file the frame was read from: JSONL values are then checked exactly and
-    errors name the line; ``exact`` says that the frame's types are those
-    JSON gave (read by :func:`evalkit.chat.sources.read_jsonl_exact`), so
-    that check is skipped. A malformed conversation raises
-    :class:`~evalkit.errors.InvalidConversation` naming the file, the line
-    (or row), the message index and the problem.
-    """
-    import polars as pl
-
+def _text_columns(columns: str | Sequence[str]) -> tuple[str, ...]:
     names = (columns,) if isinstance(columns, str) else tuple(columns)
-    if not names or len(names) > 2:
+    if not names or len(names) > 3:
         raise UsageError(
-            f"--text: give one column, or two (prompt and completion); got {len(names)}"
+            "--text: give one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(names)}"
         )
     if len(set(names)) != len(names):
-        raise UsageError(f"--text: column {names[0]!r} is given twice")
+        repeated = next(name for name in names if names.count(name) > 1)
+        raise UsageError(f"--text: column {repeated!r} is given twice")
+    return names
+
+
+def _conversation_columns(
+    frame: pl.DataFrame, names: tuple[str, ...], source: str, file: Path | None, exact: bool
+) -> tuple[str, Any]:
+    """("text", text series) or ("conversation", (shape, conversations, prompt turns, …))."""
+    import polars as pl
+
+    if len(names) == 3:
+        return "conversation", ("alpaca", read_alpaca(frame, names, source), None)
     require_columns(frame, names, source)
-    file = Path(path) if path is not None else None
-    read = [_read_column(frame, name, source, file, exact) for name in names]
+    read = [read_column(frame, name, source, file, exact) for name in names]
     kinds = {kind for kind, _ in read}
     if len(kinds) > 1:
         text_column = next(n for n, (k, _) in zip(names, read, strict=True) if k == "text")
@@ -363,26 +292,91 @@ def read_chat(
             "conversations; give two text columns or two conversation columns"
         )
     if kinds == {"text"}:
-        texts = tuple(value for _, value in read)
-        assert all(isinstance(t, pl.Series) for t in texts)
-        return ChatColumn(names, "text", "text", texts, None, None, 0)  # type: ignore[arg-type]
-    normalized = [value for _, value in read]
-    assert all(isinstance(n, NormalizedColumn) for n in normalized)
-    parts: list[NormalizedColumn] = normalized  # type: ignore[assignment]
+        return "text", tuple(value for _, value in read)
+    parts: list[NormalizedColumn] = [value for _, value in read]  # type: ignore[misc]
     if len(parts) == 1:
-        conversations, prompt_turns = parts[0].conversations, None
-    else:
-        conversations = pl.select(
-            pl.concat_list(pl.lit(parts[0].conversations), pl.lit(parts[1].conversations))
-        ).to_series()
-        prompt_turns = parts[0].conversations.list.len().alias("prompt_turns")
+        return "conversation", (parts[0].shape, parts[0], None)
+    joined = pl.select(
+        pl.concat_list(pl.lit(parts[0].conversations), pl.lit(parts[1].conversations))
+    ).to_series()
+    merged = NormalizedColumn(
+        joined,
+        sum(part.skipped_parts for part in parts),
+        parts[0].shape,
+        retyped=any(part.retyped for part in parts),
+        json_text=any(part.json_text for part in parts),
+    )
+    return "conversation", (parts[0].shape, merged, parts[0].conversations.list.len())
+
+
+def read_chat(
+    frame: pl.DataFrame,
+    columns: str | Sequence[str],
+    *,
+    source: str,
+    path: Path | str | None = None,
+    exact: bool = False,
+    system: str | None = None,
+    tools: str | None = None,
+) -> ChatColumn:
+    """Read ``columns`` of ``frame`` as text or conversations, recognising the shape.
+
+    One column: text, ``{role, content}`` messages or ShareGPT ``{from,
+    value}`` messages (nested, or as JSON text in every non-empty row). Two
+    columns: TRL's prompt-completion form (two text columns, or two
+    conversation columns joined in order). Three: Alpaca's instruction, input
+    and output. For conversations, ``system`` names the column of system
+    prompts and ``tools`` the column of tools (default: the columns named
+    ``system`` and ``tools``, when there are such columns). ``path`` is the
+    file the frame was read from: JSONL values are then checked exactly and
+    errors name the line; ``exact`` says that the frame's types are those
+    JSON gave (read by :func:`evalkit.chat.sources.read_jsonl_exact`), so
+    that check is skipped. A malformed conversation (or tools value) raises
+    :class:`~evalkit.errors.InvalidConversation` naming the file, the line
+    (or row), the message index and the problem.
+    """
+
+    names = _text_columns(columns)
+    file = Path(path) if path is not None else None
+    kind, read = _conversation_columns(frame, names, source, file, exact)
+    if kind == "text":
+        for option, given in (("--system", system), ("--tools", tools)):
+            if given is not None:
+                raise UsageError(
+                    f"{option} {given}: applies to conversations, but --text "
+                    f"{' '.join(names)} holds plain text"
+                )
+        return ChatColumn(names, "text", "text", read, None, None, 0)
+    shape, normalized, prompt_turns = read
+    conversations = normalized.conversations
+    system_column = resolve_column(frame, system, DEFAULT_SYSTEM, "--system", source)
+    added = kept = 0
+    system_rows = None
+    if system_column is not None and system_column not in names:
+        applied = with_system(conversations, frame, system_column, source)
+        conversations, kept, system_rows = applied.conversations, applied.kept, applied.added
+        added = int(applied.added.sum())
+        if prompt_turns is not None:
+            prompt_turns = prompt_turns + applied.added.cast(prompt_turns.dtype)
+    elif system_column is not None:
+        system_column = None
+    tools_column = resolve_column(frame, tools, DEFAULT_TOOLS, "--tools", source)
+    if tools_column in names:
+        tools_column = None
     return ChatColumn(
         columns=names,
         kind="conversation",
-        shape=parts[0].shape,
+        shape=shape,
         texts=(),
         conversations=conversations.alias(names[0]),
-        prompt_turns=prompt_turns,
-        skipped_parts=sum(part.skipped_parts for part in parts),
-        retyped=any(part.retyped for part in parts),
+        prompt_turns=prompt_turns.alias("prompt_turns") if prompt_turns is not None else None,
+        skipped_parts=normalized.skipped_parts,
+        retyped=normalized.retyped,
+        tools=read_tools(frame, tools_column, source, file) if tools_column else None,
+        tools_column=tools_column,
+        system_column=system_column,
+        system_rows=system_rows,
+        system_added=added,
+        system_kept=kept,
+        json_text=normalized.json_text,
     )

@@ -2,15 +2,17 @@
 
 :func:`normalize_column` is the fast path of :func:`evalkit.chat.read_chat`:
 a column of ``List(Struct)`` values is exploded into one row per message,
-checked and mapped with polars expressions, and put back together from its
-list offsets, so 200k conversations cost a few vectorised passes instead of
-a Python loop over a million messages. It covers the column types that JSON
-and Parquet files of chat data produce (role/from and text as strings;
-content as a string or a list of ``{type, text}`` parts). Anything else
-raises :class:`Unclean` and the caller falls back to the reference
-normaliser (:mod:`evalkit.chat.normalize`), value by value. Whatever path
-runs, a malformed conversation is reported with the reference normaliser's
-own words (:class:`BadRow` only says which row).
+checked and mapped with polars expressions (:mod:`evalkit.chat.frame_fields`),
+and put back together by row, so 200k conversations cost a few
+vectorised passes instead of a Python loop over a million messages. It covers
+the column types that JSON and Parquet files of chat data produce (role/from
+and text as strings; content as a string or a list of ``{type, text}`` parts;
+tool calls whose arguments are text, as the API writes them; ``weight`` and
+``training`` flags). Anything else (arguments written as objects, ShareGPT
+``function_call`` turns) raises :class:`Unclean` and the caller falls back
+to the reference normaliser (:mod:`evalkit.chat.normalize`), value by value.
+Whatever path runs, a malformed conversation is reported with the reference
+normaliser's own words (:class:`BadRow` only says which row).
 """
 
 from __future__ import annotations
@@ -19,7 +21,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalkit.chat.frame_fields import (
+    Unclean,
+    call_columns,
+    check_types,
+    content_columns,
+    field,
+    flag_columns,
+    struct_fields,
+)
 from evalkit.chat.normalize import (
+    FUNCTION_CALL,
     SHAPE_KEYS,
     SHAPE_ROLES,
     ConversationProblem,
@@ -31,11 +43,18 @@ from evalkit.chat.normalize import (
 if TYPE_CHECKING:
     import polars as pl
 
+__all__ = [
+    "BadRow",
+    "NormalizedColumn",
+    "Unclean",
+    "call_dtype",
+    "conversation_dtype",
+    "normalize_column",
+    "normalize_values",
+]
+
 ROLE, CONTENT = "role", "content"
-
-
-class Unclean(Exception):
-    """The column's type is outside what the vectorised path handles."""
+MESSAGE_FIELDS = (ROLE, CONTENT, "tool_calls", "tool_call_id", "name", "train")
 
 
 class BadRow(Exception):
@@ -52,40 +71,48 @@ class NormalizedColumn:
     """A column of conversations in evalkit's form."""
 
     conversations: pl.Series
-    """``List(Struct({role: String, content: String}))``, one list per row."""
+    """One list of messages per row, typed :func:`conversation_dtype`."""
     skipped_parts: int
     """Content parts that are not text (images, audio), over the whole column."""
     shape: Shape
     """How the column wrote its messages."""
     retyped: bool = False
     """Read value by value because the frame's column had converted values."""
+    json_text: bool = False
+    """Read from text holding each conversation's JSON (a CSV or Parquet string column)."""
+
+
+def call_dtype() -> pl.DataType:
+    """The polars type of a normalised tool call."""
+    import polars as pl
+
+    return pl.Struct(
+        {"id": pl.String, "name": pl.String, "arguments": pl.String, "arguments_text": pl.Boolean}
+    )
 
 
 def conversation_dtype() -> pl.DataType:
-    """The polars type of a normalised conversation."""
+    """The polars type of a normalised conversation: a list of messages.
+
+    Each message is ``{role, content, tool_calls, tool_call_id, name, train}``:
+    ``content`` its text (empty for a call-only turn), ``tool_calls`` a list of
+    ``{id, name, arguments, arguments_text}`` (null when it calls nothing),
+    ``train`` the training flag as written (null when not written).
+    """
     import polars as pl
 
-    return pl.List(pl.Struct({ROLE: pl.String, CONTENT: pl.String}))
-
-
-def _is_text(dtype: Any) -> bool:
-    import polars as pl
-
-    return dtype in (pl.String, pl.Null)
-
-
-def _parts_fields(dtype: Any) -> dict[str, Any] | None:
-    """The fields of a ``List(Struct)`` content type whose type/text are text, else None."""
-    import polars as pl
-
-    if isinstance(dtype, pl.List) and dtype.inner == pl.Null:
-        return {}  # only empty lists (or null parts, which are reported)
-    if not (isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)):
-        return None
-    fields = {field.name: field.dtype for field in dtype.inner.fields}
-    if not all(_is_text(fields[key]) for key in ("type", "text") if key in fields):
-        return None
-    return fields
+    return pl.List(
+        pl.Struct(
+            {
+                ROLE: pl.String,
+                CONTENT: pl.String,
+                "tool_calls": pl.List(call_dtype()),
+                "tool_call_id": pl.String,
+                "name": pl.String,
+                "train": pl.Boolean,
+            }
+        )
+    )
 
 
 def _message_fields(series: pl.Series) -> dict[str, Any]:
@@ -95,75 +122,42 @@ def _message_fields(series: pl.Series) -> dict[str, Any]:
     dtype = series.dtype
     if not (isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)):
         raise Unclean
-    fields = {field.name: field.dtype for field in dtype.inner.fields}
-    if not all(_is_text(fields[key]) for key in ("role", "from") if key in fields):
-        raise Unclean
-    for key in ("content", "value"):
-        if key in fields and not (_is_text(fields[key]) or _parts_fields(fields[key]) is not None):
-            raise Unclean
-    if "tool_calls" in fields and not isinstance(fields["tool_calls"], pl.List | pl.Null):
-        raise Unclean
+    fields = struct_fields(dtype.inner)
+    check_types(fields)
     return fields
 
 
-def _field(fields: dict[str, Any], name: str, dtype: Any = None) -> pl.Expr:
+def _answer_problems(messages: pl.DataFrame) -> pl.Series:
+    """Rows with a tool message whose ``tool_call_id`` answers no earlier call.
+
+    ``messages`` has one row per message: ``row``, ``index`` (in its
+    conversation), ``role``, ``tool_call_id`` and the normalised ``tool_calls``.
+    """
     import polars as pl
 
-    if name not in fields:
-        return pl.lit(None, dtype=dtype or pl.String)
-    if fields[name] == pl.Null:
-        # A field null in every row is typed Null, which string expressions
-        # (replace_strict of the role names, say) refuse: read it as text.
-        return pl.col(name).cast(dtype or pl.String)
-    return pl.col(name)
-
-
-def _content_columns(fields: dict[str, Any], key: str) -> tuple[pl.Expr, pl.Expr, pl.Expr]:
-    """(text, problem, skipped parts) expressions for the content field ``key``."""
-    import polars as pl
-
-    tool_calls = pl.col("tool_calls")
+    answers = messages.filter(
+        (pl.col(ROLE) == "tool") & pl.col("tool_call_id").is_not_null()
+    ).select("row", "index", pl.col("tool_call_id").alias("id"))
+    if not answers.height:
+        return pl.Series("row", [], dtype=pl.Int64)
     calls = (
-        (tool_calls.list.len() > 0).fill_null(False)
-        if isinstance(fields.get("tool_calls"), pl.List)
-        else pl.lit(False)
+        messages.select(
+            "row", "index", pl.col("tool_calls").list.eval(pl.element().struct.field("id"))
+        )
+        .explode("tool_calls")
+        .drop_nulls("tool_calls")
+        .group_by("row", pl.col("tool_calls").alias("id"))
+        .agg(pl.col("index").min().alias("called"))
     )
-    content = _field(fields, key)
-    missing = content.is_null() & ~calls
-    parts = _parts_fields(fields[key]) if key in fields else None
-    if parts is None:
-        return content.fill_null(""), missing, pl.lit(0, dtype=pl.Int64)
-    element = pl.element()
-    part_type = element.struct.field("type") if "type" in parts else pl.lit(None, pl.String)
-    # A field null in every row is typed Null, which list.join refuses: cast to text.
-    part_text = (
-        element.struct.field("text").cast(pl.String) if "text" in parts else pl.lit(None, pl.String)
-    )
-    is_text = (part_type == "text").fill_null(False)
-    text = (
-        content.list.eval(part_text.filter(is_text & element.is_not_null()))
-        .list.join("")
-        .fill_null("")
-    )
-    bad_part = element.is_null() | (is_text & part_text.is_null())
-    problem = missing | content.list.eval(bad_part).list.any().fill_null(False)
-    skipped = content.list.eval((~is_text & element.is_not_null()).cast(pl.Int64)).list.sum()
-    return text, problem, skipped.fill_null(0)
-
-
-def _arrow_offsets(offsets: Any) -> Any:
-    """List offsets as an Arrow array, built through polars: ``pyarrow.array`` of Python
-    or numpy values imports pandas (over a second of start-up) to look for its types."""
-    import polars as pl
-
-    return pl.Series("offsets", offsets, dtype=pl.Int64).to_arrow()
+    joined = answers.join(calls, on=["row", "id"], how="left")
+    late = pl.col("called").is_null() | (pl.col("called") >= pl.col("index"))
+    return joined.filter(late)["row"].cast(pl.Int64)
 
 
 def normalize_column(series: pl.Series) -> NormalizedColumn:
     """Normalise a ``List(Struct)`` column; :class:`BadRow` names the first malformed row."""
     import numpy as np
     import polars as pl
-    import pyarrow as pa
 
     fields = _message_fields(series)
     lengths = series.list.len()
@@ -172,8 +166,15 @@ def normalize_column(series: pl.Series) -> NormalizedColumn:
     frame = pl.DataFrame({"row": np.arange(len(series)), "message": series})
     messages = frame.filter(~empty).explode("message")
     missing_message = messages["message"].is_null()
-    messages = messages.unnest("message").with_columns(null_message=missing_message)
-    role, sender = _field(fields, "role"), _field(fields, "from")
+    # Each message's index in its conversation, from the list lengths (a window over the
+    # rows costs thirty times as much).
+    counts = lengths.filter(~empty).to_numpy().astype(np.int64)
+    starts = np.cumsum(counts) - counts
+    index = np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(starts, counts)
+    messages = messages.unnest("message").with_columns(
+        null_message=missing_message, index=pl.Series("index", index)
+    )
+    role, sender = field(fields, "role"), field(fields, "from")
     found = (
         pl.when(role.is_not_null())
         .then(pl.lit("messages"))
@@ -183,35 +184,51 @@ def normalize_column(series: pl.Series) -> NormalizedColumn:
     first_found = messages.head(1).select(found).item() if messages.height else None
     shape: Shape = "sharegpt" if first_found == "sharegpt" else "messages"
     name = role if shape == "messages" else sender
+    if shape == "sharegpt" and messages.select((name == FUNCTION_CALL).any()).item():
+        raise Unclean  # a call written as JSON text in the value: parsed value by value
     mapped = name.replace_strict(SHAPE_ROLES[shape], default=None, return_dtype=pl.String)
-    text, content_problem, skipped = _content_columns(fields, SHAPE_KEYS[shape][1])
+    text, content_problem, skipped = content_columns(fields, SHAPE_KEYS[shape][1])
+    calls, call_problem = call_columns(fields, mapped)
+    train, flag_problem = flag_columns(fields, mapped)
     problem = (
         pl.col("null_message")
         | found.is_null()
         | (found != shape).fill_null(True)
         | mapped.is_null()
         | content_problem
+        | call_problem
+        | flag_problem
     )
     checked = messages.select(
         pl.col("row"),
+        pl.col("index"),
         problem.alias("problem"),
         mapped.alias(ROLE),
         text.alias(CONTENT),
+        calls.alias("tool_calls"),
+        field(fields, "tool_call_id").alias("tool_call_id"),
+        field(fields, "name").alias("name"),
+        train.alias("train"),
         skipped.alias("skipped"),
     )
-    bad = checked.filter(pl.col("problem"))["row"].to_numpy()
+    bad = pl.concat(
+        [checked.filter(pl.col("problem"))["row"].cast(pl.Int64), _answer_problems(checked)]
+    ).to_numpy()
     candidates = [
         row for row in (first_empty, int(bad.min()) if len(bad) else None) if row is not None
     ]
     if candidates:
         raise BadRow(min(candidates), shape if first_found is not None else None)
     skipped_total = int(checked["skipped"].sum())
-    structs = checked.select(pl.struct(ROLE, CONTENT)).to_series().to_arrow()
-    if isinstance(structs, pa.ChunkedArray):
-        structs = structs.combine_chunks()
-    offsets = np.concatenate([[0], np.cumsum(lengths.to_numpy())]).astype(np.int64)
-    lists = pa.LargeListArray.from_arrays(_arrow_offsets(offsets), structs)
-    conversations = pl.Series(series.name, lists).cast(conversation_dtype())
+    # Every row has messages here (an empty one was reported above) and ``row`` ascends,
+    # so grouping the sorted rows gives back one list per row, in order; polars slices
+    # sorted groups without hashing (a third of the cost of a round trip through Arrow).
+    conversations = (
+        checked.set_sorted("row")
+        .group_by("row", maintain_order=True)
+        .agg(pl.struct(*MESSAGE_FIELDS).alias(series.name))[series.name]
+        .cast(conversation_dtype())
+    )
     return NormalizedColumn(conversations, skipped_total, shape)
 
 
@@ -220,14 +237,10 @@ def normalize_values(values: Sequence[Any], name: str = "") -> NormalizedColumn:
 
     Raises ``BadRow`` (with the row) chained from the :class:`ConversationProblem`.
     """
-    import numpy as np
     import polars as pl
-    import pyarrow as pa
 
     shape: Shape | None = None
-    roles: list[str] = []
-    contents: list[str] = []
-    offsets = [0]
+    rows: list[list[dict[str, Any]]] = []
     skipped = 0
     for row, value in enumerate(values):
         try:
@@ -235,16 +248,7 @@ def normalize_values(values: Sequence[Any], name: str = "") -> NormalizedColumn:
         except ConversationProblem as problem:
             raise BadRow(row, shape) from problem
         shape = normalized.shape
-        for role, content in normalized.messages:
-            roles.append(role)
-            contents.append(content)
-        offsets.append(len(roles))
+        rows.append([message.row() for message in normalized.messages])
         skipped += normalized.skipped_parts
-    structs = (
-        pl.DataFrame({ROLE: roles, CONTENT: contents}, schema={ROLE: pl.String, CONTENT: pl.String})
-        .to_struct("message")
-        .to_arrow()
-    )
-    lists = pa.LargeListArray.from_arrays(_arrow_offsets(np.asarray(offsets, np.int64)), structs)
-    series = pl.Series(name, lists).cast(conversation_dtype())
+    series = pl.Series(name, rows, dtype=conversation_dtype())
     return NormalizedColumn(series, skipped, shape or "messages")

@@ -7,7 +7,11 @@ the other, never both. ``content`` is a string or a list of parts
 ``[{type: "text", text: …}, …]``: the text parts are concatenated, as the chat
 templates of multimodal families do, and other parts (images, audio) are
 skipped and counted. An assistant message that only calls tools
-(``content: null`` beside ``tool_calls``) has empty text.
+(``content: null`` beside ``tool_calls``) has empty text. Besides its text a
+message keeps what templates and APIs need (:mod:`evalkit.chat.calls`): its
+tool calls, the ``tool_call_id`` it answers, its ``name`` and its training
+flag; a ShareGPT ``function_call`` turn becomes an assistant message that
+calls tools.
 
 This module works on Python values, one conversation at a time. The column
 reader (:mod:`evalkit.chat.frame`) does the same work on whole polars columns;
@@ -19,7 +23,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from evalkit.chat.calls import (
+    ToolCall,
+    check_answers,
+    function_call_turn,
+    text_field,
+    tool_calls,
+    train_flag,
+)
 from evalkit.chat.roles import MESSAGE_ROLES, ROLES, SHAREGPT_ROLES, Role
+from evalkit.chat.values import ConversationProblem, described, json_kind
+
+__all__ = [
+    "SHAPE_KEYS",
+    "SHAPE_ROLES",
+    "ConversationProblem",
+    "Message",
+    "Normalized",
+    "Shape",
+    "ToolCall",
+    "described",
+    "json_kind",
+    "normalize_value",
+]
 
 Shape = Literal["messages", "sharegpt"]
 SHAPE_KEYS: dict[Shape, tuple[str, str]] = {
@@ -27,60 +53,51 @@ SHAPE_KEYS: dict[Shape, tuple[str, str]] = {
     "sharegpt": ("from", "value"),
 }
 SHAPE_ROLES: dict[Shape, dict[str, Role]] = {"messages": MESSAGE_ROLES, "sharegpt": SHAREGPT_ROLES}
+FUNCTION_CALL = "function_call"
 
 
-class ConversationProblem(Exception):
-    """Why one conversation is malformed; ``message`` is the 0-based message index or None."""
+@dataclass(frozen=True)
+class Message:
+    """One message in evalkit's form."""
 
-    def __init__(self, reason: str, message: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.message = message
+    role: Role
+    content: str
+    """The text: a string as written, text parts joined, empty for a call-only turn."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    train: bool | None = None
+    """The training flag as written (``weight``/``training``); None when not written."""
+
+    def row(self) -> dict[str, Any]:
+        """The message as a row of the normalised column (see ``frame.conversation_dtype``)."""
+        return {
+            "role": self.role,
+            "content": self.content,
+            "tool_calls": [call.row() for call in self.tool_calls] if self.tool_calls else None,
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "train": self.train,
+        }
 
 
 @dataclass(frozen=True)
 class Normalized:
-    """One conversation in evalkit's form: (role, text) per message, in order."""
+    """One conversation in evalkit's form: its messages, in order."""
 
-    messages: list[tuple[Role, str]]
+    messages: list[Message]
     skipped_parts: int
     shape: Shape
+
+    @property
+    def pairs(self) -> list[tuple[Role, str]]:
+        """(role, text) of every message."""
+        return [(message.role, message.content) for message in self.messages]
 
 
 def shape_keys(shape: Shape) -> str:
     """``{role, content}`` or ``{from, value}``: how a shape is named in messages."""
     return "{" + ", ".join(SHAPE_KEYS[shape]) + "}"
-
-
-def described(value: Any) -> str:
-    """A value's JSON kind with its article, for error messages: ``an object``, ``null``."""
-    kind = json_kind(value)
-    if kind == "null":
-        return "null"
-    if kind == "string":
-        return "text"
-    if kind == "binary":
-        return "binary data"
-    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
-
-
-def json_kind(value: Any) -> str:
-    """How JSON would name a Python value's type, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "list"
-    if isinstance(value, dict):
-        return "object"
-    if isinstance(value, bytes | bytearray):
-        return "binary"  # a Parquet binary column; JSON has none
-    return type(value).__name__
 
 
 def message_shape(message: dict[str, Any]) -> Shape | None:
@@ -145,6 +162,27 @@ def message_text(message: dict[str, Any], shape: Shape, index: int) -> tuple[str
     )
 
 
+def _message(
+    message: dict[str, Any], shape: Shape, name: str, role: Role, index: int
+) -> tuple[Message, int]:
+    """One message in evalkit's form, and the non-text content parts it skipped."""
+    if shape == "sharegpt" and name == FUNCTION_CALL:
+        calls = function_call_turn(message.get("value"), index)
+        text, skipped = "", 0
+    else:
+        calls = tool_calls(message, role, index)
+        text, skipped = message_text(message, shape, index)
+    normalized = Message(
+        role=role,
+        content=text,
+        tool_calls=calls,
+        tool_call_id=text_field(message, "tool_call_id", index),
+        name=text_field(message, "name", index),
+        train=train_flag(message, role, index),
+    )
+    return normalized, skipped
+
+
 def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:
     """Normalise one conversation, or raise :class:`ConversationProblem` saying why not.
 
@@ -158,7 +196,7 @@ def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:
     if not value:
         raise ConversationProblem("is an empty list; a conversation needs at least one message")
     shape = expected
-    messages: list[tuple[Role, str]] = []
+    messages: list[Message] = []
     skipped = 0
     for index, message in enumerate(value):
         if not isinstance(message, dict):
@@ -185,8 +223,12 @@ def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:
         role = SHAPE_ROLES[shape].get(name) if isinstance(name, str) else None
         if role is None:
             raise ConversationProblem(unknown_role_reason(str(name), shape), index)
-        text, parts_skipped = message_text(message, shape, index)
-        messages.append((role, text))
+        normalized, parts_skipped = _message(message, shape, name, role, index)
+        messages.append(normalized)
         skipped += parts_skipped
     assert shape is not None
+    check_answers(
+        [m.role for m in messages], [m.tool_calls for m in messages],
+        [m.tool_call_id for m in messages],
+    )  # fmt: skip
     return Normalized(messages, skipped, shape)

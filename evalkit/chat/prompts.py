@@ -15,8 +15,12 @@ one's own in between, whose prompt might differ from the training render.
 The prompt is the conversation before its last assistant turn (a
 conversation without an assistant turn is a prompt already); for TRL's
 prompt-completion form, the prompt column; a text column becomes one user
-message. Messages are written normalised: ``{role, content}``, ShareGPT
-speakers mapped, content parts joined into text.
+message. Messages are written in the API's form
+(:mod:`evalkit.chat.requests`): ``{role, content}``, ShareGPT speakers
+mapped, content parts joined into text, and every tool call, tool answer
+(``tool_call_id``) and ``name`` kept; the row's tools go in ``body.tools``
+(``tools`` beside ``messages`` in jsonl lines). A row whose prompt the API
+would refuse is bad input, named by its line and message.
 """
 
 from __future__ import annotations
@@ -28,9 +32,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.chat.column import ChatColumn, read_chat
+from evalkit.chat.requests import RequestProblem, api_prompt, api_tools
 from evalkit.chat.sources import is_jsonl, line_of_row
 from evalkit.containers import is_hf_dataset
-from evalkit.errors import DuplicateIds, InvalidTable, UsageError
+from evalkit.errors import DuplicateIds, InvalidConversation, InvalidTable, UsageError
 from evalkit.io import atomic_write_bytes, check_new_output, read_table, require_columns
 
 if TYPE_CHECKING:
@@ -62,6 +67,16 @@ class PromptFile:
     """Conversations whose reference answer (last assistant turn) was left out."""
     model: str | None
     """The ``model`` of every Batch request (``openai-batch`` only)."""
+    with_tools: int = 0
+    """Prompts sent with the row's tools (``body.tools``)."""
+    tool_calls: int = 0
+    """Tool calls in the prompts sent (each answered by its tool message)."""
+    ids_made_up: int = 0
+    """Call ids and ``tool_call_id`` values made up because the data has none."""
+    tools_wrapped: int = 0
+    """Bare ``{name, …}`` tool schemas sent as ``{type: "function", function: …}``."""
+    tools_column: str | None = None
+    """The column the tools came from."""
 
     def write(self, out: Path | str, *, force: bool = False) -> Path:
         """Write the file atomically; an existing file needs ``force``."""
@@ -133,8 +148,17 @@ def _checked_ids(
     return ids
 
 
-def _prompt_messages(chat: ChatColumn, where: Callable[[int], str]) -> list[list[dict[str, str]]]:
-    """Each row's prompt as ``{role, content}`` messages."""
+@dataclass
+class _Prompts:
+    messages: list[list[dict[str, Any]]]
+    tools: list[list[dict[str, Any]] | None]
+    tool_calls: int = 0
+    ids_made_up: int = 0
+    tools_wrapped: int = 0
+
+
+def _prompt_messages(chat: ChatColumn, where: Callable[[int], str]) -> _Prompts:
+    """Each row's prompt as API messages, and its tools."""
     if not chat.is_conversation:
         texts = chat.texts[0]
         if texts.null_count():
@@ -142,15 +166,37 @@ def _prompt_messages(chat: ChatColumn, where: Callable[[int], str]) -> list[list
             raise InvalidTable(
                 f"{where(row)}: no text in column {chat.columns[0]!r}; every prompt needs one"
             )
-        return [[{"role": "user", "content": text}] for text in texts.to_list()]
-    conversations: list[list[dict[str, str]]] = chat.prompts().to_list()
+        return _Prompts([[{"role": "user", "content": text}] for text in texts.to_list()],
+                        [None] * len(texts))  # fmt: skip
+    column = chat.columns[0]
+    conversations = chat.prompts().to_list()
+    shifted = chat.system_rows.to_list() if chat.system_rows is not None else None
+    tools_text = chat.tools.to_list() if chat.tools is not None else [None] * len(chat)
+    result = _Prompts([], [])
     for row, messages in enumerate(conversations):
         if not messages:
             raise InvalidTable(
-                f"{where(row)}: column {chat.columns[0]!r} has nothing before the "
+                f"{where(row)}: column {column!r} has nothing before the "
                 "last assistant turn; a prompt needs at least one message"
             )
-    return conversations
+        try:
+            prompt = api_prompt(messages)
+        except RequestProblem as problem:
+            index = problem.message - (1 if shifted is not None and shifted[row] else 0)
+            raise InvalidConversation(
+                f"{where(row)}: column {column!r}, message {index}: {problem.reason}"
+            ) from None
+        result.messages.append(prompt.messages)
+        result.ids_made_up += prompt.ids_made_up
+        result.tool_calls += sum(len(m.get("tool_calls", ())) for m in prompt.messages)
+        text = tools_text[row]
+        if text is None or not chat.parsed_tools[text]:
+            result.tools.append(None)  # the API refuses an empty tools list
+            continue
+        tools, wrapped = api_tools(chat.parsed_tools[text])
+        result.tools.append(tools)
+        result.tools_wrapped += wrapped
+    return result
 
 
 def prompts(
@@ -162,15 +208,20 @@ def prompts(
     model: str | None = None,
     max_tokens: int | None = None,
     temperature: float | None = None,
+    system: str | None = None,
+    tools: str | None = None,
 ) -> PromptFile:
     """The inference inputs of a split file, as OpenAI Batch requests or ``{id, messages}``.
 
-    ``text`` is the conversation column (or prompt and completion columns, or
-    a text column); each prompt is its conversation without the reference
-    answer. ``openai-batch`` needs ``model``; ``temperature`` defaults to 0
-    (greedy: an evaluation should not depend on sampling) and ``max_tokens``
-    is sent only when given. Bad input raises an
-    :class:`~evalkit.errors.EvalkitError`; nothing is written here.
+    ``text`` is the conversation column (or prompt and completion columns,
+    Alpaca's three columns, or a text column); each prompt is its
+    conversation without the reference answer, its tool calls and tool
+    answers kept, and the row's tools (``tools``, default: a column named
+    ``tools``) sent with it; ``system`` names the column of system prompts
+    (default: a column named ``system``). ``openai-batch`` needs ``model``;
+    ``temperature`` defaults to 0 (greedy: an evaluation should not depend on
+    sampling) and ``max_tokens`` is sent only when given. Bad input raises
+    an :class:`~evalkit.errors.EvalkitError`; nothing is written here.
     """
     import orjson
     import polars as pl
@@ -187,8 +238,8 @@ def prompts(
     require_columns(frame, [id_column], source)
     where = _locator(path)
     ids = _checked_ids(frame, id_column, source, where)
-    chat = read_chat(frame, text, source=source, path=path)
-    messages = _prompt_messages(chat, where)
+    chat = read_chat(frame, text, source=source, path=path, system=system, tools=tools)
+    built = _prompt_messages(chat, where)
     answers_left_out = 0
     if chat.is_conversation:
         answers_left_out = len(chat) - chat.reference_answers().null_count()
@@ -197,13 +248,21 @@ def prompts(
         settings: dict[str, Any] = {"temperature": 0.0 if temperature is None else temperature}
         if max_tokens is not None:
             settings["max_tokens"] = max_tokens
-        for identifier, prompt in zip(ids.cast(pl.String).to_list(), messages, strict=True):
-            body = {"model": model, "messages": prompt, **settings}
+        rows = zip(ids.cast(pl.String).to_list(), built.messages, built.tools, strict=True)
+        for identifier, prompt, row_tools in rows:
+            body: dict[str, Any] = {"model": model, "messages": prompt}
+            if row_tools is not None:
+                body["tools"] = row_tools
+            body.update(settings)
             request = {"custom_id": identifier, "method": "POST", "url": BATCH_URL, "body": body}
             lines.append(orjson.dumps(request))
     else:
-        for identifier, prompt in zip(ids.to_list(), messages, strict=True):
-            lines.append(orjson.dumps({id_column: identifier, "messages": prompt}))
+        for identifier, prompt, row_tools in zip(ids.to_list(), built.messages, built.tools,
+                                                 strict=True):  # fmt: skip
+            line: dict[str, Any] = {id_column: identifier, "messages": prompt}
+            if row_tools is not None:
+                line["tools"] = row_tools
+            lines.append(orjson.dumps(line))
     return PromptFile(
         data=b"".join(line + b"\n" for line in lines),
         n=len(lines),
@@ -213,4 +272,9 @@ def prompts(
         shape=chat.shape,
         answers_left_out=answers_left_out,
         model=model,
+        with_tools=sum(row_tools is not None for row_tools in built.tools),
+        tool_calls=built.tool_calls,
+        ids_made_up=built.ids_made_up,
+        tools_wrapped=built.tools_wrapped,
+        tools_column=chat.tools_column,
     )

@@ -2,9 +2,10 @@
 
 Every conversation evalkit reads ends up with four roles, the ones chat
 templates know: ``system``, ``user``, ``assistant``, ``tool``. ShareGPT files
-name speakers differently (``human``/``gpt``; tool traffic as ``tool``,
-``function_call`` or ``observation``), so each shape has its own map onto
-those four. A name outside the map is an error, never guessed.
+name speakers differently (``human``/``gpt``; the assistant's own tool call
+as ``function_call``, the tool's answer as ``observation`` or ``tool``), so
+each shape has its own map onto those four. A name outside the map is an
+error, never guessed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ MESSAGE_ROLES: Final[dict[str, Role]] = {
     "tool": "tool",
 }
 # from/value messages (ShareGPT ``conversations``, axolotl, LLaMA-Factory).
+# ``function_call`` is the assistant's call (LLaMA-Factory's ``function_tag``, its
+# Role.FUNCTION, trained on like any assistant turn); ``observation`` the tool's
+# answer (``observation_tag``): src/llamafactory/data/parser.py and converter.py.
 SHAREGPT_ROLES: Final[dict[str, Role]] = {
     "system": "system",
     "human": "user",
@@ -34,7 +38,7 @@ SHAREGPT_ROLES: Final[dict[str, Role]] = {
     "gpt": "assistant",
     "assistant": "assistant",
     "tool": "tool",
-    "function_call": "tool",
+    "function_call": "assistant",
     "observation": "tool",
 }
 

@@ -12,7 +12,7 @@ column read again value by value (orjson), which is exact and names the line.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,13 +57,25 @@ def line_of_row(path: Path, row: int) -> int:
 
 def exact_values(path: Path, column: str) -> tuple[list[Any], list[int]]:
     """Every row's value of ``column`` as JSON gives it, and each row's line number."""
+    values, lines = exact_columns(path, [column])
+    return values[column], lines
+
+
+def exact_columns(path: Path, columns: Sequence[str]) -> tuple[dict[str, list[Any]], list[int]]:
+    """Every row's values of ``columns`` as JSON gives them (one pass), and the line numbers.
+
+    polars and pyarrow give a nested column one type, whose structs hold the
+    keys of every row (a missing key reads as null, tool schemas of different
+    rows merge); JSON gives each value as written.
+    """
     import orjson
 
-    values: list[Any] = []
+    values: dict[str, list[Any]] = {column: [] for column in columns}
     lines: list[int] = []
     for number, line in _records(path):
         record = orjson.loads(line)  # read_table already proved every line parses
-        values.append(record.get(column) if isinstance(record, dict) else None)
+        for column in columns:
+            values[column].append(record.get(column) if isinstance(record, dict) else None)
         lines.append(number)
     return values, lines
 

@@ -41,7 +41,8 @@ def provenance_options(function: F) -> F:
         "--ledger",
         "ledger_path",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="Test-set ledger to read (default: the one score recorded, beside the gold file).",
+        help="Test-set ledger to read when it cannot be found from the results; it must be "
+        "the one beside the gold file (or, when there is none, the one every result recorded).",
     )(function)
     function = click.option(
         "--allow-base-change",

@@ -12,11 +12,14 @@ old rules, burns it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from evalkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from evalkit.provenance.ledger import AppendedLook
 
 
 def choose_ledger(
@@ -55,36 +58,44 @@ def choose_ledger(
     return chosen
 
 
-def record_rescore(
-    ledger: Path | None, summary: Any, replaced: Any, purpose: str | None
-) -> str | None:
-    """Append the re-score's line; one line for the terminal saying what it counted as.
+def rescore_purpose(replaced: Any, purpose: str | None) -> str:
+    """The purpose a re-score's ledger line carries: ``--purpose``, else what it replaces."""
+    old = replaced.summary.contract
+    return purpose or f"rescore of {replaced.path} ({old.name} v{old.version})"
 
-    ``summary`` is the new result's, ``replaced`` the result folder it replaces.
+
+def rescore_message(
+    ledger: Path | None, summary: Any, replaced: Any, look: AppendedLook | None
+) -> str | None:
+    """One line for the terminal saying what the re-score's ledger line counted as.
+
+    ``summary`` is the new result's, ``replaced`` the result folder it
+    replaces, ``look`` the line appended before the new result was published.
     """
-    if ledger is None:
+    if ledger is None or look is None:
         return "ledger: not recorded (the result was scored with --no-ledger; pass --ledger FILE)"
-    from evalkit.provenance.ledger import append_look, rules_sha256
+    from evalkit.cli._score_provenance import look_message
+    from evalkit.provenance.ledger import rules_sha256
     from evalkit.provenance.ledger_state import gold_state
 
+    if look.head_problem is not None:
+        look_message(ledger, look)  # the warning about the damaged ledger, on stderr
     old, new = replaced.summary.contract, summary.contract
     same_rules = rules_sha256(old.normalized) == rules_sha256(new.normalized)
-    why = purpose or f"rescore of {replaced.path} ({old.name} v{old.version})"
-    _, looks, new_look = append_look(ledger, summary, purpose=why)
-    if not new_look:
+    if not look.new_look:
         rules = "the same rules" if same_rules else "these rules before"
         return (
-            f"ledger: a re-score under {rules}, so no new look ({looks} at this gold file, "
+            f"ledger: a re-score under {rules}, so no new look ({look.looks} at this gold file, "
             f"in {ledger})"
         )
     state = gold_state(ledger, summary.gold.sha256)
     if same_rules:
         return (
-            f"ledger: look {looks} at this gold file ({state.state}), in {ledger}: the "
+            f"ledger: look {look.looks} at this gold file ({state.state}), in {ledger}: the "
             "replaced result's look was not recorded there"
         )
     return (
         f"ledger: the rules changed ({old.name} v{old.version} -> {new.name} v{new.version}) "
-        f"after the test was seen: look {looks} at this gold file, which is now "
+        f"after the test was seen: look {look.looks} at this gold file, which is now "
         f"{state.state} (see evalkit ledger {ledger})"
     )

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from evalkit.errors import UsageError
+
+if TYPE_CHECKING:
+    from evalkit.provenance.ledger import AppendedLook
 
 
 @dataclass(frozen=True)
@@ -107,16 +110,19 @@ def provenance_options(
     return ScoreProvenance(card, base, ledger)
 
 
-def record_look(ledger: Path | None, summary: Any, purpose: str | None) -> str | None:
-    """Append the look to the ledger; the line to print about it."""
-    if ledger is None:
+def look_message(ledger: Path | None, look: AppendedLook | None) -> str | None:
+    """The line to print about the look appended (a warning first when the ledger was damaged)."""
+    if ledger is None or look is None:
         return None
-    from evalkit.provenance.ledger import append_look
-
-    _, looks, new_look = append_look(ledger, summary, purpose=purpose)
-    if not new_look:
+    if look.head_problem is not None:
+        click.echo(
+            f"evalkit: warning: {ledger}: {look.head_problem}; this look is recorded, and every "
+            "test set of this ledger now reads burned (see evalkit ledger)",
+            err=True,
+        )
+    if not look.new_look:
         return (
             f"ledger: the same predictions were scored under the same contract before, so no "
-            f"new look ({looks} at this gold file, in {ledger})"
+            f"new look ({look.looks} at this gold file, in {ledger})"
         )
-    return f"ledger: look {looks} at this gold file, recorded in {ledger} (see evalkit ledger)"
+    return f"ledger: look {look.looks} at this gold file, recorded in {ledger} (see evalkit ledger)"

@@ -20,14 +20,29 @@ from evalkit.cli._engine_options import engine_options, ray_options
     required=True,
     multiple=True,
     metavar="COL",
-    help="Text or conversation column (messages, ShareGPT) to compare; twice for "
-    "prompt-completion: --text prompt --text completion.",
+    help="Text or conversation column (messages, ShareGPT; nested or as JSON text) to "
+    "compare; twice for prompt-completion (--text prompt --text completion), three times "
+    "for Alpaca (--text instruction --text input --text output).",
 )
 @click.option(
     "--roles",
     metavar="ROLES",
-    help="Conversation turns compared, comma-separated "
-    "[default: user,assistant,tool - every role but system].",
+    help="Conversation turns compared (their text and their tool calls' names and "
+    "arguments), comma-separated [default: user,assistant,tool - every role but system]. "
+    "Exit 2 when --text holds plain text.",
+)
+@click.option(
+    "--system",
+    metavar="COL",
+    help="Column of system prompts, put first in each conversation that has none "
+    "[default: a column named system, if any].",
+)
+@click.option(
+    "--tools",
+    "tools",
+    metavar="COL",
+    help="Column of each conversation's tools, checked (a list of function schemas, or its "
+    "JSON text) [default: a column named tools, if any].",
 )
 @click.option(
     "--group",
@@ -76,6 +91,8 @@ def audit_command(
     id_column: str,
     text_column: tuple[str, ...],
     roles: str | None,
+    system: str | None,
+    tools: str | None,
     group: tuple[str, ...],
     stratify: str | None,
     near_dup: float,
@@ -101,8 +118,9 @@ def audit_command(
     checked exactly), and the classes of --stratify missing from a split.
 
     --text may name a conversation column ({role, content} messages or
-    ShareGPT {from, value}): the text compared is then the content of the
-    --roles turns, so a system prompt shared by every example is no leak.
+    ShareGPT {from, value}, nested or as JSON text): the text compared is
+    then the content and tool calls of the --roles turns, so a system prompt
+    shared by every example is no leak.
 
     Repetition within each split is reported too (not a leak): the share of
     its items in exact and in near-duplicate clusters of its own, the largest
@@ -140,6 +158,8 @@ def audit_command(
         id_column=id_column,
         text_column=list(text_column),
         roles=roles,
+        system=system,
+        tools=tools,
         group=list(group),
         stratify=stratify,
         near_dup=None if exact_only else near_dup,

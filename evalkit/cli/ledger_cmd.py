@@ -32,8 +32,12 @@ def ledger_command(path: Path, json_path: Path | None, force: bool) -> None:
       reused  2-4 looks: a choice made on it may inflate every figure by up to
               0.45·√L standard errors (keeping what beat the baseline)
       burned  5+ looks, or a contract first used after another (the rules
-              changed after the test was seen), or an edited/removed line
-    A burned test should be retired: freeze a new test split.
+              changed after the test was seen), or an edited/removed line,
+              or lines cut from the end (its head, evalkit-ledger.head,
+              records more)
+    A burned test should be retired: freeze a new test split. A test set is
+    its rows: the same ids and gold values in another file (test.parquet,
+    test.jsonl) count together.
 
     \b
     Example:

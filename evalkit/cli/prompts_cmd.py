@@ -18,8 +18,22 @@ from evalkit.cli._table_options import hf_split_option, one_table
     required=True,
     multiple=True,
     metavar="COL",
-    help="Conversation column (messages, ShareGPT) or text column; twice for "
-    "prompt-completion: --text prompt --text completion.",
+    help="Conversation column (messages, ShareGPT; nested or as JSON text) or text "
+    "column; twice for prompt-completion (--text prompt --text completion), three times "
+    "for Alpaca (--text instruction --text input --text output).",
+)
+@click.option(
+    "--system",
+    metavar="COL",
+    help="Column of system prompts, put first in each conversation that has none "
+    "[default: a column named system, if any].",
+)
+@click.option(
+    "--tools",
+    "tools",
+    metavar="COL",
+    help="Column of each conversation's tools (a list of function schemas, or its JSON "
+    "text), sent as body.tools [default: a column named tools, if any].",
 )
 @click.option(
     "--out",
@@ -56,6 +70,8 @@ def prompts_command(
     split: Path,
     id_column: str,
     text: tuple[str, ...],
+    system: str | None,
+    tools: str | None,
     out: Path,
     fmt: str,
     model: str | None,
@@ -72,7 +88,14 @@ def prompts_command(
     with --hf-split NAME). Every conversation loses its last assistant turn (the
     reference answer, which `evalkit score` reads back as gold with the
     contract key gold_answer); a text column becomes one user turn. Messages
-    are written as {role, content}, ShareGPT speakers mapped.
+    are written as the Chat Completions API takes them: {role, content},
+    ShareGPT speakers mapped (function_call -> an assistant tool call,
+    observation -> its tool answer), tool calls, tool_call_id and name kept,
+    and the row's tools sent as body.tools. Every request is checked against
+    the API's rules (each tool message answers a call of the assistant message
+    before it, no empty assistant turn): a row that breaks them is exit 2,
+    naming its line and message. Call ids the data lacks are made up
+    (call_<message>_<call>) and said so.
 
     openai-batch lines are OpenAI Batch requests to /v1/chat/completions
     (custom_id = the id); run them as a Batch job or on an OpenAI-compatible
@@ -99,6 +122,8 @@ def prompts_command(
         model=model,
         max_tokens=max_tokens,
         temperature=temperature,
+        system=system,
+        tools=tools,
     )
     result.write(out, force=force)
     if not quiet:

@@ -81,7 +81,7 @@ def rescore_command(
     --force).
     """
     from evalkit.cli._files import result_inputs, schema_file_input
-    from evalkit.cli._rescore_ledger import choose_ledger, record_rescore
+    from evalkit.cli._rescore_ledger import choose_ledger, rescore_message, rescore_purpose
     from evalkit.command_files import CommandFiles
     from evalkit.contract.load import load_contract
     from evalkit.errors import UsageError
@@ -89,6 +89,7 @@ def rescore_command(
     from evalkit.report.html.score import render_score_html
     from evalkit.report.score_summary import render_rescore_lines
     from evalkit.scoring.rescore import recorded_inputs, rescore
+    from evalkit.scoring.write import publish_score
 
     # What the command line names is checked before anything is read or scored.
     files = CommandFiles(force=force).reads(*results, contract_path, ledger_path)
@@ -117,8 +118,15 @@ def rescore_command(
     for inputs, ledger, target in plans:
         result = rescore(inputs, contract_path, workers=workers, ledger=ledger)
         report = render_score_html(result.summary).encode("utf-8")
-        result.write(target, force=force, extra_files={"report.html": report})
-        ledger_line = record_rescore(ledger, result.summary, inputs.result, purpose)
+        # The look is appended (and fsynced) before the folder is published.
+        published = publish_score(
+            result,
+            target,
+            force=force,
+            extra_files={"report.html": report},
+            purpose=rescore_purpose(inputs.result, purpose),
+        )
+        ledger_line = rescore_message(ledger, published.summary, inputs.result, published.look)
         if quiet:
             click.echo(str(target))
             continue

@@ -101,7 +101,8 @@ PRED_FORMATS = ["auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-e
     "--ledger",
     "ledger_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Test-set ledger to record this look in (default: evalkit-ledger.jsonl beside --gold).",
+    help="Test-set ledger to record this look in (default: evalkit-ledger.jsonl beside --gold; "
+    "gate counts one elsewhere only when the gold file has none beside it).",
 )
 @click.option(
     "--no-ledger",
@@ -148,7 +149,9 @@ def score_command(
     settings, weights hash) and --base-model/--base-revision the base of a
     prompt-only run, so that compare and gate can refuse to compare across
     bases. Every score appends a line to the test-set ledger
-    (evalkit-ledger.jsonl beside the gold file; see `evalkit ledger`).
+    (evalkit-ledger.jsonl beside the gold file, with its head
+    evalkit-ledger.head; see `evalkit ledger`) before the result is
+    written: a failed append writes no result.
 
     With the contract key gold_answer, gold is the reference answer in each
     conversation's last assistant turn (a test split in training format),
@@ -185,10 +188,11 @@ def score_command(
     # imports below, so that both run beside this process's own start-up.
     hash_early([gold_path, pred_path])
     with early_workers(pred_path, workers):
-        from evalkit.cli._score_provenance import provenance_options, record_look
+        from evalkit.cli._score_provenance import look_message, provenance_options
         from evalkit.report.html.score import render_score_html
         from evalkit.report.score_summary import render_score_summary
         from evalkit.scoring.engine import OnDuplicate, score
+        from evalkit.scoring.write import publish_score
 
         provenance = provenance_options(
             gold_path, card_path, adapter_dir, base_model, base_revision, ledger_path, no_ledger
@@ -211,8 +215,16 @@ def score_command(
 
     files.reads(schema_file_input(contract_path), provenance.ledger).check()
     report = render_score_html(result.summary).encode("utf-8")
-    result.write(out, force=force, extra_files={"report.html": report}, inputs=files.inputs)
-    ledger_line = record_look(provenance.ledger, result.summary, purpose)
+    # The look is appended (and fsynced) before the folder is published.
+    published = publish_score(
+        result,
+        out,
+        force=force,
+        extra_files={"report.html": report},
+        purpose=purpose,
+        inputs=files.inputs,
+    )
+    ledger_line = look_message(provenance.ledger, published.look)
     for warning in result.summary.warnings:
         click.echo(f"evalkit: warning: {warning}", err=True)
     if quiet:

@@ -78,14 +78,29 @@ class _NumberList(click.ParamType):
     "--text",
     multiple=True,
     metavar="COL",
-    help="Text or conversation column (messages, ShareGPT): length statistics per split, "
-    "and what --near-dup compares. Twice for prompt-completion: --text prompt --text completion.",
+    help="Text or conversation column (messages, ShareGPT; nested or as JSON text): length "
+    "statistics per split, and what --near-dup compares. Twice for prompt-completion "
+    "(--text prompt --text completion), three times for Alpaca (--text instruction "
+    "--text input --text output).",
 )
 @click.option(
     "--roles",
     metavar="ROLES",
-    help="Conversation turns compared by --near-dup, comma-separated "
-    "[default: user,assistant,tool - every role but system].",
+    help="Conversation turns compared by --near-dup (their text and their tool calls' names "
+    "and arguments), comma-separated [default: user,assistant,tool - every role but system].",
+)
+@click.option(
+    "--system",
+    metavar="COL",
+    help="Column of system prompts, put first in each conversation that has none "
+    "[default: a column named system, if any].",
+)
+@click.option(
+    "--tools",
+    "tools",
+    metavar="COL",
+    help="Column of each conversation's tools (a list of function schemas, or its JSON text), "
+    "checked and rendered with --tokenizer [default: a column named tools, if any].",
 )
 @click.option(
     "--format",
@@ -143,6 +158,8 @@ def split_command(
     id_column: str | None,
     text: tuple[str, ...],
     roles: str | None,
+    system: str | None,
+    tools: str | None,
     fmt: str,
     null_group: str,
     tolerance: int | None,
@@ -168,16 +185,20 @@ def split_command(
     in at least as many groups as there are splits appears in each split. The
     same data and seed give the same split, whatever the row order.
 
-    --text may name a conversation column ({role, content} messages, ShareGPT
-    {from, value}); lengths then count the characters of every turn, and
-    --near-dup compares the --roles turns (not the system prompt, which every
-    example may share).
+    --text may name a conversation column ({role, content} messages with tool
+    calls, ShareGPT {from, value} with function_call/observation turns, or
+    their JSON text in a CSV column); lengths then count the characters of
+    every turn, and --near-dup compares the --roles turns (not the system
+    prompt, which every example may share), tool calls included.
 
     --engine ray runs the --near-dup search on a Ray cluster (--ray-address,
     else RAY_ADDRESS or a local one); the split and its files are the same.
 
     Writes OUT/<name>.<format> per split, OUT/assignments.parquet (id, group,
     split; reusable with --freeze) and OUT/manifest.json, and prints a report.
+    A JSONL input is written back as written: --format jsonl split files hold
+    its lines byte for byte; in Parquet, a nested column whose keys differ
+    from row to row is written as each value's JSON text.
 
     \b
     Example:
@@ -219,11 +240,13 @@ def split_command(
         near_dup=near_dup,
         freeze=freeze,
         tokenizer=tokenizer,
+        system=system,
+        tools=tools,
         engine="ray" if ray is not None else "local",
         ray=ray,
     )
-    result.write(
+    written = result.write(
         out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force
     )
     if not quiet:
-        click.echo(render_split_summary(result.record, str(out)))
+        click.echo(render_split_summary(written, str(out)))

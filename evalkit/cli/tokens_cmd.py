@@ -26,7 +26,21 @@ DEFAULT_HTML_SAMPLE = 5
     multiple=True,
     required=True,
     metavar="COL",
-    help="Conversation or text column; twice for prompt and completion columns.",
+    help="Conversation or text column; twice for prompt and completion columns, three times "
+    "for Alpaca (--text instruction --text input --text output).",
+)
+@click.option(
+    "--system",
+    metavar="COL",
+    help="Column of system prompts, put first in each conversation that has none "
+    "[default: a column named system, if any].",
+)
+@click.option(
+    "--tools",
+    "tools",
+    metavar="COL",
+    help="Column of each conversation's tools (a list of function schemas, or its JSON text), "
+    "passed to the chat template [default: a column named tools, if any].",
 )
 @click.option("--id", "id_column", metavar="COL", help="Id column naming examples (default: row).")
 @click.option(
@@ -81,6 +95,8 @@ def tokens_command(
     files: tuple[Path, ...],
     tokenizer: Path,
     text: tuple[str, ...],
+    system: str | None,
+    tools: str | None,
     id_column: str | None,
     max_seq_length: int | None,
     loss: str | None,
@@ -99,7 +115,9 @@ def tokens_command(
     is a split, named by its file stem; a folder written by `evalkit split`, or
     a Hugging Face DatasetDict folder, stands for its splits. Conversations
     are rendered with the tokenizer's chat template and encoded as
-    apply_chat_template(tokenize=True) does; the loss mask is on assistant
+    apply_chat_template(messages, tools=tools, tokenize=True) does (tool
+    calls, tool answers and the row's --tools column reach the template);
+    the loss mask is on assistant
     turns (their content and the end-of-turn token that closes them), taken
     from the template's {% generation %} markers when it has them.
 
@@ -139,6 +157,8 @@ def tokens_command(
         list(files),
         tokenizer=tokenizer,
         text=list(text),
+        system=system,
+        tools=tools,
         id_column=id_column,
         max_seq_length=max_seq_length,
         loss=loss,  # type: ignore[arg-type]

@@ -26,7 +26,13 @@ from evalkit.comparison.results import ScoredResult, check_compatible, load_resu
 from evalkit.comparison.rules import parse_gate_rules
 from evalkit.comparison.statistics import CONFIDENCE
 from evalkit.comparison.suspects import find_suspects
-from evalkit.comparison.test_set import find_ledger, fresh_test_check, gold_split, ledger_status
+from evalkit.comparison.test_set import (
+    LedgerFindings,
+    fresh_test_check,
+    gold_split,
+    ledger_findings,
+    ledger_status,
+)
 from evalkit.comparison.verdict import CandidateTotals, apply_rules
 from evalkit.errors import UsageError
 
@@ -91,6 +97,7 @@ def _compare_one(
     seed: int,
     resamples: int,
     provenance: _ProvenanceOptions,
+    findings: LedgerFindings,
 ) -> CandidateReport:
     check_compatible(baseline, candidate)
     section, ablation = compare_provenance(
@@ -106,8 +113,7 @@ def _compare_one(
     classes = compare_scopes(counts["classes"], rare, seed, resamples)
     slices = compare_scopes(counts["slices"], {}, seed, resamples)
     checks = apply_rules(rules, _totals(candidate), overall, classes, slices) + ablation
-    ledger = find_ledger([candidate, baseline], provenance.ledger)
-    test_set = ledger_status([baseline, candidate], overall, ledger)
+    test_set = ledger_status(findings, [baseline, candidate], overall)
     if rules.require_fresh_test:
         checks.append(fresh_test_check(test_set))
     failures = [check for check in checks if not check.passed]
@@ -210,7 +216,9 @@ def gate(
     _check_options(seed, resamples)
     base, cand = _load(baseline), _load(candidate)
     options = _ProvenanceOptions(factors, allow_base_change, Path(ledger) if ledger else None)
-    report = _compare_one(base, cand, cand.name, seed, resamples, options)
+    check_compatible(base, cand)  # before the ledger: its state is the gold file's
+    findings = ledger_findings([base, cand], options.ledger)
+    report = _compare_one(base, cand, cand.name, seed, resamples, options, findings)
     decision = _with_record(report, [report], decide([report], 0.0), base, {cand.name: cand})
     return report.model_copy(update={"decision": decision})
 
@@ -248,8 +256,11 @@ def compare(
     loaded = [_load(candidate) for candidate in candidates]
     names = _unique_names(loaded)
     options = _ProvenanceOptions(factors, allow_base_change, Path(ledger) if ledger else None)
+    for result in loaded:
+        check_compatible(base, result)  # before the ledger: its state is the gold file's
+    findings = ledger_findings([base, *loaded], options.ledger)
     reports = [
-        _compare_one(base, result, name, seed, resamples, options)
+        _compare_one(base, result, name, seed, resamples, options, findings)
         for result, name in zip(loaded, names, strict=True)
     ]
     ranked = rank_candidates(reports)

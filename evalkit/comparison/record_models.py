@@ -10,6 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+State = Literal["fresh", "seen", "reused", "burned", "unknown"]
+"""A test set's state; ``unknown`` when no ledger counted its looks."""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
@@ -81,7 +84,7 @@ class LedgerStatus(_Model):
 
     ledger: str | None
     """The ledger read (null when none was found)."""
-    state: Literal["fresh", "seen", "reused", "burned", "unknown"]
+    state: State
     """The ledger's state for the gold file; ``unknown`` without a ledger."""
     looks: int
     """Distinct (predictions, contract) pairs scored on it."""

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from evalkit.comparison.verify import verify_summary
 from evalkit.errors import (
     IncompatibleResults,
     InvalidTable,
     MalformedFile,
     UnreadableFile,
 )
-from evalkit.io import read_table, require_columns, sha256_file
+from evalkit.io import hash_early, read_table, require_columns, sha256_file
 
 if TYPE_CHECKING:
     import polars as pl
@@ -78,6 +79,13 @@ class ClassSummary(_Loose):
     rare: bool = False
 
 
+class LookRef(_Loose):
+    """The result's line in the ledger (``summary.json`` ``look``)."""
+
+    line: int
+    sha256: str
+
+
 class ResultSummary(_Loose):
     """The part of ``summary.json`` that comparison reads."""
 
@@ -92,6 +100,8 @@ class ResultSummary(_Loose):
     base: dict[str, Any] | None = None
     card: dict[str, Any] | None = None
     ledger: str | None = None
+    look: LookRef | None = None
+    examples_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,8 @@ class ScoredResult:
     summary: ResultSummary
     examples: pl.DataFrame
     summary_sha256: str
+    examples_sha256: str | None = None
+    """sha256 of ``examples.parquet`` as read (None for a result built in memory)."""
 
     @property
     def name(self) -> str:
@@ -122,8 +134,7 @@ def _first_error(error: ValidationError) -> str:
     return f"key {key!r}: {detail['msg'].lower()}"
 
 
-def _read_summary(path: Path) -> ResultSummary:
-
+def _read_summary(path: Path) -> tuple[dict[str, Any], ResultSummary]:
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
     from evalkit.documents import DocumentError, load_json
@@ -143,7 +154,7 @@ def _read_summary(path: Path) -> ResultSummary:
             f"{path}: format_version {summary.format_version} is newer than this evalkit "
             f"understands ({SUPPORTED_FORMAT_VERSION}); upgrade evalkit"
         )
-    return summary
+    return raw, summary
 
 
 def _read_examples(path: Path, summary: ResultSummary) -> pl.DataFrame:
@@ -164,18 +175,20 @@ def _read_examples(path: Path, summary: ResultSummary) -> pl.DataFrame:
                 f"{RERUN_HINT}"
             )
     frame = frame.with_columns(pl.col("id").cast(pl.String), pl.col("class").cast(pl.String))
-    if frame["id"].n_unique() < frame.height:
-        duplicated = frame.filter(pl.col("id").is_duplicated())["id"]
-        raise InvalidTable(
-            f"{path}: id {duplicated.sort()[0]!r} occurs more than once; ids must be unique"
-        )
+    # evalkit score writes examples sorted by id; sort only what is not. In id
+    # order a repeated id is next to itself: no hash table over a million ids.
+    if not frame["id"].is_sorted():
+        frame = frame.sort("id")
+    ids = frame["id"]
+    repeated = ids.slice(1).filter(ids.slice(1) == ids.slice(0, max(len(ids) - 1, 0)))
+    if len(repeated):
+        raise InvalidTable(f"{path}: id {repeated[0]!r} occurs more than once; ids must be unique")
     if frame.height != summary.overall.n:
         raise InvalidTable(
             f"{path}: {frame.height} rows but summary.json says overall.n = "
             f"{summary.overall.n}; the folder mixes two runs, {RERUN_HINT}"
         )
-    # evalkit score writes examples sorted by id; sort only what is not.
-    return frame if frame["id"].is_sorted() else frame.sort("id")
+    return frame
 
 
 def _check_fingerprint(summary: ResultSummary, path: Path) -> None:
@@ -192,7 +205,13 @@ def _check_fingerprint(summary: ResultSummary, path: Path) -> None:
 
 
 def load_result(path: str | os.PathLike[str]) -> ScoredResult:
-    """Read and check a result folder written by ``evalkit score``."""
+    """Read and check a result folder written by ``evalkit score``.
+
+    Beyond the shape of both files, the contract block must hash to its
+    fingerprint, ``examples.parquet`` to the ``examples_sha256`` the summary
+    records, and the summary's figures must be what the examples and the
+    contract give (:mod:`evalkit.comparison.verify`); otherwise exit 2.
+    """
     folder = Path(path)
     if not folder.exists():
         raise UnreadableFile(f"{folder}: no such folder; pass a folder written by evalkit score")
@@ -201,11 +220,14 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
             f"{folder}: is a file; pass the folder written by evalkit score "
             "(with summary.json and examples.parquet)"
         )
-    summary_path = folder / "summary.json"
-    summary = _read_summary(summary_path)
+    summary_path, examples_path = folder / "summary.json", folder / "examples.parquet"
+    hash_early([summary_path, examples_path])
+    raw, summary = _read_summary(summary_path)
     _check_fingerprint(summary, summary_path)
-    examples = _read_examples(folder / "examples.parquet", summary)
-    return ScoredResult(folder, summary, examples, sha256_file(summary_path))
+    examples = _read_examples(examples_path, summary)
+    examples_sha256 = sha256_file(examples_path)
+    verify_summary(summary_path, raw, examples_path, examples, examples_sha256)
+    return ScoredResult(folder, summary, examples, sha256_file(summary_path), examples_sha256)
 
 
 def check_compatible(baseline: ScoredResult, candidate: ScoredResult) -> None:

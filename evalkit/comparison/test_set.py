@@ -1,40 +1,192 @@
 """The test set of a comparison: its ledger state, the fresh-test rule, its split and groups.
 
-The ledger is the one ``score`` recorded the look in (``summary.json``
-``ledger``), else ``evalkit-ledger.jsonl`` beside the gold file, else the
-``--ledger`` given. Without one the state is ``unknown``: nothing counted
-the looks. With ``require_fresh_test: true`` in the contract's gate, a
-burned test (or one whose looks cannot be counted) fails the gate.
+The ledger that counts is the one beside the gold file (``evalkit-ledger.jsonl``
+in its folder): the results' recorded ledger (``summary.json`` ``ledger``,
+from ``score --ledger``) and ``--ledger`` here must be that file, or the
+comparison is refused; only when the gold file has none beside it may they
+name another, and then all alike. Without any the state is ``unknown``:
+nothing counted the looks. Every result that recorded its look (``look``:
+line and hash) must find it in that ledger: a ledger that lacks one has lost
+lines and reads ``burned``; a line that names other predictions or examples
+than the result has means the result was edited (exit 2). With
+``require_fresh_test: true`` in the contract's gate, a burned test (or one
+whose looks cannot be counted) fails the gate.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalkit.comparison.models import RuleCheck, ScopeComparison
-from evalkit.comparison.record_models import GoldSplit, LedgerStatus
+from evalkit.comparison.record_models import GoldSplit, LedgerStatus, State
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult
+from evalkit.errors import EvalkitError, IncompatibleResults
 from evalkit.provenance.ledger import LEDGER_NAME
+from evalkit.provenance.ledger_head import head_path
 from evalkit.provenance.ledger_state import FREEZE_ADVICE
 from evalkit.provenance.test_split import split_of
 
 RULE = "require_fresh_test"
 
 
-def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
-    """The ledger to read: ``--ledger``, the one the results recorded, or beside the gold file."""
-    if given is not None:
-        return given
+def _same_file(first: Path, second: Path) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return first.resolve() == second.resolve()
+
+
+def _located_gold(result: ScoredResult) -> Path | None:
+    """The result's gold file where it is now (a namesake with other bytes is not it)."""
+    gold = result.summary.gold
+    located = locate(gold.path, result.path)
+    if located is None or not located.is_file():
+        return None
+    if gold.path and located != Path(gold.path):
+        from evalkit.io import sha256_file
+
+        if sha256_file(located) != gold.sha256:  # a namesake above the result folder
+            return None
+    return located
+
+
+def _beside_gold(results: list[ScoredResult]) -> tuple[Path | None, Path | None]:
+    """(the gold file found, the ledger beside it when there is one: ledger or head)."""
     for result in results:
-        ledger = locate(result.summary.ledger, result.path)
-        if ledger is not None and ledger.is_file():
-            return ledger
-    gold = locate(results[0].summary.gold.path, results[0].path)
-    if gold is not None and gold.is_file() and (gold.parent / LEDGER_NAME).is_file():
-        return gold.parent / LEDGER_NAME
-    return None
+        gold = _located_gold(result)
+        if gold is not None:
+            ledger = gold.parent / LEDGER_NAME
+            there = ledger.is_file() or head_path(ledger).is_file()
+            return gold, ledger if there else None
+    return None, None
+
+
+def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
+    """The ledger that counts the looks at the results' test set (see the module docstring).
+
+    Raises :class:`~evalkit.errors.IncompatibleResults` when a result's
+    recorded ledger, or ``given``, is not the one beside the gold file, or
+    (without one there) when they name different files.
+    """
+    gold, authoritative = _beside_gold(results)
+    recorded = [
+        (result, located)
+        for result in results
+        if result.summary.ledger
+        and (located := locate(result.summary.ledger, result.path)) is not None
+    ]
+    if authoritative is not None:
+        for result, located in recorded:
+            if not _same_file(located, authoritative):
+                raise IncompatibleResults(
+                    f"{result.path / 'summary.json'}: its look was recorded in "
+                    f"{result.summary.ledger}, but the ledger of its gold file {gold} is "
+                    f"{authoritative}, which counts the looks at this test set; score it again "
+                    "without --ledger (a ledger elsewhere counts only when the gold file has none)"
+                )
+        if given is not None and not _same_file(given, authoritative):
+            raise IncompatibleResults(
+                f"--ledger {given}: the ledger of the gold file {gold} is {authoritative}, which "
+                "counts the looks at this test set; leave --ledger out"
+            )
+        return authoritative
+    named = [(f"{r.path / 'summary.json'} ({r.summary.ledger})", p) for r, p in recorded]
+    if given is not None:
+        named.append((f"--ledger {given}", given))
+    for label, path in named[1:]:
+        if not _same_file(path, named[0][1]):
+            raise IncompatibleResults(
+                f"the looks of these results are in different ledgers: {named[0][0]} and "
+                f"{label}; score every result of one test set with the same ledger"
+            )
+    return named[0][1] if named else None
+
+
+@dataclass(frozen=True)
+class LedgerFindings:
+    """What the ledger says about the test set of all the results compared."""
+
+    ledger: Path | None
+    state: State
+    looks: int
+    reasons: list[str]
+    unrecorded: list[str]
+    """Results whose look the ledger does not hold because none was recorded."""
+    selection_bias_se: float
+
+
+def _matches(result: ScoredResult, entry: dict[str, Any], ledger: Path) -> None:
+    """The line a result names must be about that result: same gold, predictions, examples."""
+    summary = result.summary
+    pairs = [
+        ("gold file", entry.get("gold_sha256"), summary.gold.sha256),
+        ("predictions", entry.get("predictions_sha256"), summary.predictions.sha256),
+        ("examples.parquet", entry.get("examples_sha256"), result.examples_sha256),
+    ]
+    for what, recorded, actual in pairs:
+        if recorded and actual and recorded != actual:
+            assert summary.look is not None
+            raise IncompatibleResults(
+                f"{result.path}: its look (line {summary.look.line} of {ledger}) records another "
+                f"{what} (sha256 {recorded[:12]}…) than the result has ({actual[:12]}…): the "
+                "result was changed after it was scored; re-run evalkit score"
+            )
+
+
+def _unknown(ledger: Path | None, reason: str) -> LedgerFindings:
+    return LedgerFindings(ledger, "unknown", 0, [reason], [], 0.0)
+
+
+def ledger_findings(results: list[ScoredResult], given: Path | None) -> LedgerFindings:
+    """Find the ledger, check every result's look in it, and read its test set's state."""
+    from evalkit.provenance.ledger_read import scan_ledger
+    from evalkit.provenance.ledger_state import report_of
+
+    ledger = find_ledger(results, given)
+    if ledger is None or not (ledger.is_file() or head_path(ledger).is_file()):
+        where = f" at {ledger}" if ledger else " beside the gold file"
+        return _unknown(ledger, f"no ledger{where}: the looks at this test set were not counted")
+    gold_sha256 = results[0].summary.gold.sha256
+    try:
+        scan = scan_ledger(ledger)
+        state = report_of(scan, gold_sha256).gold[gold_sha256]
+    except EvalkitError as error:
+        return _unknown(ledger, error.message)
+    lost, unrecorded = [], []
+    for result in results:
+        look = result.summary.look
+        if look is not None:
+            entry = scan.line_of(look.line, look.sha256)
+            if entry is None:
+                lost.append(f"{result.name} (line {look.line})")
+            else:
+                _matches(result, entry, ledger)
+        elif not (result.summary.predictions.sha256 and _has_look(scan.valid, result)):
+            unrecorded.append(result.name)
+    reasons, current = list(state.reasons), state.state
+    if lost:
+        reasons.insert(
+            0,
+            f"the ledger lacks the look of {', '.join(lost)} that the result recorded: lines "
+            "were cut or edited, so its counts cannot be trusted",
+        )
+        current = "burned"
+    return LedgerFindings(
+        ledger, current, state.looks, reasons, unrecorded, state.selection_bias_se
+    )
+
+
+def _has_look(entries: list[dict[str, Any]], result: ScoredResult) -> bool:
+    """A result written before looks were recorded: any line with its gold and predictions."""
+    gold, predictions = result.summary.gold.sha256, result.summary.predictions.sha256
+    return any(
+        e.get("gold_sha256") == gold and e.get("predictions_sha256") == predictions for e in entries
+    )
 
 
 def _delta_se(overall: ScopeComparison) -> float | None:
@@ -48,60 +200,30 @@ def _delta_se(overall: ScopeComparison) -> float | None:
 
 
 def ledger_status(
-    results: list[ScoredResult], overall: ScopeComparison, ledger: Path | None
+    findings: LedgerFindings, results: list[ScoredResult], overall: ScopeComparison
 ) -> LedgerStatus:
-    """The ledger's state of the gold file all results were scored on."""
-    from evalkit.errors import EvalkitError
-    from evalkit.provenance.ledger_state import gold_state, has_look
-
-    gold_sha256 = results[0].summary.gold.sha256
-    if ledger is None or not ledger.is_file():
-        where = f" at {ledger}" if ledger else " beside the gold file"
-        return LedgerStatus(
-            ledger=str(ledger) if ledger else None,
-            state="unknown",
-            looks=0,
-            reasons=[f"no ledger{where}: the looks at this test set were not counted"],
-            recorded=False,
-            selection_bias_se=0.0,
-            selection_bias_delta=None,
-        )
-    try:
-        state = gold_state(ledger, gold_sha256)
-    except EvalkitError as error:
-        return LedgerStatus(
-            ledger=str(ledger),
-            state="unknown",
-            looks=0,
-            reasons=[error.message],
-            recorded=False,
-            selection_bias_se=0.0,
-            selection_bias_delta=None,
-        )
-    missing = [
-        result.name
-        for result in results
-        if not (
-            result.summary.predictions.sha256
-            and has_look(ledger, gold_sha256, result.summary.predictions.sha256)
-        )
-    ]
-    reasons = list(state.reasons)
-    if missing:
+    """The ledger's state of the test set, for one comparison of ``results``."""
+    names = {result.name for result in results}
+    missing = [name for name in findings.unrecorded if name in names]
+    reasons = list(findings.reasons)
+    if missing and findings.state != "unknown":
         reasons.append(
             f"the ledger has no look of {', '.join(missing)}: it was not kept from the run that "
             "scored them (commit it or cache it between runs, see examples/ci), or they were "
             "scored with --no-ledger"
         )
     se = _delta_se(overall)
+    known = findings.state != "unknown"
     return LedgerStatus(
-        ledger=str(ledger),
-        state=state.state,
-        looks=state.looks,
+        ledger=str(findings.ledger) if findings.ledger else None,
+        state=findings.state,
+        looks=findings.looks,
         reasons=reasons,
-        recorded=not missing,
-        selection_bias_se=state.selection_bias_se,
-        selection_bias_delta=state.selection_bias_se * se if se is not None else None,
+        recorded=known and not missing,
+        selection_bias_se=findings.selection_bias_se,
+        selection_bias_delta=(
+            findings.selection_bias_se * se if se is not None and known else None
+        ),
     )
 
 
@@ -132,13 +254,7 @@ def fresh_test_check(state: LedgerStatus) -> RuleCheck:
 def gold_split(result: ScoredResult, paired: int) -> GoldSplit:
     """The gold file and, from the manifest beside it, the split and the groups it covers."""
     gold = result.summary.gold
-    located = locate(gold.path, result.path)
-    if located is not None and gold.path and located != Path(gold.path):
-        from evalkit.io import sha256_file
-
-        if sha256_file(located) != gold.sha256:  # a namesake above the result folder
-            located = None
-    split = split_of(gold.path, located=located)
+    split = split_of(gold.path, located=_located_gold(result))
     return GoldSplit(
         gold_path=gold.path,
         gold_sha256=gold.sha256,

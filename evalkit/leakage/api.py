@@ -53,6 +53,8 @@ def audit(
     progress: bool = False,
     within: bool = False,
     opening_words: int = DEFAULT_OPENING_WORDS,
+    system: str | None = None,
+    tools: str | None = None,
     engine: Engine = "local",
     ray: RayOptions | None = None,
 ) -> AuditReport:
@@ -68,10 +70,13 @@ def audit(
     missing column names the file and the columns it has).
 
     ``text_column`` may hold conversations (``{role, content}`` or ShareGPT
-    ``{from, value}`` messages), or be two columns (prompt and completion);
-    the text compared is then the content of the ``roles`` turns (default:
-    every role but system, so a system prompt shared by every example never
-    makes two items duplicates).
+    ``{from, value}`` messages, nested or as JSON text), or be two columns
+    (prompt and completion) or three (Alpaca's instruction, input, output);
+    the text compared is then the ``roles`` turns' content and tool calls
+    (default: every role but system, so a system prompt shared by every
+    example never makes two items duplicates). ``system`` and ``tools`` name
+    the columns of system prompts and tools (default: columns named
+    ``system`` and ``tools``, when present).
 
     ``report.within`` says how repetitive each split is on its own (exact and
     near-duplicate clusters inside it, the most repeated openings of
@@ -92,16 +97,20 @@ def audit(
     if ray is not None and engine != "ray":
         raise UsageError("--ray-address needs --engine ray")
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
-    if not text_columns or len(text_columns) > 2:
+    if not text_columns or len(text_columns) > 3:
         raise UsageError(
-            f"--text: give one column, or two (prompt and completion); got {len(text_columns)}"
+            "--text: give one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(text_columns)}"
         )
     compared_roles = parse_roles(roles)
     options = AuditOptions(
         id=id_column,
         text=text_columns[0],
-        completion=text_columns[1] if len(text_columns) > 1 else None,
+        completion=text_columns[1] if len(text_columns) == 2 else None,
+        columns=text_columns,
         roles=list(compared_roles),
+        system=system,
+        tools=tools,
         group=list(group),
         stratify=stratify,
         near_dup=near_dup,
@@ -117,6 +126,7 @@ def audit(
             inputs,
             options=options,
             roles=compared_roles,
+            roles_given=roles is not None,
             progress=progress,
             ray=ray or RayOptions(),
         )
@@ -127,6 +137,11 @@ def audit(
         roles=compared_roles,
         group=group,
         stratify=stratify,
+        system=system,
+        tools=tools,
+    )
+    require_conversations(
+        roles is not None, any(chat.is_conversation for chat in rows.texts), options
     )
     params = choose_lsh(near_dup, seed=seed) if near_dup is not None else None
     table = rows.table
@@ -163,6 +178,15 @@ def audit(
         within_near=within_near,
     )
     return build_report(options, params, rows.sources, rows.texts, found)
+
+
+def require_conversations(roles_given: bool, conversations: bool, options: AuditOptions) -> None:
+    """Refuse --roles when no split's --text holds conversations (both engines)."""
+    if roles_given and not conversations:
+        raise UsageError(
+            f"--roles {','.join(options.roles)}: --text {' '.join(options.columns)} holds plain "
+            "text, not conversations; --roles chooses the conversation turns compared"
+        )
 
 
 def _nothing() -> SimilarPairs:

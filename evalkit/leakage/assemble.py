@@ -41,6 +41,12 @@ class ChatFacts(Protocol):
     @property
     def skipped_parts(self) -> int: ...
 
+    @property
+    def json_text(self) -> bool: ...
+
+    @property
+    def tool_call_count(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class SplitCounts:
@@ -170,6 +176,8 @@ def _split_summaries(
             sha256=file_fingerprint(source),
             n_items=int(counts.n_items[index]),
             shape=chat.shape,
+            json_text=chat.json_text,
+            tool_calls=chat.tool_call_count,
             skipped_parts=chat.skipped_parts,
             n_groups=None if counts.n_groups is None else int(counts.n_groups[index]),
             empty_texts=int(counts.empty_texts[index]),

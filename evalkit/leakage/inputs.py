@@ -152,6 +152,8 @@ def _split_rows(
     roles: Sequence[Role],
     group: Sequence[str],
     stratify: str | None,
+    system: str | None = None,
+    tools: str | None = None,
 ) -> tuple[pl.DataFrame, ChatColumn]:
     needed = [id_column, *text_columns, *group, *([stratify] if stratify else [])]
     if frame.height == 0 and frame.width == 0:  # an empty JSONL split: no rows, no schema
@@ -168,7 +170,10 @@ def _split_rows(
     scalar = [c for c in text_columns if _scalar_type(frame.schema[c])]
     if scalar:
         frame = frame.with_columns(pl.col(scalar).cast(pl.String))
-    chat = read_chat(frame, text_columns, source=label, path=source.path, exact=exact)
+    chat = read_chat(
+        frame, text_columns, source=label, path=source.path, exact=exact, system=system,
+        tools=tools,
+    )  # fmt: skip
     text = chat.compared_text(roles)
     columns = [
         pl.lit(index, dtype=pl.Int64).alias("split"),
@@ -189,11 +194,14 @@ def read_rows(
     roles: Sequence[Role] = DEFAULT_COMPARED_ROLES,
     group: Sequence[str] = (),
     stratify: str | None = None,
+    system: str | None = None,
+    tools: str | None = None,
 ) -> Rows:
     """Read (or take) every split and stack the audited columns into one table.
 
-    ``text_column`` is one column (text or conversations) or two (prompt and
-    completion); a conversation's text is the content of its ``roles`` turns.
+    ``text_column`` is one column (text or conversations), two (prompt and
+    completion) or three (Alpaca); a conversation's text is the content and
+    tool calls of its ``roles`` turns.
     """
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if isinstance(inputs, Mapping):
@@ -207,7 +215,18 @@ def read_rows(
         ]
     parts = [
         _split_rows(
-            frame, exact, index, source, label, id_column, text_columns, roles, group, stratify
+            frame,
+            exact,
+            index,
+            source,
+            label,
+            id_column,
+            text_columns,
+            roles,
+            group,
+            stratify,
+            system,
+            tools,
         )
         for index, (source, (label, frame, exact)) in enumerate(zip(sources, frames, strict=True))
     ]

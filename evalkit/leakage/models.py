@@ -31,11 +31,21 @@ class AuditOptions(_Model):
         default=None,
         description="A second --text column: the completion of TRL's prompt-completion form.",
     )
+    columns: list[str] = Field(
+        default_factory=list,
+        description="Every --text column: one, prompt and completion, or Alpaca's "
+        "instruction, input and output.",
+    )
     roles: list[str] = Field(
         default=["user", "assistant", "tool"],
-        description="Roles whose turns are compared in a conversation (text is compared "
-        "whole); the default leaves out system, which every example may share.",
+        description="Roles whose turns are compared in a conversation (their text and their "
+        "tool calls' names and arguments; text is compared whole); the default leaves out "
+        "system, which every example may share.",
     )
+    system: str | None = Field(
+        default=None, description="--system: the column of system prompts, when given."
+    )
+    tools: str | None = Field(default=None, description="--tools: the column of tools, when given.")
     group: list[str] = Field(
         description="Group columns (a composite key when several); empty when not checked."
     )
@@ -68,9 +78,14 @@ class SplitSummary(_Model):
     n_items: int = Field(description="Rows in the split.")
     shape: str = Field(
         default="text",
-        description="How the split's text column is written: text, messages ({role, content}) "
-        "or sharegpt ({from, value}).",
+        description="How the split's text column is written: text, messages ({role, content}), "
+        "sharegpt ({from, value}) or alpaca.",
     )
+    json_text: bool = Field(
+        default=False,
+        description="The conversations were the JSON text of message lists in a string column.",
+    )
+    tool_calls: int = Field(default=0, description="Tool calls over the split's conversations.")
     skipped_parts: int = Field(
         default=0, description="Non-text content parts (images, audio) left out of the text."
     )

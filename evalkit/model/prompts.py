@@ -2,7 +2,9 @@
 
 One code path with ``evalkit tokens``: the conversations come from
 :func:`evalkit.chat.read_chat` (every chat shape), each prompt is the
-conversation without its last assistant turn, rendered by
+conversation without its last assistant turn, as
+:func:`evalkit.chat.template_conversations` hands it to the template (tool
+calls, tool answers and the row's tools kept), rendered by
 :func:`evalkit.tokens.render.prompt_renders` (``add_generation_prompt=True``)
 and encoded by :func:`evalkit.tokens.render.encode_renders` (the ids
 ``apply_chat_template(tokenize=True)`` gives). So the prompt a model answers
@@ -74,7 +76,7 @@ def read_prompts(
     tokenizer without a chat template, and a template that refuses a
     conversation (naming the id).
     """
-    from evalkit.chat import read_chat
+    from evalkit.chat import read_chat, template_conversations
     from evalkit.io import read_table, require_columns
     from evalkit.tokens.render import encode_renders, prompt_renders, require_template
 
@@ -92,7 +94,12 @@ def read_prompts(
             "messages: [{role, content}, …])"
         )
     require_template(tokenizer, str(tokenizer_folder))
-    prompts = chat.prompts().to_list()
-    renders = prompt_renders(tokenizer, prompts, where=lambda row: f"{source}: id {ids[row]!r}")
+    prompts = template_conversations(chat, prompt=True)
+    renders = prompt_renders(
+        tokenizer,
+        [prompt.messages for prompt in prompts],
+        where=lambda row: f"{source}: id {ids[row]!r}",
+        tools=[prompt.tools for prompt in prompts],
+    )
     encoded = encode_renders(tokenizer, renders)
     return PromptSet(id_column, ids, renders, [list(row) for row in encoded])

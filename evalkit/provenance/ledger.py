@@ -1,4 +1,4 @@
-"""The test-set ledger: one hash-chained JSONL line per ``evalkit score``.
+"""The test-set ledger: one hash-chained JSONL line per look, appended before a result is published.
 
 Choosing on validation and looking at the test once keeps the test's figures
 honest; every further look that informs a choice inflates them (see
@@ -6,29 +6,46 @@ honest; every further look that informs a choice inflates them (see
 looked at, so ``score`` appends a line to ``evalkit-ledger.jsonl`` beside the
 gold file and ``evalkit ledger`` / ``gate`` read the count back.
 
-Each line records the gold file's hash, the contract (and ``rules_sha256``,
-the hash of its normalised rules alone, so an evalkit upgrade that changes
-the fingerprint is not mistaken for a rule change), the predictions' hash
-and the card's weights hash. ``prev_sha256`` is the sha256 of the previous
-line's bytes and ``sha256`` that of this line's own canonical JSON, so an
-edited or deleted line breaks the chain. Appending takes an exclusive lock
-(POSIX ``flock``) so that parallel CI jobs do not fork the chain. This module
-is on ``score``'s path: it imports only the standard library and orjson.
+Each line records the gold file's hash and the hash of its content (ids
+and gold values, so that the same rows re-encoded count as the same test
+set), the contract (and ``rules_sha256``, the hash of its normalised rules
+alone, so an evalkit upgrade that changes the fingerprint is not mistaken
+for a rule change), the predictions' and the result's hashes and the card's
+weights hash. ``prev_sha256`` is the sha256 of the previous line's bytes and
+``sha256`` that of this line's own canonical JSON, so an edited or deleted
+line breaks the chain; the head (``ledger_head``) catches cut last lines.
+
+The ledger is the record: a look is on disk (fsynced, the head updated)
+before its result is published, a failed or short write is cut back to the
+ledger's previous length, and all of it happens under an exclusive lock
+(POSIX ``flock``), so parallel CI jobs neither fork the chain nor lose a
+line. This module is on ``score``'s path: standard library and orjson only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import UnreadableFile, UsageError
+from evalkit.provenance.ledger_head import (
+    FIRST_FORMAT_WITH_HEAD,
+    HEAD_SUFFIX,
+    Head,
+    head_problem,
+    line_hash,
+    read_head,
+    write_all,
+    write_head,
+)
 
 LEDGER_NAME = "evalkit-ledger.jsonl"
-LEDGER_FORMAT = 1
+LEDGER_FORMAT = 2
 
 
 def default_ledger(gold: str | os.PathLike[str]) -> Path:
@@ -37,11 +54,13 @@ def default_ledger(gold: str | os.PathLike[str]) -> Path:
 
 
 def writable(path: Path) -> bool:
-    """Whether a line can be appended to ``path`` (creating it if needed)."""
+    """Whether a line can be appended to ``path`` and its head replaced (both in its folder)."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if not (parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)):
+        return False
     if path.exists():
         return path.is_file() and os.access(path, os.W_OK)
-    parent = path.parent if str(path.parent) else Path(".")
-    return parent.is_dir() and os.access(parent, os.W_OK | os.X_OK)
+    return True
 
 
 def canonical(value: Any) -> bytes:
@@ -61,14 +80,17 @@ def line_sha256(entry: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical({k: v for k, v in entry.items() if k != "sha256"})).hexdigest()
 
 
-def look_entry(summary: Any, *, purpose: str | None = None) -> dict[str, Any]:
-    """The fields of a ledger line for a score summary (before time and chain)."""
+def look_entry(
+    summary: Any, *, purpose: str | None = None, examples_sha256: str | None = None
+) -> dict[str, Any]:
+    """The fields of a ledger line for a score summary (before time, head check and chain)."""
     card = getattr(summary, "card", None) or {}
     contract = summary.contract
     return {
         "format": LEDGER_FORMAT,
         "gold_sha256": summary.gold.sha256,
         "gold_path": summary.gold.path,
+        "test_set_sha256": getattr(summary.gold, "content_sha256", None),
         "contract": {
             "name": contract.name,
             "version": contract.version,
@@ -77,50 +99,76 @@ def look_entry(summary: Any, *, purpose: str | None = None) -> dict[str, Any]:
         },
         "name": summary.name,
         "predictions_sha256": summary.predictions.sha256,
+        "examples_sha256": examples_sha256 or getattr(summary, "examples_sha256", None),
         "card_weights_sha256": card.get("weights_sha256") if isinstance(card, dict) else None,
         "evalkit_version": summary.evalkit_version,
         "purpose": purpose,
     }
 
 
+_TEXTS = (
+    "prev_sha256", "predictions_sha256", "time", "gold_path", "sha256", "name",
+    "test_set_sha256", "examples_sha256", "head_problem", "purpose",
+)  # fmt: skip
+
+
 def ledger_entry(value: Any) -> dict[str, Any] | None:
     """A parsed line as a ledger line, or None when it does not have a ledger line's shape.
 
     Every field the readers use must have its type (a hand edit can put
-    anything anywhere): the gold and predictions hashes and the chain link
-    strings, the contract an object whose version is an integer.
+    anything anywhere): the hashes, chain links and notes strings, the
+    contract an object whose version is an integer, the format an integer.
     """
     if not isinstance(value, dict) or not isinstance(value.get("gold_sha256"), str):
         return None
     contract = value.get("contract")
     if not isinstance(contract, dict) or type(contract.get("version", 0)) is not int:
         return None
-    texts = ("prev_sha256", "predictions_sha256", "time", "gold_path", "sha256", "name")
-    if any(value.get(key) is not None and not isinstance(value[key], str) for key in texts):
+    if type(value.get("format", 1)) is not int:
         return None
-    names = ("name", "fingerprint", "rules_sha256")
-    if any(contract.get(key) is not None and not isinstance(contract[key], str) for key in names):
-        return None
+    for key in _TEXTS:
+        field = value.get(key)
+        if field is not None and type(field) is not str:
+            return None
+    for key in ("name", "fingerprint", "rules_sha256"):
+        field = contract.get(key)
+        if field is not None and type(field) is not str:
+            return None
     return value
+
+
+def ledger_lines(data: bytes) -> list[bytes]:
+    """The non-blank lines of a ledger's bytes: what line numbers count and hashes cover."""
+    return [raw for raw in data.split(b"\n") if raw.strip()]
+
+
+def parse_line(raw: bytes) -> dict[str, Any] | None:
+    """One line as a ledger line, or None when it is not JSON or not of a ledger line's shape."""
+    import orjson
+
+    try:
+        return ledger_entry(orjson.loads(raw))
+    except orjson.JSONDecodeError:
+        return None
 
 
 def is_ledger(data: bytes) -> bool:
     """Whether some line of ``data`` is a ledger line (an edited file still is a ledger)."""
-    import orjson
+    return any(parse_line(raw) is not None for raw in ledger_lines(data))
 
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            if ledger_entry(orjson.loads(raw)) is not None:
-                return True
-        except orjson.JSONDecodeError:
-            continue
-    return False
+
+def needs_head(entries: Iterable[dict[str, Any] | None]) -> bool:
+    """Whether some line was written with a head (so the head must be there)."""
+    return any(e is not None and e.get("format", 1) >= FIRST_FORMAT_WITH_HEAD for e in entries)
 
 
 def check_ledger_file(path: Path) -> None:
     """Refuse to append to an existing file that is not a ledger (it would be changed)."""
+    if path.suffix == HEAD_SUFFIX:
+        raise UsageError(
+            f"{path}: a ledger's head has this name ({HEAD_SUFFIX}); pass the ledger "
+            "(a .jsonl file) to --ledger"
+        )
     try:
         data = path.read_bytes() if path.is_file() else b""
     except OSError as error:
@@ -132,32 +180,91 @@ def check_ledger_file(path: Path) -> None:
         )
 
 
-def _last_line(data: bytes) -> bytes | None:
-    """The last non-blank line, as ``read_ledger`` splits it (the bytes ``prev_sha256`` covers)."""
-    for raw in reversed(data.split(b"\n")):
-        if raw.strip():
-            return raw
-    return None
+class ByTestSet:
+    """Which lines look at the same test set: one gold file, or the same rows in another.
+
+    A line links its gold file's sha256 to its content's (``test_set_sha256``):
+    lines that share either are about one test set (union-find), so a
+    re-encoded copy of the rows adds to the count of the original, and a
+    contract that reads other columns of the same file (another content
+    hash) still counts against that file.
+    """
+
+    def __init__(self, entries: Iterable[dict[str, Any]] = ()) -> None:
+        self._parent: dict[str, str] = {}
+        for entry in entries:
+            self.add(entry)
+
+    def _find(self, node: str) -> str:
+        parent = self._parent.setdefault(node, node)
+        while parent != node:
+            grand = self._parent[parent]
+            self._parent[node] = grand
+            node, parent = parent, grand
+        return node
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        """Join the gold file and the content of one line."""
+        gold = self._find("gold:" + str(entry["gold_sha256"]))
+        content = entry.get("test_set_sha256")
+        if content:
+            other = self._find("rows:" + content)
+            if other != gold:
+                self._parent[other] = gold
+
+    def of(self, gold_sha256: str) -> str:
+        """The test set of a gold file (its own when no line names it)."""
+        return self._find("gold:" + gold_sha256)
 
 
-def _look_keys(data: bytes, gold_sha256: str) -> set[tuple[Any, Any]]:
-    """The (predictions, rules) pairs already recorded for a gold file."""
-    import orjson
+def same_test_set(raw_lines: list[bytes], entry: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The lines about the test set of ``entry`` (its gold file, or the same rows elsewhere).
 
-    keys = set()
-    needle = gold_sha256.encode("ascii")
-    for raw in data.split(b"\n"):
-        if needle not in raw:
-            continue
-        try:
-            entry = ledger_entry(orjson.loads(raw))
-        except orjson.JSONDecodeError:
-            continue
-        if entry is not None and entry.get("gold_sha256") == gold_sha256:
-            contract = entry["contract"]
-            rules = contract.get("rules_sha256") or contract.get("fingerprint")
-            keys.add((entry.get("predictions_sha256"), rules))
-    return keys
+    Only lines that contain one of the test set's hashes are parsed, and
+    every gold file or content they link adds its hash, until no line adds
+    one: the same sets as :class:`ByTestSet` over the whole file, in the
+    time of a byte search on the ledgers ``score`` appends to.
+    """
+    needles = {str(entry["gold_sha256"]), str(entry.get("test_set_sha256") or "")} - {""}
+    searched: set[str] = set()
+    found: dict[int, dict[str, Any]] = {}
+    while needles - searched:
+        needle = min(needles - searched)
+        searched.add(needle)
+        token = needle.encode("utf-8")
+        for index in [index for index, raw in enumerate(raw_lines) if token in raw]:
+            parsed = found.get(index) or parse_line(raw_lines[index])
+            if parsed is None:
+                continue
+            links = {parsed["gold_sha256"], parsed.get("test_set_sha256")} - {None}
+            if links & needles:
+                found[index] = parsed
+                needles |= links
+    return [found[index] for index in sorted(found)]
+
+
+def look_key(entry: Mapping[str, Any]) -> tuple[Any, str]:
+    """What makes a look: the predictions and the contract's rules."""
+    contract = entry.get("contract") or {}
+    return entry.get("predictions_sha256"), str(
+        contract.get("rules_sha256") or contract.get("fingerprint")
+    )
+
+
+@dataclass(frozen=True)
+class AppendedLook:
+    """A look appended to a ledger: the line, its number and what it did to the count."""
+
+    entry: dict[str, Any]
+    """The line as written (its ``sha256`` identifies it)."""
+    line: int
+    """Its 1-based number among the ledger's non-blank lines."""
+    looks: int
+    """Looks at its test set now (this one included)."""
+    new_look: bool
+    """False when the same predictions were scored under the same rules before."""
+    head_problem: str | None
+    """What was wrong with the ledger before this line (lines cut, head missing), else None."""
 
 
 def append_look(
@@ -165,48 +272,87 @@ def append_look(
     summary: Any,
     *,
     purpose: str | None = None,
+    examples_sha256: str | None = None,
     now: datetime | None = None,
-) -> tuple[dict[str, Any], int, bool]:
-    """Append the look of a score summary to the ledger at ``path``.
+) -> AppendedLook:
+    """Append the look of a score summary to the ledger at ``path``, with its purpose.
 
-    Returns the line written, the number of looks at its gold file now, and
-    whether this line is a new look (False when the same predictions were
-    scored under the same rules before).
+    The line is on disk (fsynced) and the head names it before this
+    returns; a write that fails or stops short (a full disk) is cut back,
+    leaving the ledger and its head as they were, and raises
+    :class:`~evalkit.errors.UnreadableFile`. Publish the result only after
+    this returns (``write_score`` does), so that no result exists whose look
+    is not recorded. ``examples_sha256`` ties the line to the result's
+    ``examples.parquet``. When the ledger had lost lines since its head was
+    written (or lost its head), the line says so in ``head_problem``: the
+    damage stays on record, and every test set of the ledger reads burned.
     """
     ledger = Path(path)
-    entry = look_entry(summary, purpose=purpose)
+    if ledger.suffix == HEAD_SUFFIX:
+        raise UsageError(f"{ledger}: a ledger's head has this name; pass the .jsonl ledger")
+    entry = look_entry(summary, purpose=purpose, examples_sha256=examples_sha256)
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     line = {"time": moment.strftime("%Y-%m-%dT%H:%M:%SZ"), **entry}
     try:
         with ledger.open("a+b") as handle:
-            _lock(handle)
+            lock_ledger(handle, exclusive=True)
             handle.seek(0)
             data = handle.read()
-            last = _last_line(data)
-            keys = _look_keys(data, entry["gold_sha256"])
-            key = (entry["predictions_sha256"], entry["contract"]["rules_sha256"])
-            new_look = key not in keys
-            line["prev_sha256"] = hashlib.sha256(last).hexdigest() if last is not None else None
-            line["sha256"] = line_sha256(line)
-            prefix = b"\n" if data and not data.endswith(b"\n") else b""
-            import orjson
-
-            handle.write(prefix + orjson.dumps(line) + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+            appended = _append_locked(ledger, handle.fileno(), data, line)
     except IsADirectoryError as error:
         raise UsageError(f"{ledger}: is a folder; --ledger takes a .jsonl file") from error
     except OSError as error:
         raise UnreadableFile(
-            f"{ledger}: cannot append the look to the ledger ({error.strerror}); the result "
-            "was written, but this look is not recorded"
+            f"{ledger}: cannot append the look ({error.strerror}); the ledger and its head were "
+            "left as they were"
         ) from error
-    return line, len(keys | {key}), new_look
+    return appended
 
 
-def _lock(handle: Any) -> None:
+def _append_locked(
+    ledger: Path, descriptor: int, data: bytes, line: dict[str, Any]
+) -> AppendedLook:
+    """Check the head, chain the line, write it, then the head; undo the line on failure."""
+    import orjson
+
+    raw_lines = ledger_lines(data)
+    tips, unreadable = read_head(ledger)
+    # Without a head, whether one is due depends on the lines' format (rare: parse them all).
+    due = not tips and needs_head(parse_line(raw) for raw in raw_lines)
+    problem = unreadable or head_problem(ledger, tips, raw_lines, due)
+    line["head_problem"] = problem
+    keys = {look_key(e) for e in same_test_set(raw_lines, line)}
+    key = look_key(line)
+    line["prev_sha256"] = line_hash(raw_lines[-1]) if raw_lines else None
+    line["sha256"] = line_sha256(line)
+    body = orjson.dumps(line)
+    prefix = b"\n" if data and not data.endswith(b"\n") else b""
+    try:
+        write_all(descriptor, prefix + body + b"\n")
+        os.fsync(descriptor)
+        write_head(ledger, Head(len(raw_lines) + 1, line_hash(body)))
+    except OSError:
+        _cut_back(ledger, descriptor, len(data))
+        raise
+    return AppendedLook(line, len(raw_lines) + 1, len(keys | {key}), key not in keys, problem)
+
+
+def _cut_back(ledger: Path, descriptor: int, length: int) -> None:
+    """Truncate the ledger to its length before the append (half a line would burn the test)."""
+    try:
+        os.ftruncate(descriptor, length)
+        os.fsync(descriptor)
+    except OSError as error:
+        raise UnreadableFile(
+            f"{ledger}: the look could not be appended, and the part written could not be "
+            f"removed ({error.strerror}): cut the file back to {length} bytes"
+        ) from error
+
+
+def lock_ledger(handle: Any, *, exclusive: bool) -> None:
+    """``flock`` the ledger: exclusive to append, shared to read its head and lines together."""
     try:
         import fcntl
     except ImportError:  # not POSIX: appends of one write each, unlocked
         return
-    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)

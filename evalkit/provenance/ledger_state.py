@@ -1,10 +1,12 @@
 """Reading the ledger back: the chain check, looks per gold file, and their state.
 
-A **look** is a distinct (predictions, contract rules) pair scored on a gold
-file: scoring the same predictions again under the same rules adds a line
-but no look. The states (DESIGN.md): ``fresh`` (no look), ``seen`` (one),
-``reused`` (2–4), ``burned`` (5 or more; or rules first used after others
-had been; or a broken chain, which makes every count of the file
+A **look** is a distinct (predictions, contract rules) pair scored on a test
+set: scoring the same predictions again under the same rules adds a line
+but no look. A test set is a gold file together with every other encoding
+of the same rows (lines that share a gold file's or a content's sha256).
+The states (DESIGN.md): ``fresh`` (no look), ``seen`` (one), ``reused``
+(2–4), ``burned`` (5 or more; or rules first used after others had been;
+or a broken chain or a damaged head, which makes every count of the file
 untrustworthy).
 
 The selection bias shown beside a reused test's figures is the worst case
@@ -16,7 +18,6 @@ errors (derivation and simulation in ``bench/bench_selection_bias.py``).
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import os
@@ -27,7 +28,9 @@ from pydantic import BaseModel, ConfigDict
 
 from evalkit._version import __version__
 from evalkit.errors import MalformedFile, UnreadableFile
-from evalkit.provenance.ledger import LEDGER_NAME, ledger_entry, line_sha256
+from evalkit.provenance.ledger import LEDGER_NAME, look_key
+from evalkit.provenance.ledger_head import head_path
+from evalkit.provenance.ledger_read import LedgerScan, scan_ledger
 
 State = Literal["fresh", "seen", "reused", "burned"]
 FREEZE_ADVICE = (
@@ -64,14 +67,14 @@ class ContractSeen(_Model):
 
 
 class GoldState(_Model):
-    """What the ledger says about one gold file."""
+    """What the ledger says about one gold file and its test set."""
 
     path: str | None
     """The gold file as the last line recorded it."""
     lines: int
-    """Lines recorded for this gold file (every score, re-scores included)."""
+    """Lines recorded for its test set (every score, re-scores included)."""
     looks: int
-    """Distinct (predictions, contract rules) pairs: the looks at this test."""
+    """Distinct (predictions, contract rules) pairs: the looks at this test set."""
     candidates: int
     """Distinct predictions files looked at (one candidate may be looked at under two contracts)."""
     contracts: list[ContractSeen]
@@ -84,6 +87,22 @@ class GoldState(_Model):
     """Worst-case selection bias of its figures in standard errors (0.45·√looks; 0 below 2)."""
     last_time: str | None
     """Time of the last line."""
+    same_rows: list[str] = []
+    """Other gold files (sha256) with the same ids and gold values, whose looks count here."""
+
+
+class LedgerHead(_Model):
+    """The ledger's head: kept apart from the lines, so that cut lines are seen."""
+
+    path: str
+    """The head file."""
+    lines: int
+    """Lines the ledger had when the head was last written."""
+    last_sha256: str
+    """sha256 of the bytes of that last line."""
+    tips: int = 1
+    """Records in the head file: one, or one per branch after a ``merge=union`` (all checked;
+    ``lines`` and ``last_sha256`` are those of the longest)."""
 
 
 class LedgerReport(_Model):
@@ -100,9 +119,11 @@ class LedgerReport(_Model):
     chain_intact: bool
     """False when a line was edited, removed or is not JSON."""
     chain_problems: list[str]
-    """Where the chain breaks."""
+    """Where the chain breaks, or how the ledger disagrees with its head."""
     gold: dict[str, GoldState]
     """Per gold file, by its sha256."""
+    head: LedgerHead | None = None
+    """The head read beside the ledger (null when there is none)."""
 
 
 def _looks_like_ledger(path: Path) -> bool:
@@ -127,7 +148,7 @@ def resolve_ledger(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
     from evalkit.io import sha256_file  # a gold file: its ledger, its lines only
 
     ledger = given.parent / LEDGER_NAME
-    if not ledger.is_file():
+    if not ledger.is_file() and not head_path(ledger).is_file():
         raise UnreadableFile(
             f"{given}: not a ledger, and as a gold file it has no {LEDGER_NAME} beside it, so "
             "no look at it was recorded there; pass the ledger file (score --ledger) or its folder"
@@ -135,34 +156,15 @@ def resolve_ledger(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
     return ledger, sha256_file(given)
 
 
-def _parse(raw: bytes, number: int, problems: list[str]) -> dict[str, Any] | None:
-    import orjson
-
-    try:
-        entry = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        problems.append(f"line {number} is not JSON")
-        return None
-    if ledger_entry(entry) is None:
-        problems.append(f"line {number} is not a ledger line")
-        return None
-    if entry.get("sha256") != line_sha256(entry):
-        problems.append(f"line {number} was edited (its sha256 does not match its content)")
-    return entry
-
-
-def _rules_id(entry: dict[str, Any]) -> str:
-    contract = entry.get("contract") or {}
-    return str(contract.get("rules_sha256") or contract.get("fingerprint"))
-
-
-def _state_of(entries: list[dict[str, Any]], chain_problems: list[str]) -> GoldState:
-    looks = {(e.get("predictions_sha256"), _rules_id(e)) for e in entries}
+def _state_of(
+    entries: list[dict[str, Any]], chain_problems: list[str], same_rows: list[str]
+) -> GoldState:
+    looks = {look_key(e) for e in entries}
     candidates = {e.get("predictions_sha256") for e in entries}
     contracts: dict[str, ContractSeen] = {}
     for entry in entries:
         contract = entry.get("contract") or {}
-        rules = _rules_id(entry)
+        rules = look_key(entry)[1]
         if rules not in contracts:
             contracts[rules] = ContractSeen(
                 name=str(contract.get("name")),
@@ -207,90 +209,61 @@ def _state_of(entries: list[dict[str, Any]], chain_problems: list[str]) -> GoldS
         reasons=reasons,
         selection_bias_se=selection_bias_se(n),
         last_time=entries[-1].get("time") if entries else None,
+        same_rows=same_rows,
     )
 
 
-def _check_link(prev: Any, number: int, earlier: set[str], problems: list[str]) -> None:
-    """Each line names an earlier line by the hash of its bytes; only the first names none.
+def _gold_states(scan: LedgerScan, only: str | None) -> dict[str, GoldState]:
+    """Per gold file (or only ``only``), the state of its test set."""
+    golds = sorted({entry["gold_sha256"] for entry in scan.valid})
+    if only is not None:
+        golds = [only]
+    states = {}
+    for gold in golds:
+        test_set = scan.test_sets.of(gold)
+        entries = [e for e in scan.valid if scan.test_sets.of(e["gold_sha256"]) == test_set]
+        mine = [e for e in entries if e["gold_sha256"] == gold]
+        others = sorted({e["gold_sha256"] for e in entries} - {gold})
+        state = _state_of(entries, scan.problems, others)
+        if mine and mine[-1] is not entries[-1]:  # the path of this gold file, not a copy's
+            state = state.model_copy(update={"path": mine[-1].get("gold_path")})
+        states[gold] = state
+    return states
 
-    Usually the named line is the one just before. After two branches'
-    appends were joined (a ``merge=union`` of a committed ledger), a line may
-    name another earlier line: that is a merge, not an edit. A name that
-    matches no earlier line means that line was edited or removed.
-    """
-    if prev is None:
-        if number > 1:
-            problems.append(
-                f"line {number} names no earlier line (the lines before it were removed, or "
-                "two ledgers were joined)"
-            )
-    elif prev not in earlier:
-        problems.append(
-            f"line {number} follows a line that is not in the ledger (an earlier line was "
-            "edited or removed)"
+
+def report_of(scan: LedgerScan, gold_sha256: str | None = None) -> LedgerReport:
+    """The report of a scanned ledger; ``gold_sha256`` keeps one gold file (fresh if absent)."""
+    if scan.raw_lines and not scan.valid:
+        raise MalformedFile(
+            f"{scan.path}: not a test-set ledger: no line of it is one ({scan.problems[0]}); pass "
+            f"the {LEDGER_NAME} that evalkit score writes (if this was one, it was edited beyond "
+            "reading: treat its test set as burned)"
         )
+    head = None
+    if scan.tips:
+        tip = max(scan.tips, key=lambda tip: tip.lines)
+        head = LedgerHead(
+            path=str(head_path(scan.path)),
+            lines=tip.lines,
+            last_sha256=tip.last_sha256,
+            tips=len(scan.tips),
+        )
+    return LedgerReport(
+        evalkit_version=__version__,
+        ledger=str(scan.path),
+        lines=len(scan.raw_lines),
+        chain_intact=not scan.problems,
+        chain_problems=scan.problems,
+        gold=_gold_states(scan, gold_sha256),
+        head=head,
+    )
 
 
 def read_ledger(path: str | os.PathLike[str], gold_sha256: str | None = None) -> LedgerReport:
-    """Read and check a ledger file; ``gold_sha256`` keeps one gold file (fresh if absent)."""
-    ledger = Path(path)
-    if not ledger.is_file():
-        raise UnreadableFile(
-            f"{ledger}: no such ledger; evalkit score writes {LEDGER_NAME} beside the gold file "
-            "(or at --ledger)"
-        )
-    try:
-        data = ledger.read_bytes()
-    except OSError as error:
-        raise UnreadableFile(f"{ledger}: cannot read: {error.strerror}") from error
-    raw_lines = [line for line in data.split(b"\n") if line.strip()]
-    problems: list[str] = []
-    by_gold: dict[str, list[dict[str, Any]]] = {}
-    earlier: set[str] = set()
-    for number, raw in enumerate(raw_lines, start=1):
-        entry = _parse(raw, number, problems)
-        if entry is not None:
-            _check_link(entry.get("prev_sha256"), number, earlier, problems)
-            by_gold.setdefault(entry["gold_sha256"], []).append(entry)
-        earlier.add(hashlib.sha256(raw).hexdigest())
-    if raw_lines and not by_gold:
-        raise MalformedFile(
-            f"{ledger}: not a test-set ledger: no line of it is one ({problems[0]}); pass the "
-            f"{LEDGER_NAME} that evalkit score writes (if this was one, it was edited beyond "
-            "reading: treat its test set as burned)"
-        )
-    if gold_sha256 is not None:
-        by_gold = {gold_sha256: by_gold.get(gold_sha256, [])}
-    return LedgerReport(
-        evalkit_version=__version__,
-        ledger=str(ledger),
-        lines=len(raw_lines),
-        chain_intact=not problems,
-        chain_problems=problems,
-        gold={sha: _state_of(entries, problems) for sha, entries in sorted(by_gold.items())},
-    )
+    """Read and check a ledger file and its head; ``gold_sha256`` keeps one gold file."""
+    return report_of(scan_ledger(path), gold_sha256)
 
 
 def gold_state(ledger: Path, gold_sha256: str) -> GoldState:
-    """The state of one gold file in a ledger (``fresh`` when the ledger has no line for it)."""
+    """The state of one gold file's test set in a ledger (``fresh`` when no line names it)."""
     return read_ledger(ledger, gold_sha256).gold[gold_sha256]
-
-
-def has_look(ledger: Path, gold_sha256: str, predictions_sha256: str) -> bool:
-    """Whether the ledger records a look at these predictions on this gold file."""
-    import orjson
-
-    for raw in ledger.read_bytes().split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            entry = ledger_entry(orjson.loads(raw))
-        except orjson.JSONDecodeError:
-            continue
-        if (
-            entry is not None
-            and entry.get("gold_sha256") == gold_sha256
-            and entry.get("predictions_sha256") == predictions_sha256
-        ):
-            return True
-    return False

@@ -15,10 +15,14 @@ def render_audit_summary(report: AuditReport, json_path: str | None = None) -> s
     shapes = sorted({summary.shape for summary in splits.values()} - {"text"})
     if shapes:
         options = report.options
-        columns = " + ".join(c for c in (options.text, options.completion) if c)
+        given = options.columns or [c for c in (options.text, options.completion) if c]
+        columns = " + ".join(given)
+        written = ", JSON text" if any(s.json_text for s in splits.values()) else ""
+        calls = sum(summary.tool_calls for summary in splits.values())
+        compared = "turns, their tool calls included" if calls else "turns"
         lines.append(
-            f"text: conversations ({', '.join(shapes)}) in {columns}; compared: the "
-            f"{', '.join(options.roles)} turns"
+            f"text: conversations ({', '.join(shapes)}{written}) in {columns}; compared: the "
+            f"{', '.join(options.roles)} {compared}"
         )
     if report.lsh is not None:
         lsh = report.lsh

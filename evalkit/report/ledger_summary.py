@@ -23,6 +23,10 @@ def _gold_block(sha: str, state: GoldState) -> list[str]:
     lines.append(f"  state      {state_line(state)}")
     for reason in state.reasons[1:]:
         lines.append(f"             {reason}")
+    for other in state.same_rows:
+        lines.append(
+            f"  same rows  as gold sha256 {other[:12]}… (another encoding): looks counted together"
+        )
     for contract in state.contracts:
         lines.append(
             f"  contract   {contract.name} v{contract.version} ({contract.fingerprint[:19]}…), "
@@ -44,5 +48,9 @@ def render_ledger(report: LedgerReport) -> str:
     for sha, state in report.gold.items():
         lines += _gold_block(sha, state)
     if not report.gold:
-        lines.append("no look recorded")
+        lines.append(
+            "no look recorded"
+            if report.chain_intact
+            else f"no look readable: every test set it counted is burned; {FREEZE_ADVICE}"
+        )
     return "\n".join(lines)

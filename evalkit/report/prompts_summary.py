@@ -15,6 +15,26 @@ def render_prompts_summary(prompts: PromptFile, out: str) -> str:
             f"  reference answers left out: {prompts.answers_left_out:,} "
             "(the last assistant turn of each conversation)"
         )
+    if prompts.tool_calls or prompts.with_tools:
+        line = (
+            f"  tools: {prompts.with_tools:,} prompts send the row's tools (column "
+            f"{prompts.tools_column}); {prompts.tool_calls:,} tool calls kept, each answered "
+            "by its tool message"
+            if prompts.tools_column is not None
+            else f"  tools: {prompts.tool_calls:,} tool calls kept, each answered by its tool "
+            "message"
+        )
+        lines.append(line)
+    if prompts.ids_made_up:
+        lines.append(
+            f"  call ids made up: {prompts.ids_made_up:,} (the data has none; "
+            "call_<message>_<call>, tool answers matched in order)"
+        )
+    if prompts.tools_wrapped:
+        lines.append(
+            f"  tool schemas wrapped: {prompts.tools_wrapped:,} bare {{name, ...}} schemas sent "
+            'as {"type": "function", "function": ...}'
+        )
     if prompts.format == "openai-batch":
         lines.append(f"wrote {out} (openai-batch requests, model {prompts.model})")
         lines.append(
@@ -22,5 +42,6 @@ def render_prompts_summary(prompts: PromptFile, out: str) -> str:
             "output file with: evalkit score --pred-format openai-batch --pred OUTPUT.jsonl ..."
         )
     else:
-        lines.append(f"wrote {out} (jsonl: id and messages per line)")
+        what = "id, messages and tools" if prompts.with_tools else "id and messages"
+        lines.append(f"wrote {out} (jsonl: {what} per line)")
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.splitting.record import ManifestRecord
+from evalkit.splitting.record import ManifestRecord, TextInfo
 
 
 def _worst_class(deviations: dict[str, float]) -> str:
@@ -98,13 +98,20 @@ def _quality_lines(manifest: ManifestRecord) -> list[str]:
             )
     text = manifest.text
     if text is not None and text.kind == "conversation":
-        line = f"text: conversations ({text.shape}) in {' + '.join(text.columns)}"
+        written = ", JSON text" if text.json_text else ""
+        line = f"text: conversations ({text.shape}{written}) in {' + '.join(text.columns)}"
         line += "; lengths count every turn"
         if manifest.merging is not None:
             line += f"; --near-dup compares the {', '.join(text.compared_roles or [])} turns"
         if text.skipped_parts:
             line += f"; {text.skipped_parts} non-text content parts skipped"
         lines.append(line)
+        lines.extend(conversation_extras(text))
+    if manifest.json_text_columns:
+        lines.append(
+            f"written as JSON text: {', '.join(manifest.json_text_columns)} (their keys differ "
+            "from row to row; Parquet would give every row every key)"
+        )
     if manifest.merging is not None:
         merging = manifest.merging
         lines.append(
@@ -134,4 +141,28 @@ def _repetition_lines(manifest: ManifestRecord) -> list[str]:
             f"repetition in {name}: {within['near_share']:.1%} of items in duplicate clusters "
             f"of their own split ({within['exact_share']:.1%} exact){largest}"
         )
+    return lines
+
+
+def conversation_extras(text: TextInfo) -> list[str]:
+    """What a conversation column carried besides its turns: system prompts, tools, calls,
+    training flags (nothing for plain conversations)."""
+    lines = []
+    if text.system_column is not None:
+        line = (
+            f"system: column {text.system_column} put first in {text.system_added:,} conversations"
+        )
+        if text.system_kept:
+            line += f"; {text.system_kept:,} have their own system message (kept)"
+        lines.append(line)
+    if text.tools_column is not None or text.tool_calls or text.untrained_turns:
+        parts = []
+        if text.tools_column is not None:
+            parts.append(f"tools from column {text.tools_column}")
+        parts.append(f"{text.tool_calls:,} tool calls")
+        if text.untrained_turns:
+            parts.append(
+                f"{text.untrained_turns:,} turns flagged not to train on (weight 0, training false)"
+            )
+        lines.append("tools: " + "; ".join(parts))
     return lines

@@ -25,6 +25,7 @@ from evalkit.contract.validation import evaluator_semantics
 from evalkit.documents import require_regular_file
 from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, UnknownColumn, UsageError
 from evalkit.io import read_table, sha256_input, table_format
+from evalkit.provenance.gold_content import content_sha256
 from evalkit.scoring import aggregate, answers
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.predictions import predictions_sha256, read_predictions
@@ -296,7 +297,8 @@ def score(
     ignored. ``workers`` sets the parsing processes (default: all cores for
     large inputs). ``card`` (an :class:`~evalkit.AdapterCard` or its JSON
     data) and ``base`` record where the predictions came from, ``ledger`` the
-    ledger the caller records this look in (see :func:`evalkit.append_look`).
+    ledger this look goes to: :meth:`ScoreResult.write` appends it there
+    before it writes the folder (see :func:`evalkit.append_look`).
     Bad input raises an :class:`~evalkit.errors.EvalkitError`.
     """
     if on_duplicate not in ("error", "first", "last"):
@@ -326,6 +328,7 @@ def score(
         kept = resolved.predictions.drop("output")
         gold_frame = read_gold(gold_path, loaded, label)  # while the outputs are parsed
         gold_frame = check_gold_types(loaded, gold_frame, label, GOLD_PREFIX)
+        gold_content = hashing.submit(content_sha256, gold_frame)
         aligned, unknown_ids, unknown_example = _align(gold_frame, kept)
         _require_a_match(pred_path, gold_path, kept, unknown_ids, unknown_example, gold_frame)
         resolved_duplicates = resolved.duplicate_ids
@@ -354,7 +357,12 @@ def score(
                 normalized=normalized_contract(loaded),
                 evaluator=Evaluator(**evaluator_semantics()),
             ),
-            gold=GoldInfo(path=str(gold_path), sha256=gold_hash.result(), n=n_gold),
+            gold=GoldInfo(
+                path=str(gold_path),
+                sha256=gold_hash.result(),
+                n=n_gold,
+                content_sha256=gold_content.result(),
+            ),
             predictions=PredictionsInfo(
                 path=str(pred_path),
                 sha256=pred_hash.result(),

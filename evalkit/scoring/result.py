@@ -33,13 +33,21 @@ class ScoreResult:
         *,
         force: bool = False,
         extra_files: Mapping[str, bytes] | None = None,
+        purpose: str | None = None,
         inputs: Iterable[str | os.PathLike[str] | None] = (),
     ) -> Path:
         """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``.
 
+        With a ledger in the summary (``score(..., ledger=...)``) the look is
+        appended there, with ``purpose``, before the folder is published.
         ``out`` never replaces the gold or predictions file scored, nor ``inputs``.
         """
         recorded = [self.summary.gold.path, self.summary.predictions.path, self.summary.ledger]
         return write_score(
-            self, out, force=force, extra_files=extra_files, inputs=[*recorded, *inputs]
+            self,
+            out,
+            force=force,
+            extra_files=extra_files,
+            purpose=purpose,
+            inputs=[*recorded, *inputs],
         )

@@ -65,6 +65,9 @@ class GoldInfo(_Model):
     dataset folder)."""
     n: int
     """Number of gold items (rows)."""
+    content_sha256: str | None = None
+    """sha256 of the ids and gold values read (the test set's identity whatever its encoding:
+    ``test.parquet`` and the same rows in ``test.jsonl`` share it; see docs/provenance.md)."""
 
 
 class PredictionsInfo(_Model):
@@ -212,6 +215,15 @@ class RescoredFrom(_Model):
     """sha256 of that folder's ``summary.json`` when it was re-scored."""
 
 
+class LookRef(_Model):
+    """Where a result's look is in the ledger: its line, named by number and hash."""
+
+    line: int
+    """The line's 1-based number among the ledger's non-blank lines when it was appended."""
+    sha256: str
+    """The line's ``sha256`` (of its canonical JSON): finds it again after a merge moved it."""
+
+
 class ScoreSummary(_Model):
     """The whole ``summary.json``."""
 
@@ -253,3 +265,9 @@ class ScoreSummary(_Model):
     """What scored but deserves a look: a slice that matches no gold item (its
     figures are empty and its gate rules judge nothing). The key is written only
     when there is a warning."""
+    look: LookRef | None = None
+    """This result's line in that ledger, appended before the result was written (null
+    without a ledger): gate finds it there, or reads the test set as burned."""
+    examples_sha256: str | None = None
+    """sha256 of ``examples.parquet`` beside it (compare and gate check it, and recompute
+    the figures they use from that file)."""

@@ -20,15 +20,8 @@ import numpy as np
 import polars as pl
 
 from evalkit._version import __version__
-from evalkit.errors import InfeasibleSplit, InvalidTable, UsageError
-from evalkit.io import (
-    TableFormat,
-    atomic_directory,
-    read_table,
-    sha256_file,
-    sha256_input,
-    write_table,
-)
+from evalkit.errors import InfeasibleSplit, UsageError
+from evalkit.io import TableFormat, read_table, sha256_file, sha256_input
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
@@ -49,7 +42,6 @@ from evalkit.splitting.record import (
     Merging,
     SplitOptions,
     TextInfo,
-    manifest_text,
 )
 from evalkit.splitting.repetition import split_repetition
 from evalkit.splitting.report import build_report
@@ -82,11 +74,13 @@ class SplitResult:
 
         return SplitManifest.model_validate(self.record.to_json())
 
-    lines: dict[str, list[bytes]] | None = None
-    """The input's JSONL lines of each split, as written, when ``frames`` cannot hold
-    the text column's values (content a string in some messages and a list of parts
-    in others, as OpenAI's vision fine-tuning files have): polars converted them
-    there, so only JSONL output, of these lines, keeps them."""
+    rows: dict[str, IntArray] | None = None
+    """The input's row numbers of each split, in the rows' order of ``frames``, when the
+    input is a file: what the split files are written back from."""
+    retyped: bool = False
+    """The frame cannot hold the text column's values (content a string in some messages
+    and a list of parts in others, as OpenAI's vision fine-tuning files have): polars
+    converted them, so only the input's values (JSONL lines, JSON text) keep them."""
 
     def to_datasets(self) -> DatasetDict:
         """The splits as a ``datasets.DatasetDict`` (``val`` named ``validation``), in memory.
@@ -97,34 +91,23 @@ class SplitResult:
         from evalkit.splitting.hf_datasets import to_dataset_dict
 
         source = self.record.input.path or "input table"
-        return to_dataset_dict(self.frames, source, retyped=self.lines is not None)
+        return to_dataset_dict(self.frames, source, retyped=self.retyped)
 
-    def write(self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False) -> None:
+    def write(
+        self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False
+    ) -> ManifestRecord:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
 
-        All files are written into a temporary folder that replaces ``out`` only
-        once everything succeeded; an existing ``out`` needs ``force``, and is
-        never replaced if it holds the input or is a folder this did not write.
+        A JSONL input is written back as it was read (:mod:`evalkit.splitting.writeback`):
+        JSONL output holds its lines byte for byte, Parquet output its nested values as
+        written (as JSON text where the frame would change them). All files are written
+        into a temporary folder that replaces ``out`` only once everything succeeded; an
+        existing ``out`` needs ``force``, and is never replaced if it holds the input or is
+        a folder this did not write. Returns the manifest as written.
         """
-        source = self.record.input.path
-        if self.lines is not None and fmt != "jsonl":
-            info = self.record.text
-            column = repr(info.columns[0]) if info is not None else "the text column"
-            raise InvalidTable(
-                f"{source}: column {column} holds content as text in some messages and as a "
-                f"list of parts in others, which {fmt} cannot keep; pass --format jsonl "
-                "(the split files then hold the input's lines as written)"
-            )
-        inputs = [Path(source)] if source is not None else []
-        with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
-            for name, frame in self.frames.items():
-                if self.lines is not None:
-                    (staging / f"{name}.{fmt}").write_bytes(b"".join(self.lines[name]))
-                    continue
-                write_table(frame, staging / f"{name}.{fmt}", fmt)
-            write_table(self.assignments, staging / "assignments.parquet", "parquet")
-            text = manifest_text(self.record)
-            (staging / "manifest.json").write_text(text, encoding="utf-8")
+        from evalkit.splitting.writeback import write_split
+
+        return write_split(self, Path(out), fmt, force)
 
 
 def split(
@@ -144,6 +127,8 @@ def split(
     near_dup: float | None = None,
     freeze: Path | str | None = None,
     tokenizer: Path | str | None = None,
+    system: str | None = None,
+    tools: str | None = None,
     engine: Literal["local", "ray"] = "local",
     ray: RayOptions | None = None,
 ) -> SplitResult:
@@ -158,13 +143,16 @@ def split(
     count misses by more than ``tolerance`` items.
 
     ``text`` is a column of text or of conversations (``{role, content}`` or
-    ShareGPT ``{from, value}`` messages), or two columns (TRL's
-    prompt-completion form). Its lengths are the characters of every turn, or
-    tokens of a local ``tokenizer`` (a tokenizer.json, or a folder holding
-    one) for text columns; ``near_dup`` compares the turns of ``roles``
-    (default: every role but system, so a shared system prompt is no
-    duplicate). ``engine="ray"`` runs that search on a Ray cluster (``ray``
-    says which) and gives the same split.
+    ShareGPT ``{from, value}`` messages, nested or as JSON text), two columns
+    (TRL's prompt-completion form) or three (Alpaca's instruction, input and
+    output); ``system`` and ``tools`` name the columns of system prompts and
+    tools (default: columns named ``system`` and ``tools``, when present). Its
+    lengths are the characters of every turn (tool calls included), or tokens
+    of a local ``tokenizer`` (a tokenizer.json, or a folder holding one);
+    ``near_dup`` compares the turns of ``roles`` (default: every role but
+    system, so a shared system prompt is no duplicate), their text and their
+    tool calls' names and arguments. ``engine="ray"`` runs
+    that search on a Ray cluster (``ray`` says which) and gives the same split.
     """
     text_columns = _text_columns(text)
     compared_roles = _compared_roles(roles) if text_columns or roles is not None else ()
@@ -184,6 +172,8 @@ def split(
         near_dup=float(near_dup) if near_dup is not None else None,
         freeze=str(freeze) if freeze is not None else None,
         tokenizer=str(tokenizer) if tokenizer is not None else None,
+        system=system,
+        tools=tools,
         engine=engine,
     )
     _check_options(options)
@@ -197,8 +187,12 @@ def split(
     check_table(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
     )
-    chat = _read_chat(frame, text_columns, source, path) if text_columns else None
-    retyped = chat is not None and chat.retyped and path is not None
+    chat = _read_chat(frame, text_columns, source, path, system, tools) if text_columns else None
+    if chat is not None and roles is not None and not chat.is_conversation:
+        raise UsageError(
+            f"--roles {','.join(compared_roles)}: --text {' '.join(text_columns)} holds plain "
+            "text, not conversations; --roles chooses the conversation turns compared"
+        )
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
     grouping = _grouping(frame, options, chat, compared_roles, source, ray)
@@ -250,7 +244,8 @@ def split(
         frames=_split_frames(frame, row_split, options.names, order),
         assignments=_assignments(frame, group, id_column, split_column, order),
         record=record,
-        lines=_split_lines(path, row_split, options.names, order) if retyped else None,
+        rows=_split_rows(row_split, options.names, order) if path is not None else None,
+        retyped=chat is not None and chat.retyped,
     )
 
 
@@ -285,11 +280,16 @@ def _compared_roles(roles: str | Sequence[str] | None) -> tuple[Role, ...]:
 
 
 def _read_chat(
-    frame: pl.DataFrame, columns: Sequence[str], source: str, path: Path | None
+    frame: pl.DataFrame,
+    columns: Sequence[str],
+    source: str,
+    path: Path | None,
+    system: str | None,
+    tools: str | None,
 ) -> ChatColumn:
     from evalkit.chat import read_chat
 
-    return read_chat(frame, columns, source=source, path=path)
+    return read_chat(frame, columns, source=source, path=path, system=system, tools=tools)
 
 
 def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
@@ -299,6 +299,13 @@ def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
         shape=chat.shape,
         compared_roles=list(roles) if chat.is_conversation else None,
         skipped_parts=chat.skipped_parts,
+        json_text=chat.json_text,
+        system_column=chat.system_column,
+        system_added=chat.system_added,
+        system_kept=chat.system_kept,
+        tools_column=chat.tools_column,
+        tool_calls=chat.tool_call_count,
+        untrained_turns=chat.flagged_untrained,
     )
 
 
@@ -324,6 +331,9 @@ def _check_options(options: SplitOptions) -> None:
         )
     if options.roles is not None and options.text is None:
         raise UsageError("--roles needs --text COL: a conversation column whose turns are compared")
+    for option, value in (("--system", options.system), ("--tools", options.tools)):
+        if value is not None and options.text is None:
+            raise UsageError(f"{option} needs --text COL: the conversation column it goes with")
 
 
 @dataclass(frozen=True)
@@ -419,19 +429,13 @@ def _assignments(
     return table[order] if order is not None else table
 
 
-def _split_lines(
-    path: Path | None, row_split: IntArray, names: Sequence[str], order: IntArray | None
-) -> dict[str, list[bytes]]:
-    """The input's JSONL lines of each split, in the rows' order of :func:`_split_frames`."""
-    from evalkit.chat.sources import jsonl_lines
-
-    assert path is not None
-    lines = jsonl_lines(path)
-    rows = order if order is not None else np.arange(len(lines))
-    return {
-        name: [lines[row] for row in rows if row_split[row] == index]
-        for index, name in enumerate(names)
-    }
+def _split_rows(
+    row_split: IntArray, names: Sequence[str], order: IntArray | None
+) -> dict[str, IntArray]:
+    """The input rows of each split, in the rows' order of :func:`_split_frames`."""
+    rows = order if order is not None else np.arange(len(row_split))
+    placed = row_split[rows]
+    return {name: rows[placed == index] for index, name in enumerate(names)}
 
 
 def _split_frames(

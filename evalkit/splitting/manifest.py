@@ -73,6 +73,10 @@ class SplitOptions(_Model):
         description="Tokenizer folder (counted as evalkit tokens counts) or tokenizer.json "
         "file whose token counts are the lengths.",
     )
+    system: str | None = Field(
+        default=None, description="--system: the column of system prompts, when given."
+    )
+    tools: str | None = Field(default=None, description="--tools: the column of tools, when given.")
     engine: str = Field(
         default="local",
         description="Where the --near-dup search ran: local (one process) or ray (a Ray "
@@ -83,17 +87,41 @@ class SplitOptions(_Model):
 class TextInfo(_Model):
     """What the --text column(s) held, as recognised from the values."""
 
-    columns: list[str] = Field(description="The --text columns: one, or prompt and completion.")
+    columns: list[str] = Field(
+        description="The --text columns: one, prompt and completion, or Alpaca's instruction, "
+        "input and output."
+    )
     kind: str = Field(description="text (plain strings) or conversation (lists of messages).")
     shape: str = Field(
-        description="How the (first) column is written: text, messages ({role, content}) or "
-        "sharegpt ({from, value})."
+        description="How the (first) column is written: text, messages ({role, content}), "
+        "sharegpt ({from, value}) or alpaca."
     )
     compared_roles: list[str] | None = Field(
         description="Roles whose turns --near-dup compares (null for text, compared whole)."
     )
     skipped_parts: int = Field(
         description="Non-text content parts (images, audio) left out of the text."
+    )
+    json_text: bool = Field(
+        default=False,
+        description="The conversations were the JSON text of message lists in a string column.",
+    )
+    system_column: str | None = Field(
+        default=None, description="The column of system prompts put first, if any."
+    )
+    system_added: int = Field(
+        default=0, description="Conversations that got the system column's prompt first."
+    )
+    system_kept: int = Field(
+        default=0,
+        description="Conversations that start with their own system message, kept (the system "
+        "column's value unused, as LLaMA-Factory and axolotl do).",
+    )
+    tools_column: str | None = Field(default=None, description="The column of tools, if any.")
+    tool_calls: int = Field(default=0, description="Tool calls over every conversation.")
+    untrained_turns: int = Field(
+        default=0,
+        description="Turns flagged not to train on (OpenAI weight 0, axolotl training false).",
     )
 
 
@@ -191,4 +219,10 @@ class SplitManifest(_Model):
         description="With --near-dup: per split, how much of it repeats itself (its own exact "
         "and near-duplicate clusters, which --near-dup keeps whole, and repeated openings); "
         "the audit's `within`.",
+    )
+    json_text_columns: list[str] = Field(
+        default_factory=list,
+        description="Columns written to the Parquet split files as the JSON text of each value "
+        "as the JSONL input wrote it (their keys differ from row to row; a Parquet struct would "
+        "give every row every key).",
     )

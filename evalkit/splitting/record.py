@@ -13,7 +13,7 @@ order, so ``manifest_text`` writes the bytes ``model_dump`` would have
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 MANIFEST_FORMAT_VERSION = 1
 
@@ -47,6 +47,8 @@ class SplitOptions:
     near_dup: float | None
     freeze: str | None
     tokenizer: str | None
+    system: str | None = None
+    tools: str | None = None
     engine: str = "local"
 
 
@@ -59,6 +61,13 @@ class TextInfo:
     shape: str
     compared_roles: list[str] | None
     skipped_parts: int
+    json_text: bool = False
+    system_column: str | None = None
+    system_added: int = 0
+    system_kept: int = 0
+    tools_column: str | None = None
+    tool_calls: int = 0
+    untrained_turns: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +154,7 @@ class ManifestRecord:
     quality: Quality
     # Repetition within each split (with --near-dup): plain data from evalkit.leakage.within.
     within: dict[str, dict[str, object]] | None = None
+    json_text_columns: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         """The manifest as JSON values: what ``SplitManifest.model_dump(mode="json")`` gives."""

@@ -70,9 +70,10 @@ class TokensResult:
 
 
 def _check_options(text: Sequence[str], max_seq_length: int | None, sample: int, seed: int) -> None:
-    if not 1 <= len(text) <= 2:
+    if not 1 <= len(text) <= 3:
         raise UsageError(
-            f"--text: give one column, or two (prompt and completion); got {len(text)}"
+            "--text: give one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(text)}"
         )
     if max_seq_length is not None and max_seq_length <= 0:
         raise UsageError(
@@ -142,11 +143,16 @@ def check_tokens(
     truncation_mode: TruncationMode = "keep_start",
     sample: int = 0,
     seed: int = 0,
+    system: str | None = None,
+    tools: str | None = None,
 ) -> TokensResult:
     """Check the splits in ``files`` as the model will see them through ``tokenizer``.
 
-    ``text`` is a column of conversations or of text, or two columns
-    (prompt and completion). Conversations are rendered with the tokenizer's
+    ``text`` is a column of conversations or of text, two columns (prompt
+    and completion) or three (Alpaca's instruction, input and output);
+    ``system`` and ``tools`` name the columns of system prompts and tools
+    (default: columns named ``system`` and ``tools``, when present), passed to
+    the chat template with each conversation. Conversations are rendered with the tokenizer's
     chat template and encoded as ``apply_chat_template(tokenize=True)`` does
     (``encode="template"``), or rendered and then encoded as text with the
     tokenizer's special tokens added (``encode="text"``: what a pipeline that
@@ -160,7 +166,7 @@ def check_tokens(
     folder = Path(tokenizer)
     loaded = load_tokenizer(folder)
     require_fast(loaded, folder)
-    splits = read_splits(files, columns, id_column)
+    splits = read_splits(files, columns, id_column, system=system, tools=tools)
     chosen_loss, chosen_encode = resolve_modes(splits[0].chat, loss, encode)
     conversations = splits[0].chat.is_conversation
     stops = stop_token_ids(loaded, folder)
@@ -176,6 +182,8 @@ def check_tokens(
         truncation_mode=truncation_mode,
         sample=sample,
         seed=seed,
+        system=system,
+        tools=tools,
     )
     settings = measure_settings(loaded, stops, max_seq_length, truncation_mode)
     context = Context(

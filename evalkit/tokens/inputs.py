@@ -64,9 +64,15 @@ def _ids(frame: object, id_column: str | None, source: str, n: int) -> list[str]
 
 
 def read_splits(
-    files: Sequence[Path | str], text: Sequence[str], id_column: str | None
+    files: Sequence[Path | str],
+    text: Sequence[str],
+    id_column: str | None,
+    *,
+    system: str | None = None,
+    tools: str | None = None,
 ) -> list[SplitInput]:
-    """Every split of ``files``, its ``--text`` column(s) read as text or conversations."""
+    """Every split of ``files``, its ``--text`` column(s) read as text or conversations (with
+    the ``system`` and ``tools`` columns, see :func:`evalkit.chat.read_chat`)."""
     needed = [*text, *([id_column] if id_column else [])]
     sources = split_sources([Path(file) for file in files], minimum=1)
     ids = [id_column] if id_column else []
@@ -83,7 +89,9 @@ def read_splits(
             assert columns is not None
             frame = columns.clear()
         require_columns(frame, needed, str(path))
-        chat = read_chat(frame, list(text), source=str(path), path=path, exact=empty)
+        chat = read_chat(
+            frame, list(text), source=str(path), path=path, exact=empty, system=system, tools=tools
+        )
         where = _locator(path)
         _require_texts(chat, where)
         ids = _ids(frame, id_column, str(path), frame.height)

@@ -5,7 +5,8 @@ the ``total`` tokens of ``evalkit tokens`` on the same rows agree: a
 conversation is its chat template's render encoded as
 ``apply_chat_template(tokenize=True)`` does; a text is ``tokenizer(text)``
 with the special tokens added; two text columns are ``prompt +
-completion`` (TRL's join).
+completion`` (TRL's join). What the template receives (tool calls,
+tools) comes from :func:`evalkit.chat.template_conversations`.
 """
 
 from __future__ import annotations
@@ -59,9 +60,15 @@ def token_lengths(
     import polars as pl
 
     if chat.is_conversation:
+        from evalkit.chat import template_conversations
+
         require_template(tokenizer, source)
+        conversations = template_conversations(chat)
         renders = render_all(
-            tokenizer, chat.messages(), where=where or (lambda row: f"{source}, row {row + 1}")
+            tokenizer,
+            [conversation.messages for conversation in conversations],
+            where=where or (lambda row: f"{source}, row {row + 1}"),
+            tools=[conversation.tools for conversation in conversations],
         )
         counts = _counts(tokenizer, renders, add_special_tokens=False)
         return pl.Series("length", counts, pl.Int64)

@@ -83,6 +83,12 @@ class TokensOptions(_Model):
     )
     sample: int = Field(description="Examples per split shown in the HTML page.")
     seed: int = Field(description="Seed of the sample.")
+    system: str | None = Field(
+        default=None, description="--system: the column of system prompts, when given."
+    )
+    tools: str | None = Field(
+        default=None, description="--tools: the column of tools passed to the template, when given."
+    )
 
 
 class Quantiles(_Model):

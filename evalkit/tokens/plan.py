@@ -1,12 +1,14 @@
 """What each split's rows become: the training texts, their loss spans, their prompts.
 
-Conversations are rendered by the chat template, their inference prompts
-too (the conversation before its last assistant turn, as ``generate``
-renders it, through :func:`evalkit.tokens.render.prompt_renders`); text
-columns are taken as they are, TRL's prompt-completion pair joined as TRL
-joins it (``prompt + completion``). A planner works a chunk of rows at a
-time, so that :func:`evalkit.tokens.figures.measure` can render one chunk
-while the tokenizer encodes another.
+Conversations are rendered by the chat template, as
+:func:`evalkit.chat.template_conversations` gives them (tool calls and the
+row's tools included), their inference prompts too (the conversation
+before its last assistant turn, as ``generate`` renders it, through
+:func:`evalkit.tokens.render.prompt_renders`); text columns are taken as
+they are, TRL's prompt-completion pair joined as TRL joins it (``prompt +
+completion``). A planner works a chunk of rows at a time, so that
+:func:`evalkit.tokens.figures.measure` can render one chunk while the
+tokenizer encodes another.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from evalkit.chat import template_conversations
 from evalkit.errors import EvalkitError
 from evalkit.tokens.figures import Plan
 from evalkit.tokens.inputs import SplitInput
@@ -97,7 +100,6 @@ class SplitPlanner:
         if chat.is_conversation and loss_from_spans(self.loss, self.markers):
             self._closers = Closers.probed(self._probe_render(), strings)
         if chat.is_conversation:
-            self._prompts = chat.prompts()
             self._has_answer = chat.reference_answers().is_not_null().to_list()
             self._turns = chat.prompt_turns.to_list() if chat.prompt_turns is not None else None
 
@@ -126,18 +128,27 @@ class SplitPlanner:
 
     def _conversations(self, start: int, stop: int) -> Plan:
         chat, tokenizer = self.split.chat, self.tokenizer
-        assert chat.conversations is not None
-        messages = chat.conversations.slice(start, stop - start).to_list()
+        whole = template_conversations(chat, range(start, stop))
+        messages = [conversation.messages for conversation in whole]
+        tools = [conversation.tools for conversation in whole]
         where = self._where(start)
         spans = None
         if self.loss == "assistant" and self.markers:
-            renders, spans = render_with_generation_spans(tokenizer, messages, where=where)
+            renders, spans = render_with_generation_spans(
+                tokenizer, messages, where=where, tools=tools
+            )
         else:
-            renders = render_all(tokenizer, messages, where=where)
-        prompt_messages = self._prompts.slice(start, stop - start).to_list()
+            renders = render_all(tokenizer, messages, where=where, tools=tools)
+        prompt_messages = [
+            conversation.messages
+            for conversation in template_conversations(chat, range(start, stop), prompt=True)
+        ]
         rows = [row for row in range(stop - start) if self._has_answer[start + row]]
         rendered = prompt_renders(
-            tokenizer, [prompt_messages[row] for row in rows], where=lambda k: where(rows[k])
+            tokenizer,
+            [prompt_messages[row] for row in rows],
+            where=lambda k: where(rows[k]),
+            tools=[tools[row] for row in rows],
         )
         prompts: list[str | None] = [None] * (stop - start)
         for row, prompt in zip(rows, rendered, strict=True):
@@ -152,7 +163,7 @@ class SplitPlanner:
                 spans = all_assistant_spans(renders, messages, self._closers, ends, where)
             return Plan(renders, add_special, "spans", spans=spans, prompts=prompts)
         if self.loss == "completion":
-            boundary = self._completion_prompts(start, messages, prompt_messages, prompts)
+            boundary = self._completion_prompts(start, messages, prompt_messages, prompts, tools)
             return Plan(
                 renders, add_special, "after_prompt", prompts=prompts, boundary_prompts=boundary
             )
@@ -164,6 +175,7 @@ class SplitPlanner:
         messages: list[Any],
         prompt_messages: list[Any],
         prompts: list[str | None],
+        tools: list[Any],
     ) -> list[str | None] | None:
         """The prompt column's render, for rows where it is not the inference prompt."""
         assert self._turns is not None
@@ -180,6 +192,7 @@ class SplitPlanner:
             self.tokenizer,
             [messages[row][: turns[row]] for row in rows],
             where=lambda k: where(rows[k]),
+            tools=[tools[row] for row in rows],
         )
         boundary: list[str | None] = [None] * len(turns)
         for row, prompt in zip(rows, rendered, strict=True):

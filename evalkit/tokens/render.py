@@ -20,7 +20,9 @@ from evalkit.errors import EvalkitError, UsageError
 from evalkit.tokens.load import chat_template
 from evalkit.tokens.time_limit import Watch, time_limit
 
-Messages = Sequence[dict[str, str]]
+Messages = Sequence[dict[str, Any]]
+Tools = list[dict[str, Any]] | None
+"""A conversation's tools, as ``apply_chat_template(…, tools=…)`` takes them."""
 # CPU seconds one conversation's render may take: real templates take milliseconds on
 # the longest conversations; a template that loops for ever is stopped after this.
 RENDER_SECONDS = 10.0
@@ -71,7 +73,11 @@ def _is_plain(messages: Messages) -> bool:
 
 
 def _direct_renders(
-    tokenizer: Any, conversations: Sequence[Messages], add_generation_prompt: bool, watch: Watch
+    tokenizer: Any,
+    conversations: Sequence[Messages],
+    add_generation_prompt: bool,
+    watch: Watch,
+    tools: Tools = None,
 ) -> list[str] | None:
     """The renders from transformers' compiled template itself, or None where that is unsafe.
 
@@ -95,7 +101,7 @@ def _direct_renders(
         return str(
             compiled.render(
                 messages=messages,
-                tools=None,
+                tools=tools,
                 documents=None,
                 add_generation_prompt=add_generation_prompt,
                 **variables,
@@ -105,7 +111,11 @@ def _direct_renders(
     watch.at(0)
     first = one(conversations[0])
     general, _ = _render_batch(
-        tokenizer, conversations[:1], add_generation_prompt=add_generation_prompt, spans=False
+        tokenizer,
+        conversations[:1],
+        add_generation_prompt=add_generation_prompt,
+        spans=False,
+        tools=tools,
     )
     if general != [first]:
         return None
@@ -138,6 +148,7 @@ def _render_batch(
     spans: bool,
     watch: Watch | None = None,
     first: int = 0,
+    tools: Tools = None,
 ) -> tuple[list[str], list[list[tuple[int, int]]]]:
     """transformers' own renderer over the whole batch: what apply_chat_template renders.
 
@@ -156,6 +167,7 @@ def _render_batch(
     template = chat_template(tokenizer)
     rendered: Any = render_jinja_template(
         conversations=_Ticking(conversations, watch, first),
+        tools=list(tools) if tools is not None else None,
         chat_template=template,
         add_generation_prompt=add_generation_prompt,
         return_assistant_tokens_mask=spans,
@@ -209,6 +221,7 @@ def _failing_row(
     conversations: Sequence[Messages],
     add_generation_prompt: bool,
     where: Callable[[int], str],
+    tools: Tools = None,
 ) -> TemplateFailure | None:
     """The first conversation the template refuses, as an error naming its row."""
     for row, messages in enumerate(conversations):
@@ -221,6 +234,7 @@ def _failing_row(
                     spans=False,
                     watch=watch,
                     first=row,
+                    tools=tools,
                 )
         except EvalkitError:
             raise
@@ -240,13 +254,61 @@ def _rendered(
     add_generation_prompt: bool,
     spans: bool,
     where: Callable[[int], str],
+    tools: Sequence[Tools] | None = None,
+) -> tuple[list[str], list[list[tuple[int, int]]]]:
+    """Every conversation rendered, each with its own tools (``tools[row]``).
+
+    transformers renders a batch with one tools list, so rows are rendered in
+    groups that share theirs (the same list object: evalkit.chat parses each
+    distinct tools value once), and put back in order.
+    """
+    if tools is None or all(row_tools is None for row_tools in tools):
+        return _rendered_group(
+            tokenizer,
+            conversations,
+            add_generation_prompt=add_generation_prompt,
+            spans=spans,
+            where=where,
+            tools=None,
+        )
+    groups: dict[int, list[int]] = {}
+    for row, row_tools in enumerate(tools):
+        groups.setdefault(id(row_tools), []).append(row)
+    renders: list[str] = [""] * len(conversations)
+    found: list[list[tuple[int, int]]] = [[] for _ in conversations]
+    for rows in groups.values():
+        group_renders, group_spans = _rendered_group(
+            tokenizer,
+            [conversations[row] for row in rows],
+            add_generation_prompt=add_generation_prompt,
+            spans=spans,
+            where=lambda k, rows=rows: where(rows[k]),  # type: ignore[misc]
+            tools=tools[rows[0]],
+        )
+        for k, row in enumerate(rows):
+            renders[row] = group_renders[k]
+            if spans:
+                found[row] = group_spans[k]
+    return renders, found if spans else []
+
+
+def _rendered_group(
+    tokenizer: Any,
+    conversations: Sequence[Messages],
+    *,
+    add_generation_prompt: bool,
+    spans: bool,
+    where: Callable[[int], str],
+    tools: Tools,
 ) -> tuple[list[str], list[list[tuple[int, int]]]]:
     if not conversations:
         return [], []
     try:
         with _limited(tokenizer, where) as watch:
             if not spans:
-                direct = _direct_renders(tokenizer, conversations, add_generation_prompt, watch)
+                direct = _direct_renders(
+                    tokenizer, conversations, add_generation_prompt, watch, tools
+                )
                 if direct is not None:
                     return direct, []
             return _render_batch(
@@ -255,6 +317,7 @@ def _rendered(
                 add_generation_prompt=add_generation_prompt,
                 spans=spans,
                 watch=watch,
+                tools=tools,
             )
     except EvalkitError:
         raise
@@ -262,7 +325,7 @@ def _rendered(
         broken = _uncompilable(tokenizer)
         if broken is not None:
             raise broken from None
-        failure = _failing_row(tokenizer, conversations, add_generation_prompt, where)
+        failure = _failing_row(tokenizer, conversations, add_generation_prompt, where, tools)
         if failure is not None:
             raise failure from None
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -277,14 +340,17 @@ def render_all(
     *,
     add_generation_prompt: bool = False,
     where: Callable[[int], str] = lambda row: f"row {row + 1}",
+    tools: Sequence[Tools] | None = None,
 ) -> list[str]:
-    """Every conversation rendered; a template error names the row (``where``)."""
+    """Every conversation rendered (with its ``tools[row]``); a template error names the row
+    (``where``)."""
     renders, _ = _rendered(
         tokenizer,
         conversations,
         add_generation_prompt=add_generation_prompt,
         spans=False,
         where=where,
+        tools=tools,
     )
     return renders
 
@@ -294,13 +360,16 @@ def render_with_generation_spans(
     conversations: Sequence[Messages],
     *,
     where: Callable[[int], str] = lambda row: f"row {row + 1}",
+    tools: Sequence[Tools] | None = None,
 ) -> tuple[list[str], list[list[tuple[int, int]]]]:
     """Training renders and, per render, the character spans of its ``{% generation %}`` blocks.
 
     These spans are what ``apply_chat_template(return_assistant_tokens_mask=True)``
     turns into its assistant mask: the template says which text is the model's.
     """
-    return _rendered(tokenizer, conversations, add_generation_prompt=False, spans=True, where=where)
+    return _rendered(
+        tokenizer, conversations, add_generation_prompt=False, spans=True, where=where, tools=tools
+    )
 
 
 def encode_renders(
@@ -325,6 +394,7 @@ def prompt_renders(
     prompts: Sequence[Messages],
     *,
     where: Callable[[int], str] = lambda row: f"row {row + 1}",
+    tools: Sequence[Tools] | None = None,
 ) -> list[str]:
     """The inference prompts: each conversation's prompt with the generation prompt added."""
-    return render_all(tokenizer, prompts, add_generation_prompt=True, where=where)
+    return render_all(tokenizer, prompts, add_generation_prompt=True, where=where, tools=tools)

@@ -201,9 +201,14 @@ def make_batches(chosen: Chosen, *, batch: int, seq_len: int, pad_id: int) -> li
 
 def prompt_ids(data: TrainingData, tokenizer: Any, rows: Sequence[int]) -> list[list[int]]:
     """The inference prompt of each row (``generate``'s render: the generation prompt added)."""
+    from evalkit.chat import template_conversations
     from evalkit.tokens.render import encode_renders, prompt_renders
 
-    prompts = data.split.chat.prompts()
-    messages = [prompts[row].to_list() for row in rows]
-    renders = prompt_renders(tokenizer, messages, where=lambda k: data.split.where(rows[k]))
+    prompts = template_conversations(data.split.chat, list(rows), prompt=True)
+    renders = prompt_renders(
+        tokenizer,
+        [prompt.messages for prompt in prompts],
+        where=lambda k: data.split.where(rows[k]),
+        tools=[prompt.tools for prompt in prompts],
+    )
     return [list(ids) for ids in encode_renders(tokenizer, renders)]

@@ -22,6 +22,17 @@ as the user turn, the JSON answer as the assistant turn), ``--format
 sharegpt`` the same in ShareGPT's ``conversations`` (``{from, value}``). The
 ids, thread ids and categories stay beside the conversation, as metadata
 columns for ``--group`` and ``--stratify``.
+
+``--format tools`` writes ``tickets_tools.jsonl``, the **function-calling**
+form (OpenAI's fine-tuning files with tools): every ticket that names an
+order, where the assistant first calls ``lookup_order`` (and, for money
+matters, ``refund_status`` or, for parcels, ``track_parcel`` in the same
+turn), each tool answers with JSON, and the assistant then answers in the
+JSON of the other files. Some call turns carry text beside the call, a few
+are marked ``weight: 0`` (not trained on), and each row's ``tools`` column
+lists the functions it may call (the schemas differ between rows). Its
+extra randomness comes from its own generator, so the other files do not
+change.
 """
 
 from __future__ import annotations
@@ -281,7 +292,115 @@ FORMATS = {
     "flat": "tickets.jsonl",
     "messages": "tickets_chat.jsonl",
     "sharegpt": "tickets_sharegpt.jsonl",
+    "tools": "tickets_tools.jsonl",
 }
+TOOLS_SYSTEM_PROMPT = (
+    SYSTEM_PROMPT + " Before answering, look the order up with the tools you are given."
+)
+
+
+def _function(
+    name: str, description: str, properties: dict[str, object], required: list[str]
+) -> dict[str, object]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+            },
+        },
+    }
+
+
+ORDER_ID = {"type": "string", "description": "The order number, e.g. ORD-123456"}
+LOOKUP_ORDER = _function(
+    "lookup_order",
+    "Look up an order: its status, items and total.",
+    {"order_id": ORDER_ID},
+    ["order_id"],
+)
+REFUND_STATUS = _function(
+    "refund_status",
+    "The refund or charge-back state of an order.",
+    {"order_id": ORDER_ID, "include_history": {"type": "boolean"}},
+    ["order_id"],
+)
+TRACK_PARCEL = _function(
+    "track_parcel",
+    "Where the parcel of an order is, from the carrier.",
+    {"order_id": ORDER_ID, "carrier": {"type": "string", "enum": ["dhl", "ups", "post"]}},
+    ["order_id", "carrier"],
+)
+ORDER_STATES = ["processing", "shipped", "delivered", "returned", "cancelled"]
+REFUND_STATES = ["none", "requested", "pending", "issued"]
+CARRIERS = ["dhl", "ups", "post"]
+
+
+def _call(
+    ticket_id: str, number: int, name: str, arguments: dict[str, object]
+) -> dict[str, object]:
+    return {
+        "id": f"call_{ticket_id}_{number}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
+    }
+
+
+def as_tool_conversation(ticket: dict[str, object], rng: random.Random) -> dict[str, object]:
+    """A ticket that names an order as a function-calling conversation (see the module doc)."""
+    ticket_id, order = str(ticket["ticket_id"]), str(ticket["order_id"])
+    category = str(ticket["category"])
+    tools = [LOOKUP_ORDER]
+    calls = [_call(ticket_id, 0, "lookup_order", {"order_id": order})]
+    answers: list[dict[str, object]] = [
+        {
+            "order_id": order,
+            "status": rng.choice(ORDER_STATES),
+            "items": [rng.choice(PRODUCTS)],
+            "total": round(rng.uniform(10, 500), 2),
+        }
+    ]
+    if category in AMOUNT_CATEGORIES:
+        tools.append(REFUND_STATUS)
+        if rng.random() < 0.6:
+            calls.append(_call(ticket_id, 1, "refund_status", {"order_id": order}))
+            answers.append({"order_id": order, "refund": rng.choice(REFUND_STATES)})
+    elif category == "shipping":
+        tools.append(TRACK_PARCEL)
+        if rng.random() < 0.5:
+            carrier = rng.choice(CARRIERS)
+            calls.append(
+                _call(ticket_id, 1, "track_parcel", {"order_id": order, "carrier": carrier})
+            )
+            scan = f"{carrier} hub, day {rng.randint(1, 9)}"
+            answers.append({"order_id": order, "last_scan": scan})
+    text = f"Let me look up {order} first." if rng.random() < 0.4 else None
+    call_turn: dict[str, object] = {"role": "assistant", "content": text, "tool_calls": calls}
+    if rng.random() < 0.06:
+        call_turn["weight"] = 0  # the lookup is not trained on for these examples
+    answer = json.dumps({key: ticket[key] for key in ANSWER_KEYS}, ensure_ascii=False)
+    messages = [
+        {"role": "system", "content": TOOLS_SYSTEM_PROMPT},
+        {"role": "user", "content": str(ticket["text"])},
+        call_turn,
+        *(
+            {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+            for call, result in zip(calls, answers, strict=True)
+        ),
+        {"role": "assistant", "content": answer},
+    ]
+    meta = {key: ticket[key] for key in ("ticket_id", "conversation_id", "category")}
+    return {**meta, "messages": messages, "tools": tools}
+
+
+def tool_conversations(tickets: list[dict[str, object]], seed: int) -> list[dict[str, object]]:
+    """The tickets that name an order, as function-calling conversations (own generator)."""
+    rng = random.Random(f"tools-{seed}")
+    return [as_tool_conversation(t, rng) for t in tickets if t["order_id"] is not None]
 
 
 def as_conversation(ticket: dict[str, object], shape: str = "messages") -> dict[str, object]:
@@ -307,7 +426,8 @@ def main() -> None:
         "--format",
         choices=sorted(FORMATS),
         default="flat",
-        help="flat columns (default), or conversations: messages or sharegpt",
+        help="flat columns (default), or conversations: messages, sharegpt or tools "
+        "(function calling: the tickets that name an order)",
     )
     parser.add_argument("--out", type=Path, help="output file (default: beside this script)")
     parser.add_argument(
@@ -322,9 +442,12 @@ def main() -> None:
     tickets = generate(args.n, args.seed)
     if args.plant:
         tickets = plant(tickets, args.seed)
-    records = (
-        tickets if args.format == "flat" else [as_conversation(t, args.format) for t in tickets]
-    )
+    if args.format == "flat":
+        records = tickets
+    elif args.format == "tools":
+        records = tool_conversations(tickets, args.seed)
+    else:
+        records = [as_conversation(t, args.format) for t in tickets]
     lines = [json.dumps(record, ensure_ascii=False) for record in records]
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {len(lines)} tickets to {out}")

@@ -52,10 +52,13 @@ def audit_on_ray(
     *,
     options: AuditOptions,
     roles: Sequence[Role],
+    roles_given: bool,
     progress: bool,
     ray: RayOptions,
 ) -> AuditReport:
     """The audit of :func:`evalkit.leakage.api.audit`, computed on a Ray cluster."""
+    from evalkit.leakage.api import require_conversations
+
     frames: list[pl.DataFrame | None]
     if isinstance(inputs, Mapping):
         sources = [SplitSource(name=str(name), path=None) for name in inputs]
@@ -66,7 +69,7 @@ def audit_on_ray(
         frames = [None] * len(sources)
     near_dup = options.near_dup
     params = choose_lsh(near_dup, seed=options.seed) if near_dup is not None else None
-    text_columns = [options.text, *filter(None, [options.completion])]
+    text_columns = options.columns or [options.text, *filter(None, [options.completion])]
     with ray_session(ray, Progress(progress)) as session:
         sizes = [s.path.stat().st_size if s.path is not None else 0 for s in sources]
         rows = sum(f.height for f in frames if f is not None) + sum(sizes) // BYTES_PER_ROW_GUESS
@@ -80,8 +83,12 @@ def audit_on_ray(
             len(sources),
             parts,
             options.opening_words,
+            options.system,
+            options.tools,
         )
         read = read_all(session, spec, sources, frames, ray)
+        conversations = any(s.kind == "conversation" for s in read.summaries)
+        require_conversations(roles_given, conversations, options)
         names = [source.name for source in sources]
         texts, found = _findings(session, spec, read, params, options, ray, names)
     return build_report(options, params, sources, texts, found)
@@ -93,6 +100,8 @@ class _SplitText:
 
     shape: str
     skipped_parts: int
+    json_text: bool
+    tool_call_count: int
 
 
 def _split_counts(
@@ -102,12 +111,14 @@ def _split_counts(
     n_items = np.zeros(n_splits, dtype=np.int64)
     empty = np.zeros(n_splits, dtype=np.int64)
     skipped = np.zeros(n_splits, dtype=np.int64)
+    tool_calls = np.zeros(n_splits, dtype=np.int64)
     seen: list[dict[str, int]] = [{} for _ in range(n_splits)]
     shaping: dict[int, block_io.BlockSummary] = {}  # a split's first block with rows
     for summary in read.summaries:
         n_items[summary.split] += summary.n_rows
         empty[summary.split] += summary.empty_texts
         skipped[summary.split] += summary.skipped_parts
+        tool_calls[summary.split] += summary.tool_calls
         current = shaping.get(summary.split)
         if current is None or (not current.n_rows and summary.n_rows):
             shaping[summary.split] = summary
@@ -115,8 +126,15 @@ def _split_counts(
             seen[summary.split][label] = seen[summary.split].get(label, 0) + count
     classes = sorted(set().union(*seen)) if spec.stratify is not None else []
     class_counts = [{label: mine.get(label, 0) for label in classes} for mine in seen]
-    shapes = [shaping[split].shape if split in shaping else "text" for split in range(n_splits)]
-    texts = [_SplitText(shape, int(n)) for shape, n in zip(shapes, skipped, strict=True)]
+    texts = [
+        _SplitText(
+            shaping[split].shape if split in shaping else "text",
+            int(skipped[split]),
+            shaping[split].json_text if split in shaping else False,
+            int(tool_calls[split]),
+        )
+        for split in range(n_splits)
+    ]
     return texts, SplitCounts(n_items, empty, repeated, n_groups, classes, class_counts)
 
 

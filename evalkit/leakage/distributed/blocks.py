@@ -87,6 +87,8 @@ class ReadSpec:
     n_splits: int
     parts: int
     opening_words: int
+    system: str | None = None
+    tools: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,8 @@ class BlockSummary:
     kind: str = "text"
     shape: str = "text"
     skipped_parts: int = 0
+    json_text: bool = False
+    tool_calls: int = 0
     roles_present: frozenset[str] = frozenset()
     classes: dict[str, int] = field(default_factory=dict)
     sample: pl.Series = field(default_factory=lambda: pl.Series("text", [], dtype=pl.String))
@@ -182,6 +186,8 @@ def _rows(
         spec.roles,
         spec.group,
         spec.stratify,
+        spec.system,
+        spec.tools,
     )
     classes: dict[str, int] = {}
     if "class" in rows.columns:
@@ -197,6 +203,8 @@ def _rows(
         kind=chat.kind,
         shape=chat.shape,
         skipped_parts=chat.skipped_parts,
+        json_text=chat.json_text,
+        tool_calls=chat.tool_call_count,
         roles_present=present,
         classes=classes,
     )
@@ -213,7 +221,9 @@ def splits_to_reread(summaries: Sequence[BlockSummary], blocks: Sequence[Block])
         if summary.failed:
             failed.add(summary.split)
         elif summary.n_rows:
-            facts.setdefault(summary.split, set()).add((summary.types, summary.kind, summary.shape))
+            facts.setdefault(summary.split, set()).add(
+                (summary.types, summary.kind, summary.shape, summary.json_text)
+            )
     return failed | {split for split, seen in facts.items() if len(seen) > 1}
 
 

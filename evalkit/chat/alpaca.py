@@ -1,0 +1,84 @@
+"""Alpaca rows (``instruction``, ``input``, ``output``) read as conversations.
+
+``--text instruction --text input --text output`` names the three columns,
+in that order. The user turn is the instruction and the input joined by a
+newline, or whichever of the two is not empty: LLaMA-Factory's
+``AlpacaDatasetConverter`` (``src/llamafactory/data/converter.py``) appends
+``example[prompt]`` and ``example[query]`` only when they are truthy and
+joins them with ``"\\n"``. The assistant turn is the output; a row whose
+output is null has none (LLaMA-Factory reads it as an unsupervised
+example), so it is a prompt already. A system column adds the system turn
+as for every conversation (:mod:`evalkit.chat.extras`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from evalkit.chat.frame import NormalizedColumn, call_dtype, conversation_dtype
+from evalkit.errors import InvalidTable, UnknownColumn
+
+if TYPE_CHECKING:
+    import polars as pl
+
+ALPACA_PARTS = ("instruction", "input", "output")
+
+
+def _check_columns(frame: pl.DataFrame, names: Sequence[str], source: str) -> None:
+    import polars as pl
+
+    for part, name in zip(ALPACA_PARTS, names, strict=True):
+        if name not in frame.columns:
+            listing = ", ".join(frame.columns[:20]) + (" …" if frame.width > 20 else "")
+            raise UnknownColumn(
+                f"{source}: no column {name!r} for Alpaca's {part} (three --text columns are "
+                "read as Alpaca's instruction, input and output, in that order); the columns "
+                f"are: {listing or '(none)'}"
+            )
+        dtype = frame.schema[name]
+        if not (dtype in (pl.String, pl.Null) or isinstance(dtype, pl.Categorical | pl.Enum)):
+            raise InvalidTable(
+                f"{source}: column {name!r} (Alpaca's {part}) holds {dtype} values; "
+                "instruction, input and output are text"
+            )
+
+
+def _message(role: str, content: pl.Expr) -> pl.Expr:
+    import polars as pl
+
+    return pl.struct(
+        pl.lit(role).alias("role"),
+        content.alias("content"),
+        pl.lit(None, pl.List(call_dtype())).alias("tool_calls"),
+        pl.lit(None, pl.String).alias("tool_call_id"),
+        pl.lit(None, pl.String).alias("name"),
+        pl.lit(None, pl.Boolean).alias("train"),
+    )
+
+
+def read_alpaca(frame: pl.DataFrame, names: Sequence[str], source: str) -> NormalizedColumn:
+    """The three columns as one conversation per row: user (instruction, input), assistant."""
+    import polars as pl
+
+    _check_columns(frame, names, source)
+    instruction, given, output = (pl.col(name).cast(pl.String) for name in names)
+    has_instruction = instruction.is_not_null() & (instruction != "")
+    has_input = given.is_not_null() & (given != "")
+    user = (
+        pl.when(has_instruction & has_input)
+        .then(pl.concat_str([instruction, given], separator="\n"))
+        .when(has_instruction)
+        .then(instruction)
+        .when(has_input)
+        .then(given)
+        .otherwise(pl.lit(""))
+    )
+    conversation = (
+        pl.when(output.is_null())
+        .then(pl.concat_list(_message("user", user)))
+        .otherwise(pl.concat_list(_message("user", user), _message("assistant", output)))
+        .cast(conversation_dtype())
+    )
+    series = frame.select(conversation.alias(names[0]))[names[0]]
+    return NormalizedColumn(series, 0, "messages")
