@@ -262,3 +262,116 @@ def test_ray_address_needs_the_ray_engine(run_cli, splits: list[Path]) -> None:
     result = run_cli("audit", *splits, "--id", "id", "--text", "messages",
                      "--ray-address", "127.0.0.1:9")  # fmt: skip
     assert result.exit_code == 2 and "--ray-address needs --engine ray" in result.stderr
+
+
+TOOLS_DATA = Path(__file__).parent.parent / "examples" / "tickets" / "tickets_tools.jsonl"
+
+
+def _tool_copy(row: dict[str, Any], number: int, change: str) -> dict[str, Any]:
+    """A copy of a function-calling ticket under new ids; ``change`` says what differs."""
+    copy = json.loads(json.dumps(row))
+    copy["ticket_id"], copy["conversation_id"] = f"X{number:04d}", f"XC{number:04d}"
+    calls = [call for m in copy["messages"] for call in m.get("tool_calls") or []]
+    if change == "name":  # the same text, another function called: a near duplicate
+        calls[0]["function"]["name"] = "track_parcel"
+    elif change == "arguments":
+        calls[0]["function"]["arguments"] = json.dumps({"order_id": f"ORD-{number:06d}"})
+    return copy
+
+
+@pytest.fixture(scope="module")
+def tool_splits(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The function-calling tickets in three splits, with copies that differ in tool calls.
+
+    train is nested JSONL (read in blocks); val holds the messages and tools as
+    JSON text in JSONL (blocks too); test is a CSV of JSON text. Copies across
+    splits and inside train differ in nothing, a called function's name, or a
+    call's arguments.
+    """
+    import polars as pl
+
+    folder = tmp_path_factory.mktemp("tools")
+    rows = [json.loads(line) for line in TOOLS_DATA.read_text(encoding="utf-8").splitlines()]
+    train, val, test = rows[:360], rows[360:440], rows[440:]
+    changes = ("none", "name", "arguments")
+    for number in range(30):
+        target = (val, test, train)[number % 3]
+        target.append(_tool_copy(train[number], number, changes[number // 3 % 3]))
+    (folder / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in train))
+    as_text = [r | {"messages": json.dumps(r["messages"]), "tools": json.dumps(r["tools"])}
+               for r in val]  # fmt: skip
+    (folder / "val.jsonl").write_text("".join(json.dumps(r) + "\n" for r in as_text))
+    pl.DataFrame(
+        [r | {"messages": json.dumps(r["messages"]), "tools": json.dumps(r["tools"])} for r in test]
+    ).write_csv(folder / "test.csv")
+    return [folder / "train.jsonl", folder / "val.jsonl", folder / "test.csv"]
+
+
+TOOL_AUDIT = {"id_column": "ticket_id", "text_column": "messages", "group": ["conversation_id"]}
+
+
+@pytest.mark.parametrize(("near_dup", "within"), [(0.8, True), (None, False)])
+def test_tool_calling_conversations_give_the_same_report(
+    ray_cluster: None, tool_splits: list[Path], near_dup: float | None, within: bool
+) -> None:
+    options = {"near_dup": near_dup, "within": within, "stratify": "category"}
+    local = audit(tool_splits, **TOOL_AUDIT, **options)
+    distributed = audit(tool_splits, **TOOL_AUDIT, **options, engine="ray", ray=OPTIONS)
+    assert without_engine(distributed.model_dump_json(indent=2)) == local.model_dump_json(indent=2)
+    summaries = local.splits
+    assert [summaries[s].json_text for s in ("train", "val", "test")] == [False, True, True]
+    assert all(summary.tool_calls > 100 for summary in summaries.values())
+    assert local.options.tools is None  # the column named tools, found by name
+    if near_dup is not None:
+        near = {(p.a, p.b) for p in local.near_duplicates}
+        # a copy whose call names another function is a near duplicate, not an exact one
+        assert local.counts.exact_duplicates >= 6 and local.counts.near_duplicates > 6
+        assert any("X0003" in pair for pair in near), near  # a function renamed
+        assert local.within_exact_duplicates and local.within["train"].exact_share > 0
+
+
+def test_tool_calling_split_writes_the_same_files(
+    ray_cluster: None, tool_splits: list[Path], tmp_path: Path
+) -> None:
+    arguments: dict[str, Any] = {
+        "group": ["conversation_id"], "id_column": "ticket_id", "text": "messages",
+        "stratify": "category", "near_dup": 0.8, "ratios": [0.7, 0.15, 0.15], "seed": 7,
+    }  # fmt: skip
+    for engine in ("local", "ray"):
+        options = OPTIONS if engine == "ray" else None
+        result = split(tool_splits[0], **arguments, engine=engine, ray=options)  # type: ignore[arg-type]
+        result.write(tmp_path / engine, fmt="parquet")
+    assert result.record.merging is not None and result.record.merging.merged_groups >= 10
+    assert result.record.within is not None
+    for name in sorted(p.name for p in (tmp_path / "local").iterdir()):
+        local_bytes = (tmp_path / "local" / name).read_bytes()
+        ray_bytes = (tmp_path / "ray" / name).read_bytes()
+        if name == "manifest.json":
+            ray_bytes = without_engine(ray_bytes.decode()).encode()
+        assert ray_bytes == local_bytes, name
+
+
+def test_alpaca_columns_and_roles_on_plain_text(
+    ray_cluster: None, splits: list[Path], tmp_path: Path, run_cli
+) -> None:
+    """Alpaca's three columns are compared alike; --roles on plain text fails alike."""
+    paths = []
+    for path in splits:
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        alpaca = [
+            {"id": r["id"], "group": r["group"], "instruction": "Triage this ticket.",
+             "input": r["messages"][1]["content"] if len(r["messages"]) > 1 else "",
+             "output": r["messages"][2]["content"] if len(r["messages"]) > 2 else ""}
+            for r in rows
+        ]  # fmt: skip
+        paths.append(tmp_path / path.name)
+        paths[-1].write_text("".join(json.dumps(r) + "\n" for r in alpaca))
+    columns = ["instruction", "input", "output"]
+    options: dict[str, Any] = {"id_column": "id", "group": ["group"], "near_dup": 0.8}
+    local = audit(paths, text_column=columns, **options)
+    distributed = audit(paths, text_column=columns, **options, engine="ray", ray=OPTIONS)
+    assert without_engine(distributed.model_dump_json()) == local.model_dump_json()
+    assert local.splits["train"].shape == "alpaca" and local.counts.near_duplicates > 30
+    args = [*paths, "--id", "id", "--text", "output", "--roles", "user"]
+    assert_one_line_error(run_cli("audit", *args, "--engine", "ray"), "holds plain text")
+    assert run_cli("audit", *args, "--engine", "ray").stderr == run_cli("audit", *args).stderr
