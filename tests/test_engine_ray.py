@@ -375,3 +375,37 @@ def test_alpaca_columns_and_roles_on_plain_text(
     args = [*paths, "--id", "id", "--text", "output", "--roles", "user"]
     assert_one_line_error(run_cli("audit", *args, "--engine", "ray"), "holds plain text")
     assert run_cli("audit", *args, "--engine", "ray").stderr == run_cli("audit", *args).stderr
+
+
+def test_a_local_cluster_refuses_a_client_without_its_token(
+    ray_cluster: None, tmp_path: Path
+) -> None:
+    """A local cluster (evalkit's, or this session's) listens on every interface, so it must
+    ask for the token Ray keeps for the user (Ray >= 2.59; the extra needs 2.60)."""
+    import os
+    import subprocess
+    import sys
+
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "disabled":
+        pytest.skip("RAY_AUTH_MODE=disabled: this machine's user turned Ray's tokens off")
+    address = ray.get_runtime_context().gcs_address
+    code = (
+        "import sys\n"
+        "from ray._raylet import GcsClient\n"
+        "try:\n"
+        "    GcsClient(address=sys.argv[1]).internal_kv_get(b'x', None, timeout=5)\n"
+        "    print('answered')\n"
+        "except Exception as error:\n"
+        "    print('refused', type(error).__name__, error)\n"
+    )
+
+    def ask(env: dict[str, str]) -> str:
+        command = [sys.executable, "-c", code, address]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60).stdout
+
+    assert ask(dict(os.environ)) == "answered\n"  # this user, with the token
+    stranger = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    stranger["HOME"] = str(tmp_path)  # another user: no ~/.ray/auth_token
+    answer = ask(stranger)
+    assert answer.startswith("refused AuthenticationError"), answer
+    assert "InvalidAuthToken" in answer
