@@ -30,8 +30,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# One pytest worker per core: the suite is mostly CPU-bound model and subprocess
+# tests, and each test uses its own tmp_path, so they run side by side.
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 # The browser test opens report.html in Debian's headless chromium. CI is a
 # fresh Debian machine, so install the package there (as root) when missing;
