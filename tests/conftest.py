@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,6 +59,29 @@ def peft_adapters(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from peft_adapters import build_adapters
 
     return build_adapters(tmp_path_factory.mktemp("peft"))
+
+
+RAY_TESTS = "test_engine_ray.py::"
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, when it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadgroup`` (make test), run the Ray tests on one worker: one cluster.
+
+    pytest-xdist groups ``xdist_group`` tests by renaming their node ids, which
+    pytest 9 ignores (each worker would start its own cluster), so the Ray
+    tests' scope is given here by their file; every other test is scheduled as
+    loadgroup schedules it.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class RayTogether(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return "ray" if RAY_TESTS in nodeid else str(super()._split_scope(nodeid))
+
+    return RayTogether(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,8 @@ from evalkit import audit, split
 from evalkit.errors import EngineFailure
 from evalkit.leakage.distributed.session import RayOptions
 
-pytestmark = pytest.mark.ray
+# One worker runs them all under `pytest -n` (make test: --dist loadgroup): one cluster.
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 ray = pytest.importorskip("ray")
 
 SYSTEM = " ".join(f"policy{i}" for i in range(400))
