@@ -38,10 +38,10 @@ unit: $(STAMP)
 	$(BIN)/pytest -n auto --dist loadgroup
 
 # The edit-test loop: every test but those marked slow (hypothesis searches,
-# model loads, whole processes; see the marker in pyproject.toml). `make test`
-# still runs them all, as CI does.
+# model loads, whole processes; see the marker in pyproject.toml) and those
+# that start a local Ray cluster. `make test` still runs them all, as CI does.
 unit-fast: $(STAMP)
-	$(BIN)/pytest -n auto --dist loadgroup -m "not slow"
+	$(BIN)/pytest -n auto --dist loadgroup -m "not slow and not ray"
 
 # The browser test opens report.html in Debian's headless chromium. CI is a
 # fresh Debian machine, so install the package there (as root) when missing;
