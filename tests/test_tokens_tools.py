@@ -195,3 +195,108 @@ def test_a_call_only_turn_is_supervised_as_the_template_writes_it(folders, tmp_p
         if rows[int(sample.id[1:])]["messages"][2].get("weight", 1) != 0:
             assert '<tool_call>\n{"name": "lookup_order"' in text, sample.id
         assert [int(t.supervised) for t in sample.train] == expected[int(sample.id[1:])][1]
+
+
+def _sharegpt_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A tool_rows row as LLaMA-Factory writes it: ShareGPT turns (``function_call`` with a
+    JSON list of ``{name, arguments}``, ``observation``), ``system`` and ``tools`` columns."""
+    turns: list[dict[str, str]] = []
+    system = ""
+    for message in row["messages"]:
+        role = message["role"]
+        if role == "system":
+            system = message["content"]
+        elif role == "user":
+            turns.append({"from": "human", "value": message["content"]})
+        elif role == "tool":
+            turns.append({"from": "observation", "value": message["content"]})
+        elif message.get("tool_calls"):
+            calls = [
+                {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+                for c in message["tool_calls"]
+            ]
+            turns.append({"from": "function_call", "value": json.dumps(calls)})
+        else:
+            turns.append({"from": "gpt", "value": message["content"]})
+    return {"id": row["id"], "conversations": turns, "system": system,
+            "tools": json.dumps(row["tools"] or [])}  # fmt: skip
+
+
+def _openai_equivalent(row: dict[str, Any]) -> dict[str, Any]:
+    """The same conversation in OpenAI form, as LLaMA-Factory's reading defines it: a call
+    turn has no text, calls and answers carry no ids."""
+    messages = []
+    for message in row["messages"]:
+        if message.get("tool_calls"):
+            calls = [{"type": "function", "function": c["function"]} for c in message["tool_calls"]]
+            messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        elif message["role"] == "tool":
+            messages.append({"role": "tool", "content": message["content"]})
+        else:
+            messages.append({"role": message["role"], "content": message["content"]})
+    return {"id": row["id"], "messages": messages, "tools": row["tools"] or []}
+
+
+def _same_measure(ours: Any, theirs: Any, name: str, other: str) -> None:
+    assert len(ours.samples) == len(theirs.samples) > 0
+    for mine, equivalent in zip(ours.samples, theirs.samples, strict=True):
+        assert mine.id == equivalent.id
+        assert [(t.id, t.supervised) for t in mine.train] == [
+            (t.id, t.supervised) for t in equivalent.train
+        ], mine.id
+    figures, expected = ours.report.splits[name], theirs.report.splits[other]
+    assert figures.tokens == expected.tokens
+    assert figures.total_tokens == expected.total_tokens
+    assert figures.supervised_tokens == expected.supervised_tokens
+
+
+def test_llama_factory_sharegpt_and_alpaca_measure_as_their_openai_form(vendored, tmp_path):
+    # Without flags: ShareGPT and Alpaca have none. Text beside a call is ShareGPT's own
+    # gpt turn in LLaMA-Factory, so the rows keep calls and text apart.
+    rows = [
+        {**row, "messages": [
+            {**m, "content": None} if m.get("tool_calls") else m for m in row["messages"]
+        ]}
+        for row in without_flags(tool_rows(N))
+    ]  # fmt: skip
+    folder = vendored["qwen3"]
+    sharegpt = check_tokens(
+        [write_jsonl(tmp_path / "sharegpt.jsonl", [_sharegpt_row(r) for r in rows])],
+        tokenizer=folder, text="conversations", id_column="id", sample=N,
+    )  # fmt: skip
+    openai = check_tokens(
+        [write_jsonl(tmp_path / "openai.jsonl", [_openai_equivalent(r) for r in rows])],
+        tokenizer=folder, text="messages", id_column="id", sample=N,
+    )  # fmt: skip
+    _same_measure(sharegpt, openai, "sharegpt", "openai")
+    assert sharegpt.report.splits["sharegpt"].tool_calls == sum(
+        len(m.get("tool_calls", [])) for r in rows for m in r["messages"]
+    )
+
+    alpaca = [
+        {"id": f"a{i:03d}", "instruction": f"Classify ticket {i}.", "input": text,
+         "output": _answer_text(i), "system": "You triage." if i % 2 else ""}
+        for i, text in enumerate(["", "My parcel is late.", "Refund me, please.", ""] * 3)
+    ]  # fmt: skip
+    equivalent = [
+        {"id": row["id"], "messages": [
+            *([{"role": "system", "content": row["system"]}] if row["system"] else []),
+            {"role": "user", "content": "\n".join(filter(None, [row["instruction"],
+                                                                row["input"]]))},
+            {"role": "assistant", "content": row["output"]},
+        ]}
+        for row in alpaca
+    ]  # fmt: skip
+    ours = check_tokens(
+        [write_jsonl(tmp_path / "alpaca.jsonl", alpaca)], tokenizer=folder,
+        text=["instruction", "input", "output"], id_column="id", sample=len(alpaca),
+    )  # fmt: skip
+    theirs = check_tokens(
+        [write_jsonl(tmp_path / "chat.jsonl", equivalent)], tokenizer=folder,
+        text="messages", id_column="id", sample=len(alpaca),
+    )  # fmt: skip
+    _same_measure(ours, theirs, "alpaca", "chat")
+
+
+def _answer_text(row: int) -> str:
+    return json.dumps({"category": ["shipping", "billing"][row % 2], "priority": "normal"})
