@@ -300,3 +300,48 @@ def test_llama_factory_sharegpt_and_alpaca_measure_as_their_openai_form(vendored
 
 def _answer_text(row: int) -> str:
     return json.dumps({"category": ["shipping", "billing"][row % 2], "priority": "normal"})
+
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_the_example_tool_template_measures_as_apply_chat_template(tmp_path):
+    # The walkthrough's function-calling tickets under examples/tokenizer-tools.
+    lines = (EXAMPLES / "tickets" / "tickets_tools.jsonl").read_text().splitlines()[:40]
+    rows = [json.loads(line) for line in lines]
+    path = tmp_path / "tickets.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    folder = EXAMPLES / "tokenizer-tools"
+    result = check_tokens(
+        [path], tokenizer=folder, text="messages", id_column="ticket_id", sample=len(rows)
+    )
+    tokenizer = load_tokenizer(folder)
+    by_id = {row["ticket_id"]: row for row in rows}
+    for sample in result.samples:
+        row = by_id[sample.id]
+        ids = tokenizer.apply_chat_template(
+            openai_messages(row["messages"]), tools=row["tools"], tokenize=True, return_dict=False
+        )
+        assert [t.id for t in sample.train] == list(ids), sample.id
+        text = tokenizer.decode([t.id for t in sample.train if t.supervised])
+        calls = sum(
+            len(m.get("tool_calls") or []) for m in row["messages"] if m.get("weight", 1) != 0
+        )
+        assert text.count("<tool_call>") == calls, sample.id
+    assert result.report.splits["tickets"].total_tokens == sum(
+        len(sample.train) for sample in result.samples
+    )
+
+
+def test_the_example_tool_template_renders_plain_chats_as_the_example_template():
+    # So the walkthrough's figures on the chat tickets are the same under either folder.
+    plain = load_tokenizer(EXAMPLES / "tokenizer")
+    tools = load_tokenizer(EXAMPLES / "tokenizer-tools")
+    lines = (EXAMPLES / "tickets" / "tickets_chat.jsonl").read_text().splitlines()[:50]
+    for line in lines:
+        messages = json.loads(line)["messages"]
+        for prompt in (False, True):
+            chat = messages[:-1] if prompt else messages
+            assert tools.apply_chat_template(
+                chat, tokenize=False, add_generation_prompt=prompt
+            ) == plain.apply_chat_template(chat, tokenize=False, add_generation_prompt=prompt)

@@ -77,10 +77,12 @@ def _conversation_lines(report: TokensReport) -> list[str]:
                 )
                 if count
             ]
-            parts.append(f"{split.tool_calls:,} tool calls (arguments {', '.join(ways)})")
+            calls = "tool call" if split.tool_calls == 1 else "tool calls"
+            parts.append(f"{split.tool_calls:,} {calls} (arguments {', '.join(ways)})")
         if split.excluded_turns:
+            turns = "turn" if split.excluded_turns == 1 else "turns"
             parts.append(
-                f"{split.excluded_turns:,} assistant turns excluded by weight 0 / training false"
+                f"{split.excluded_turns:,} assistant {turns} excluded by weight 0 / training false"
             )
         if parts:
             supervised = (
