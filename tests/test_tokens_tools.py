@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import assert_one_line_error
 from tokens_fixtures import write_jsonl
 from tools_fixtures import (
     OWN_PLAIN,
@@ -345,3 +346,19 @@ def test_the_example_tool_template_renders_plain_chats_as_the_example_template()
             assert tools.apply_chat_template(
                 chat, tokenize=False, add_generation_prompt=prompt
             ) == plain.apply_chat_template(chat, tokenize=False, add_generation_prompt=prompt)
+
+
+def test_tool_calls_without_a_turn_header_or_markers_ask_for_markers(folders, tmp_path, run_cli):
+    # No generation prompt: a turn has no header to be found by, and a call's text is the
+    # template's, so only {% generation %} markers could say where it is.
+    folder, _ = folders["own-plain"]
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    prompt = "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    assert config["chat_template"].count(prompt) == 1
+    headless = config["chat_template"].replace(prompt, "")
+    target = _folder(folder, tmp_path / "headless", headless)
+    data = write_jsonl(tmp_path / "train.jsonl", rows_for("own")[:2])
+    result = run_cli("tokens", data, "--tokenizer", target, "--text", "messages", "--id", "id")
+    assert_one_line_error(
+        result, "train.jsonl", "message 2 (assistant) makes tool calls", "{% generation %}"
+    )
