@@ -362,3 +362,25 @@ def test_tool_calls_without_a_turn_header_or_markers_ask_for_markers(folders, tm
     assert_one_line_error(
         result, "train.jsonl", "message 2 (assistant) makes tool calls", "{% generation %}"
     )
+
+
+@pytest.mark.parametrize("family", ["qwen3", "llama3_2"])
+def test_smoke_trains_on_the_tokens_and_mask_that_tokens_measures(folders, tmp_path, family):
+    # evalkit smoke's training sequences come from the same planner: the flagged turns are
+    # left out of the labels it trains on, calls are in them.
+    from evalkit.tokens.api import measure_settings
+    from evalkit.tokens.load import stop_token_ids
+    from evalkit.tokens.sequences import read_training_split, training_sequence
+
+    folder, marked = folders[family]
+    rows = rows_for(family)
+    tokenizer = load_tokenizer(folder)
+    settings = measure_settings(tokenizer, stop_token_ids(tokenizer, folder), 4096, "keep_start")
+    data = read_training_split(
+        write_jsonl(tmp_path / "train.jsonl", rows), ["messages"], tokenizer,
+        settings=settings, markers=False,
+    )  # fmt: skip
+    for row, (ids, mask) in enumerate(reference(marked, rows)):
+        sequence = training_sequence(data, tokenizer, row)
+        assert sequence.ids == ids, row
+        assert [int(kept) for kept in sequence.supervised] == mask, row
