@@ -148,7 +148,8 @@ def test_counts_and_masks_are_transformers_with_the_flagged_turns_removed(
     calls = sum(len(m.get("tool_calls", [])) for row in rows for m in row["messages"])
     assert split.tool_calls == calls
     assert split.arguments is not None and split.arguments.parsed == calls
-    assert result.report.check("empty_mask").status == "pass"
+    for check in ("empty_mask", "render_parity", "stop_token"):
+        assert result.report.check(check).status == "pass", check
 
 
 @pytest.mark.parametrize("family", FAMILIES)
