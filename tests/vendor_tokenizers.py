@@ -16,6 +16,7 @@ saying so), 2 when a download or a check fails.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -112,14 +113,19 @@ def _install(package: Package, npm: str) -> None:
 def install(packages: tuple[Package, ...] = PACKAGES) -> list[Path]:
     """Every package's folder, installed when missing. Raises :class:`VendorError`, or
     FileNotFoundError when npm is not installed."""
-    missing = [package for package in packages if not package.installed()]
-    if missing:
-        npm = shutil.which("npm")
-        if npm is None:
-            raise FileNotFoundError("npm is not installed")
-        for package in missing:
-            print(f"installing {package.spec} into {package.folder}", file=sys.stderr)
-            _install(package, npm)
+    if all(package.installed() for package in packages):
+        return [package.folder for package in packages]
+    npm = shutil.which("npm")
+    if npm is None:
+        raise FileNotFoundError("npm is not installed")
+    VENDOR.mkdir(parents=True, exist_ok=True)
+    # pytest-xdist workers may all find the folders missing: one installs, the others wait.
+    with (VENDOR / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for package in packages:
+            if not package.installed():
+                print(f"installing {package.spec} into {package.folder}", file=sys.stderr)
+                _install(package, npm)
     return [package.folder for package in packages]
 
 
