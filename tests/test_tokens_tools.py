@@ -385,3 +385,22 @@ def test_smoke_trains_on_the_tokens_and_mask_that_tokens_measures(folders, tmp_p
         sequence = training_sequence(data, tokenizer, row)
         assert sequence.ids == ids, row
         assert [int(kept) for kept in sequence.supervised] == mask, row
+
+
+def test_plan_reads_the_exact_total_of_a_tokens_report(folders, tmp_path, run_cli):
+    # evalkit plan --tokens-report takes total_tokens as written, no longer a quantile floor.
+    from evalkit.plan.work import from_report
+
+    folder, marked = folders["own"]
+    rows = rows_for("own")
+    data = write_jsonl(tmp_path / "train.jsonl", rows)
+    report = tmp_path / "tokens.json"
+    result = run_cli(
+        "tokens", data, "--tokenizer", folder, "--text", "messages", "--id", "id",
+        "--json", report, "--quiet",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    expected = reference(marked, rows)
+    tokens = from_report(report)
+    assert tokens.exact and tokens.tokens == sum(len(ids) for ids, _ in expected)
+    assert tokens.supervised == sum(sum(mask) for _, mask in expected)
