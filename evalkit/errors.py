@@ -129,3 +129,7 @@ class InvalidParameterType(InvalidParameter, TypeError):
 
 class WriteFailed(EvalkitError):
     """The operating system refused to write an output (disk full, quota, permissions)."""
+
+
+class EngineFailure(EvalkitError):
+    """A distributed run could not finish one of its stages (names the stage)."""
