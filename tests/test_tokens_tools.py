@@ -404,3 +404,23 @@ def test_plan_reads_the_exact_total_of_a_tokens_report(folders, tmp_path, run_cl
     tokens = from_report(report)
     assert tokens.exact and tokens.tokens == sum(len(ids) for ids, _ in expected)
     assert tokens.supervised == sum(sum(mask) for _, mask in expected)
+
+
+def test_each_inference_prompt_is_a_prefix_of_its_conversation(tmp_path):
+    # SplitPlanner takes the prompts' template messages as prefixes of the whole ones.
+    from evalkit.chat import read_chat, template_conversations
+    from evalkit.io import read_table
+
+    path = write_jsonl(tmp_path / "rows.jsonl", [*tool_rows(10), *without_flags(tool_rows(5))])
+    path.write_text(
+        path.read_text() + json.dumps({"id": "q", "messages": [{"role": "user", "content": "hi"}],
+                                       "tools": None}) + "\n"
+    )  # fmt: skip
+    chat = read_chat(read_table(path), ["messages"], source=str(path), path=path)
+    whole = template_conversations(chat)
+    prompts = template_conversations(chat, prompt=True)
+    lengths = chat.prompts().list.len().to_list()
+    assert [p.messages for p in prompts] == [
+        w.messages[:n] for w, n in zip(whole, lengths, strict=True)
+    ]
+    assert lengths[-1] == 1 and lengths[0] == 4  # no answer: whole; else before the last answer

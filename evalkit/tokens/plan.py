@@ -114,6 +114,9 @@ class SplitPlanner:
             self._closers = Closers.probed(self._probe(), strings)
         if chat.is_conversation:
             self._has_answer = chat.reference_answers().is_not_null().to_list()
+            # The inference prompt is always the conversation's first messages (see
+            # ChatColumn.prompts): its template messages are a prefix of the whole one's.
+            self._prompt_lengths = chat.prompts().list.len().to_list()
             self._turns = chat.prompt_turns.to_list() if chat.prompt_turns is not None else None
 
     def _probe(self) -> Probe:
@@ -162,9 +165,10 @@ class SplitPlanner:
             )
         else:
             renders = render_all(tokenizer, messages, where=where, tools=tools)
+        lengths = self._prompt_lengths[start:stop]
         prompt_messages = [
-            conversation.messages
-            for conversation in template_conversations(chat, range(start, stop), prompt=True)
+            conversation.messages[:length]
+            for conversation, length in zip(whole, lengths, strict=True)
         ]
         rows = [row for row in range(stop - start) if self._has_answer[start + row]]
         rendered = prompt_renders(
