@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # download a CUDA build of several GB. With it installed, the range adds nothing.
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test lint typecheck unit browser tokenizers screenshots bench schema clean
+.PHONY: install demo test lint typecheck unit unit-fast browser tokenizers screenshots bench schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ typecheck: $(STAMP)
 # the session starts one local Ray cluster, not one per worker.
 unit: $(STAMP)
 	$(BIN)/pytest -n auto --dist loadgroup
+
+# The edit-test loop: every test but those marked slow (hypothesis searches,
+# model loads, whole processes; see the marker in pyproject.toml) and those
+# that start a local Ray cluster. `make test` still runs them all, as CI does.
+unit-fast: $(STAMP)
+	$(BIN)/pytest -n auto --dist loadgroup -m "not slow and not ray"
 
 # The browser test opens report.html in Debian's headless chromium. CI is a
 # fresh Debian machine, so install the package there (as root) when missing;

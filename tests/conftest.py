@@ -9,8 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from evalkit.cli import main
+
+# No test asserts a wall time: hypothesis' default 200 ms deadline per example
+# fails on a loaded machine (the suite shares its cores), so it is off everywhere.
+settings.register_profile("evalkit", deadline=None)
+settings.load_profile("evalkit")
 
 # Session-scoped tiny models for the model commands (built only when a test asks).
 pytest_plugins = ["model_fixtures"]

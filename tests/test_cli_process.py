@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import TICKETS
+
+pytestmark = pytest.mark.slow  # whole evalkit processes, profilers included
 
 SPLIT = ["--group", "conversation_id", "--stratify", "category", "--id", "ticket_id",
          "--sizes", "840,180,180"]  # fmt: skip

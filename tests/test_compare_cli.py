@@ -212,6 +212,7 @@ def test_compare_refuses_a_different_gold_file(run_cli, runs, tmp_path: Path) ->
     assert_one_line_error(result, "different gold files", "e" * 64)
 
 
+@pytest.mark.slow
 def test_gate_exit_codes_through_the_console_script(runs) -> None:
     def code(*args: Path) -> int:
         command = [sys.executable, "-m", "evalkit", "gate", *map(str, args)]

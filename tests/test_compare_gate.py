@@ -239,6 +239,7 @@ def test_candidates_with_the_same_name_are_told_apart_by_folder() -> None:
     assert len({entry.candidate for entry in report.ranking}) == 2
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.data())
 def test_flips_and_p_values_match_an_independent_computation(data: st.DataObject) -> None:
@@ -316,6 +317,7 @@ def false_fail_rate(significance: float | None, runs: int, seed: int = 20240601)
     return fails / runs
 
 
+@pytest.mark.slow
 def test_false_fail_rate_of_a_same_distribution_candidate_is_low_with_significance() -> None:
     # 750 items in 5 classes of 150, thresholds all 0.0 (any drop fails without
     # significance), significance 0.05. Measured here: 0.053 (16 of 300 runs);

@@ -70,6 +70,7 @@ def test_mcnemar_known_values() -> None:
 
 # multipletests runs gc.collect() on every call (a tenth of a second in a full
 # test process), so few generated cases, plus the edge cases written out.
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=30))
 def test_holm_matches_statsmodels(p_values: list[float]) -> None:

@@ -250,6 +250,7 @@ def outputs(draw: st.DrawFn) -> str:
     }[style]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(outputs() | st.none(), min_size=1, max_size=12),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -115,7 +114,9 @@ def test_a_truncated_object_is_not_replaced_by_an_inner_one() -> None:
     assert "truncated" in (detail or "")
 
 
-def test_hostile_outputs_get_a_category_quickly() -> None:
+def test_hostile_outputs_get_a_category() -> None:
+    # Ten megabytes each: a parser that went quadratic on any of them would
+    # not finish the suite. Speed itself is measured in bench/, not asserted.
     cases = {
         "ten_megabytes_of_text": ("x" * 10_000_000, "no_json"),
         "ten_megabytes_of_braces": ('{"' * 5_000_000, "invalid_json"),
@@ -141,10 +142,8 @@ def test_hostile_outputs_get_a_category_quickly() -> None:
         "raw_surrogate_prose": ("no json here \udc00", "invalid_json"),
     }
     for name, (text, expected) in cases.items():
-        started = time.perf_counter()
         error, detail, _ = LENIENT.parse(text)
         assert error == expected, (name, error, detail)
-        assert time.perf_counter() - started < 5, name
     assert "nested deeper than 1,024 levels" in (LENIENT.parse(cases["deep_arrays"][0])[1] or "")
     assert "'category' is given twice" in (LENIENT.parse(cases["duplicate_keys"][0])[1] or "")
 

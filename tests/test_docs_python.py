@@ -1,8 +1,8 @@
 """docs/python.md runs: every ```python block, in order, and its shown output is real.
 
 The blocks run like the cells of one notebook (one namespace, top to bottom)
-in a temporary folder that holds a copy of the repository's ``examples/``,
-so a block may read ``examples/...`` and write where it likes. A ```text
+in a temporary folder that holds a copy of the repository's ``examples/`` and
+``contracts/``, so a block may read ``examples/...`` and write where it likes. A ```text
 block that follows a python block with nothing but blank lines between them
 is that block's exact printed output (trailing spaces aside). Any section
 added to the page is run the same way.
@@ -62,14 +62,16 @@ def test_the_block_reader_pairs_code_with_its_output() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_every_python_block_of_docs_python_md_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     blocks = python_blocks(PAGE.read_text(encoding="utf-8"))
     assert blocks, f"{PAGE} has no python block"
-    shutil.copytree(
-        ROOT / "examples", tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for folder in ("examples", "contracts"):
+        shutil.copytree(
+            ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
     monkeypatch.chdir(tmp_path)
     # Offline always: nothing from the page may reach for the Hub.
     for variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):

@@ -27,6 +27,8 @@ from evalkit.comparison.outputs import flip_outputs
 from evalkit.report.html.compare import render_comparison_html
 from evalkit.report.html.page import PALETTE
 
+pytestmark = pytest.mark.slow  # a headless browser
+
 FLAGS = [
     "--headless",
     "--no-sandbox",

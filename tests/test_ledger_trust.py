@@ -203,6 +203,7 @@ def test_a_short_write_on_a_full_disk_leaves_the_ledger_as_it_was(run_cli, data)
     assert "chain intact" in report.stdout and "state      seen" in report.stdout
 
 
+@pytest.mark.slow
 def test_twenty_concurrent_scores_give_twenty_chained_lines(data) -> None:
     commands = [
         [sys.executable, "-m", "evalkit", "score", "--contract", str(TRIAGE), "--gold",

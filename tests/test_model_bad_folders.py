@@ -92,6 +92,7 @@ def test_a_damaged_adapter_file_is_named(run_cli, tiny: TinyModels, tmp_path: Pa
         ({"model_type": "t5"}, ["model_type 't5' has no causal-LM"]),
     ],
 )  # fmt: skip
+@pytest.mark.slow
 def test_an_architecture_transformers_cannot_generate_with(
     run_cli, tiny: TinyModels, tmp_path: Path, changes: dict[str, Any], fragments: list[str]
 ) -> None:

@@ -151,6 +151,7 @@ def test_a_base_without_tokenizer_files_asks_for_one(run_cli, tiny, tmp_path: Pa
     assert result.exit_code == 0, result.stderr
 
 
+@pytest.mark.slow
 def test_reload_check_of_a_cuda_run_without_a_gpu(run_cli, tiny, tmp_path: Path) -> None:
     """The fresh process's error comes back as one line with its exit code."""
     import torch

@@ -23,6 +23,8 @@ pytest.importorskip("peft")
 
 from evalkit.model.generate import generate
 
+pytestmark = pytest.mark.slow  # generates with transformers and peft for reference
+
 EOS = 2  # <|im_end|> of the example tokenizer
 
 

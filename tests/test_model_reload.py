@@ -17,6 +17,8 @@ pytest.importorskip("peft")
 from evalkit.model.divergence import choose_controls, first_difference
 from evalkit.model.generate import generate
 
+pytestmark = pytest.mark.slow  # loads, merges and reloads models in subprocesses
+
 
 def _report(path: Path) -> dict:
     return json.loads(path.read_text())

@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 from evalkit.model_selection import ExactGroupShuffleSplit, ExactStratifiedGroupKFold
 
+pytestmark = pytest.mark.slow  # hypothesis over scikit-learn's invariant checks
+
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 

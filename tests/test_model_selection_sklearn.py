@@ -235,6 +235,7 @@ def test_a_class_in_fewer_groups_than_folds_is_warned_about() -> None:
 SIZES = [None, 1, 2, 3, 9, 10, 11, 0, -1, 0.0, 0.1, 0.34, 0.5, 0.66, 0.99, 1.0, 1.5]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_samples", [1, 3, 10])
 def test_sizes_resolve_as_sklearn_resolves_them(n_samples: int) -> None:
     """On singleton groups items are groups, so GroupShuffleSplit (same 0.2 default)

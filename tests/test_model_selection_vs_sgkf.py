@@ -14,11 +14,14 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pytest
 from sklearn.model_selection import StratifiedGroupKFold
 
 from evalkit.model_selection import ExactGroupShuffleSplit, ExactStratifiedGroupKFold
 
 TICKETS = Path(__file__).resolve().parents[1] / "examples" / "tickets" / "tickets.jsonl"
+
+pytestmark = pytest.mark.slow  # k-fold searches side by side with scikit-learn, up to 100k items
 
 
 def worst_share_deviation_pp(y: np.ndarray, folds) -> float:

@@ -28,6 +28,8 @@ pytest.importorskip("peft")
 
 from evalkit.cli import main
 
+pytestmark = pytest.mark.slow  # real optimizer steps on a model
+
 SEQ_LEN, BATCH, STEPS = 64, 3, 3
 SCHEMA = ROOT / "docs" / "schemas" / "smoke-report.schema.json"
 

@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from evalkit.splitting.api import split
 
+pytestmark = pytest.mark.slow  # hypothesis over hundreds of random splits (minutes)
+
 NAMES3 = ["train", "val", "test"]
 
 

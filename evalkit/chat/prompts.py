@@ -33,13 +33,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.chat.column import ChatColumn, read_chat
 from evalkit.chat.requests import RequestProblem, api_prompt, api_tools
-from evalkit.chat.sources import is_jsonl, line_of_row
 from evalkit.containers import is_hf_dataset
 from evalkit.errors import DuplicateIds, InvalidConversation, InvalidTable, UsageError
-from evalkit.io import atomic_write_bytes, check_new_output, read_table, require_columns
+from evalkit.io import atomic_write_bytes, check_new_output, require_columns
+from evalkit.table_input import is_path, read_input
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from evalkit.table_input import TableLike
 
 PromptFormat = Literal["openai-batch", "jsonl"]
 PROMPT_FORMATS: tuple[PromptFormat, ...] = ("openai-batch", "jsonl")
@@ -56,7 +58,7 @@ class PromptFile:
     n: int
     """Prompts (items of the split)."""
     source: str
-    """The split file they come from."""
+    """The split file they come from (``split frame`` for a frame)."""
     format: PromptFormat
     """``openai-batch`` or ``jsonl``."""
     kind: str
@@ -118,13 +120,6 @@ def _check_options(
         math.isfinite(temperature) and 0.0 <= temperature <= MAX_TEMPERATURE
     ):
         raise UsageError(f"--temperature: must be between 0 and 2, got {temperature}")
-
-
-def _locator(path: Path) -> Callable[[int], str]:
-    """Names a 0-based row in errors: ``FILE:LINE`` for JSONL, ``FILE, row N`` otherwise."""
-    if is_jsonl(path):
-        return lambda row: f"{path}:{line_of_row(path, row)}"
-    return lambda row: f"{path}, row {row + 1}"
 
 
 def _checked_ids(
@@ -200,7 +195,7 @@ def _prompt_messages(chat: ChatColumn, where: Callable[[int], str]) -> _Prompts:
 
 
 def prompts(
-    split: Path | str,
+    split: TableLike,
     *,
     id_column: str,
     text: str | Sequence[str],
@@ -211,7 +206,10 @@ def prompts(
     system: str | None = None,
     tools: str | None = None,
 ) -> PromptFile:
-    """The inference inputs of a split file, as OpenAI Batch requests or ``{id, messages}``.
+    """The inference inputs of a split, as OpenAI Batch requests or ``{id, messages}``.
+
+    ``split`` is one split file (or dataset folder), or a polars, pandas or
+    pyarrow frame.
 
     ``text`` is the conversation column (or prompt and completion columns,
     Alpaca's three columns, or a text column); each prompt is its
@@ -227,18 +225,18 @@ def prompts(
     import polars as pl
 
     _check_options(format, model, max_tokens, temperature)
-    path = Path(split)
-    if path.is_dir() and not is_hf_dataset(path):
-        raise UsageError(
-            f"{path}: is a folder; pass one split file, e.g. {path / 'test.parquet'} "
-            "(prompts are written per split)"
-        )
-    frame = read_table(path, ids=[id_column])
-    source = str(path)
+    if is_path(split):
+        path = Path(split)
+        if path.is_dir() and not is_hf_dataset(path):
+            raise UsageError(
+                f"{path}: is a folder; pass one split file, e.g. {path / 'test.parquet'} "
+                "(prompts are written per split)"
+            )
+    table = read_input(split, name="split", ids=[id_column])
+    frame, source, where = table.frame, table.label, table.row
     require_columns(frame, [id_column], source)
-    where = _locator(path)
     ids = _checked_ids(frame, id_column, source, where)
-    chat = read_chat(frame, text, source=source, path=path, system=system, tools=tools)
+    chat = read_chat(frame, text, source=source, path=table.path, system=system, tools=tools)
     built = _prompt_messages(chat, where)
     answers_left_out = 0
     if chat.is_conversation:

@@ -191,13 +191,13 @@ def score_command(
         from evalkit.cli._score_provenance import look_message, provenance_options
         from evalkit.report.html.score import render_score_html
         from evalkit.report.score_summary import render_score_summary
-        from evalkit.scoring.engine import OnDuplicate, score
+        from evalkit.scoring.engine import OnDuplicate, compute_score
         from evalkit.scoring.write import publish_score
 
         provenance = provenance_options(
             gold_path, card_path, adapter_dir, base_model, base_revision, ledger_path, no_ledger
         )
-        result = score(
+        result = compute_score(
             contract_path,
             gold_path,
             pred_path,

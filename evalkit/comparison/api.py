@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from evalkit._version import __version__
 from evalkit.comparison.breakdown import confusion_change, flipped_examples, format_errors
@@ -22,7 +22,12 @@ from evalkit.comparison.models import (
 from evalkit.comparison.paired import compare_scopes, new_errors, pair_examples, scope_counts
 from evalkit.comparison.provenance import compare_provenance
 from evalkit.comparison.ranking import decide, rank_candidates, ranking_entries
-from evalkit.comparison.results import ScoredResult, check_compatible, load_result
+from evalkit.comparison.results import (
+    ScoredResult,
+    check_compatible,
+    load_result,
+    scored_in_memory,
+)
 from evalkit.comparison.rules import parse_gate_rules
 from evalkit.comparison.statistics import CONFIDENCE
 from evalkit.comparison.suspects import find_suspects
@@ -36,7 +41,11 @@ from evalkit.comparison.test_set import (
 from evalkit.comparison.verdict import CandidateTotals, apply_rules
 from evalkit.errors import UsageError
 
-ResultLike = ScoredResult | str | os.PathLike[str]
+if TYPE_CHECKING:
+    from evalkit.scoring.result import ScoreResult
+
+    ResultLike: TypeAlias = ScoredResult | ScoreResult | str | os.PathLike[str]
+    """A result folder, or a result in memory (what ``score`` returns, or one loaded)."""
 
 DEFAULT_SEED = 0
 # 10,000 resamples puts the Monte Carlo error of a 95% percentile bound well
@@ -45,13 +54,25 @@ DEFAULT_RESAMPLES = 10_000
 
 
 def _load(result: ResultLike) -> ScoredResult:
-    return result if isinstance(result, ScoredResult) else load_result(result)
+    """A result folder read and checked, or a result in memory (loaded, or from ``score``)."""
+    from evalkit.scoring.result import ScoreResult
+    from evalkit.table_input import is_path
+
+    if isinstance(result, ScoredResult):
+        return result
+    if isinstance(result, ScoreResult):
+        return scored_in_memory(result)
+    if not is_path(result):
+        raise UsageError(
+            f"expected a result folder or what evalkit.score returns, got {type(result).__name__}"
+        )
+    return load_result(result)
 
 
 def _reference(result: ScoredResult, name: str) -> ResultRef:
     return ResultRef(
         name=name,
-        path=str(result.path),
+        path=None if result.in_memory else str(result.path),
         summary_sha256=result.summary_sha256,
         evalkit_version=result.summary.evalkit_version,
     )

@@ -117,10 +117,11 @@ class ResultRef(_Model):
 
     name: str
     """The result's name (``evalkit score --name``)."""
-    path: str
-    """The folder as given."""
+    path: str | None
+    """The folder as given (null for a result compared in memory, as ``evalkit.score``
+    returned it)."""
     summary_sha256: str
-    """sha256 of its ``summary.json``."""
+    """sha256 of its ``summary.json`` (for a result in memory: of the bytes it would write)."""
     evalkit_version: str
     """The evalkit version that scored it."""
 

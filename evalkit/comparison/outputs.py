@@ -109,18 +109,24 @@ def read_outputs(folder: Path, summary_sha256: str, ids: Iterable[str]) -> SideO
     return SideOutputs(outputs=outputs, note=None)
 
 
+def _side_outputs(folder: str | None, summary_sha256: str, ids: Iterable[str]) -> SideOutputs:
+    if folder is None:
+        return SideOutputs(outputs={}, note="the result was compared in memory, not written")
+    return read_outputs(Path(folder), summary_sha256, ids)
+
+
 def flip_outputs(reports: Sequence[CandidateReport]) -> dict[str, FlipOutputs]:
     """Per candidate name, the outputs its report shows, from both sides' predictions.
 
     Each result's predictions are read once, for the ids every report that
     uses it needs.
     """
-    needs: dict[tuple[str, str], set[str]] = {}
+    needs: dict[tuple[str | None, str], set[str]] = {}
     for report in reports:
         ids = wanted_ids(report)
         for side in (report.baseline, report.candidate):
             needs.setdefault((side.path, side.summary_sha256), set()).update(ids)
-    read = {key: read_outputs(Path(key[0]), key[1], ids) for key, ids in needs.items()}
+    read = {key: _side_outputs(key[0], key[1], ids) for key, ids in needs.items()}
     return {
         report.candidate.name: FlipOutputs(
             baseline=read[(report.baseline.path, report.baseline.summary_sha256)],

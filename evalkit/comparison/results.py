@@ -114,6 +114,8 @@ class ScoredResult:
     summary_sha256: str
     examples_sha256: str | None = None
     """sha256 of ``examples.parquet`` as read (None for a result built in memory)."""
+    in_memory: bool = False
+    """A result :func:`evalkit.score` returned, not written (``path`` then only names it)."""
 
     @property
     def name(self) -> str:
@@ -228,6 +230,36 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
     examples_sha256 = sha256_file(examples_path)
     verify_summary(summary_path, raw, examples_path, examples, examples_sha256)
     return ScoredResult(folder, summary, examples, sha256_file(summary_path), examples_sha256)
+
+
+def scored_in_memory(result: Any) -> ScoredResult:
+    """A result :func:`evalkit.score` returned (a :class:`~evalkit.ScoreResult`), as compared.
+
+    Its summary and examples are those ``summary.json`` and
+    ``examples.parquet`` would hold, taken as they are: there is no folder
+    to check them against. Errors name it ``NAME (in memory)``.
+    """
+    import hashlib
+
+    import polars as pl
+
+    from evalkit.scoring.write import summary_json
+
+    data = summary_json(result.summary)
+    summary = ResultSummary.model_validate(result.summary.model_dump(mode="json"))
+    examples = result.examples.with_columns(
+        pl.col("id").cast(pl.String), pl.col("class").cast(pl.String)
+    )
+    if not examples["id"].is_sorted():
+        examples = examples.sort("id")
+    return ScoredResult(
+        path=Path(f"{summary.name} (in memory)"),
+        summary=summary,
+        examples=examples,
+        summary_sha256=hashlib.sha256(data).hexdigest(),
+        examples_sha256=summary.examples_sha256,
+        in_memory=True,
+    )
 
 
 def check_compatible(baseline: ScoredResult, candidate: ScoredResult) -> None:

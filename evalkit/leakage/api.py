@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import polars as pl
@@ -36,12 +36,15 @@ from evalkit.leakage.search import (
 )
 from evalkit.leakage.within import DEFAULT_OPENING_WORDS
 
+if TYPE_CHECKING:
+    from evalkit.table_input import TableLike
+
 DEFAULT_NEAR_DUP = 0.8
 Engine = Literal["local", "ray"]
 
 
 def audit(
-    inputs: Sequence[Path | str] | Mapping[str, pl.DataFrame],
+    inputs: Sequence[Path | str] | Mapping[str, TableLike],
     *,
     id_column: str,
     text_column: str | Sequence[str],
@@ -62,11 +65,12 @@ def audit(
 
     ``inputs`` are split files (JSONL, CSV, Parquet; the split is named by the
     file stem), folders written by ``evalkit split``, or a mapping of split
-    name to polars frame. Reports groups (``group`` columns) and ids found in
-    several splits, cross-split pairs of items whose normalised ``text_column``
-    is equal, cross-split near-duplicate pairs (Jaccard similarity of word
-    3-shingles >= ``near_dup``; None skips the check) and the classes of
-    ``stratify`` per split. Raises an ``EvalkitError`` on bad input (a
+    name to table (a polars, pandas or pyarrow frame, or a file). Reports
+    groups (``group`` columns) and ids found in several splits, cross-split
+    pairs of items whose normalised ``text_column`` is equal, cross-split
+    near-duplicate pairs (Jaccard similarity of word 3-shingles >=
+    ``near_dup``; None skips the check) and the classes of ``stratify`` per
+    split. Raises an ``EvalkitError`` on bad input (a
     missing column names the file and the columns it has).
 
     ``text_column`` may hold conversations (``{role, content}`` or ShareGPT

@@ -28,6 +28,7 @@ from evalkit.leakage.models import (
     SplitSummary,
     WithinSplit,
 )
+from evalkit.table_input import FRAME_SOURCE
 
 PairT = TypeVar("PairT", bound=DuplicatePair)
 
@@ -174,6 +175,7 @@ def _split_summaries(
         summaries[source.name] = SplitSummary(
             path=str(source.path) if source.path is not None else None,
             sha256=file_fingerprint(source),
+            source=FRAME_SOURCE if source.path is None else None,
             n_items=int(counts.n_items[index]),
             shape=chat.shape,
             json_text=chat.json_text,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -33,7 +34,11 @@ from evalkit.containers import hf_dataset, hf_splits, is_hf_dataset, is_hf_datas
 from evalkit.documents import load_json
 from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
 from evalkit.io import read_table, require_columns, sha256_input, table_format
+from evalkit.table_input import is_path, read_input
 from evalkit.tables import ids_are_text
+
+if TYPE_CHECKING:
+    from evalkit.table_input import TableLike
 
 MAX_SPLITS = 62  # split membership is kept as a bit mask in an int64
 _TABLE_SUFFIXES = (".parquet", ".jsonl", ".csv", ".ndjson", ".pq", ".json")
@@ -45,6 +50,8 @@ class SplitSource:
 
     name: str
     path: Path | None
+    sha256: str | None = None
+    """The frame's sha256 (:func:`evalkit.table_input.frame_sha256`) when the split is a frame."""
 
 
 @dataclass(frozen=True)
@@ -187,7 +194,7 @@ def _split_rows(
 
 
 def read_rows(
-    inputs: Sequence[Path | str] | Mapping[str, pl.DataFrame],
+    inputs: Sequence[Path | str] | Mapping[str, TableLike],
     *,
     id_column: str,
     text_column: str | Sequence[str],
@@ -205,9 +212,17 @@ def read_rows(
     """
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if isinstance(inputs, Mapping):
-        sources = [SplitSource(name=str(name), path=None) for name in inputs]
-        _check_names([s.name for s in sources], [f"frame {s.name!r}" for s in sources])
-        frames = [(f"split {name!r}", frame, False) for name, frame in inputs.items()]
+        sources, frames = [], []
+        for name, value in inputs.items():
+            if is_path(value):
+                path = Path(value)
+                sources.append(SplitSource(name=str(name), path=path))
+                frames.append((str(path), *_read_split(path, id_column)))
+            else:
+                given = read_input(value, name=f"split {str(name)!r}", ids=[id_column])
+                sources.append(SplitSource(name=str(name), path=None, sha256=given.sha256))
+                frames.append((given.label, given.frame, False))
+        _check_names([s.name for s in sources], [label for label, _, _ in frames])
     else:
         sources = split_sources([Path(path) for path in inputs])
         frames = [
@@ -257,5 +272,5 @@ def _read_split(path: Path, id_column: str) -> tuple[pl.DataFrame, bool]:
 
 
 def file_fingerprint(source: SplitSource) -> str | None:
-    """sha256 of a split's file, or None for an in-memory frame."""
-    return sha256_input(source.path) if source.path is not None else None
+    """sha256 of a split's file, or of its content for an in-memory frame."""
+    return sha256_input(source.path) if source.path is not None else source.sha256

@@ -7,10 +7,13 @@ one without bumping ``format_version``.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalkit._version import __version__
 from evalkit.leakage.minhash import LshParameters
+from evalkit.table_input import source_field
 
 AUDIT_FORMAT_VERSION = 1
 
@@ -73,8 +76,10 @@ class SplitSummary(_Model):
     path: str | None = Field(description="File the split was read from (null for a frame).")
     sha256: str | None = Field(
         description="sha256 of that file's bytes "
-        "(of every file, by relative name and content, for a dataset folder)."
+        "(of every file, by relative name and content, for a dataset folder; of the content, "
+        "for a frame)."
     )
+    source: Literal["frame"] | None = source_field()
     n_items: int = Field(description="Rows in the split.")
     shape: str = Field(
         default="text",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit._version import __version__
 from evalkit.errors import UsageError
@@ -34,6 +34,9 @@ from evalkit.model.records import (
     RunRecord,
     TokenizerPins,
 )
+
+if TYPE_CHECKING:
+    from evalkit.table_input import TableLike
 
 OUTPUT_COLUMN = "output"
 # generation_config.json keys that name tokens rather than decoding choices.
@@ -58,7 +61,9 @@ class GenerateResult:
         from evalkit.io import atomic_directory, atomic_write_text, write_table
 
         run = self.run
-        inputs = [Path(run.base.path), Path(run.tokenizer.path), Path(run.data.path)]
+        inputs = [Path(run.base.path), Path(run.tokenizer.path)]
+        if run.data.path is not None:
+            inputs.append(Path(run.data.path))
         if run.adapter is not None:
             inputs.append(Path(run.adapter.path))
         with atomic_directory(out, force, inputs=inputs, marker=RUN_FILE) as staging:
@@ -166,7 +171,7 @@ def device_record(device: str) -> DeviceInfo:
 
 def generate(
     base: Path | str,
-    data: Path | str,
+    data: TableLike,
     *,
     id_column: str,
     text_columns: Sequence[str],
@@ -180,6 +185,10 @@ def generate(
 ) -> GenerateResult:
     """Greedy outputs of ``base`` (+ ``adapter``) for every conversation of ``data``.
 
+    ``data`` is a split file, or a polars, pandas or pyarrow frame (then
+    ``run.json`` records ``path: null`` and ``source: "frame"``, and
+    ``reload-check``, which reads the data again, needs the run made from a file).
+
     Each prompt is the conversation without its last assistant turn, rendered
     by the tokenizer's chat template with the generation prompt added (the
     render ``evalkit tokens`` checks). ``progress`` draws a bar on stderr when
@@ -191,6 +200,7 @@ def generate(
     from evalkit.model.pins import adapter_record, base_pins, tokenizer_files
     from evalkit.model.prompts import read_prompts
     from evalkit.model.runtime import library_versions
+    from evalkit.table_input import read_input
 
     if max_new_tokens < 1 or batch_size < 1:
         raise UsageError("--max-new-tokens and --batch-size must be at least 1")
@@ -199,11 +209,12 @@ def generate(
             f"--id {OUTPUT_COLUMN}: predictions.jsonl has an {OUTPUT_COLUMN!r} column "
             "of its own; rename the id column"
         )
-    base_path, data_path = Path(base), Path(data)
+    base_path = Path(base)
     adapter_path = Path(adapter) if adapter is not None else None
     loaded = load_model(base_path, adapter_path, tokenizer=tokenizer, device=device, dtype=dtype)
+    table = read_input(data, name="data", ids=[id_column])
     prompts = read_prompts(
-        data_path,
+        table,
         id_column,
         text_columns,
         loaded.tokenizer,
@@ -239,8 +250,9 @@ def generate(
         dtype=loaded.dtype,  # type: ignore[arg-type]
         versions=library_versions(),
         data=DataInfo(
-            path=str(data_path),
-            sha256=sha256_file(data_path),
+            path=str(table.path) if table.path is not None else None,
+            sha256=table.sha256,
+            source=table.source,
             n=len(prompts),
             id_column=id_column,
             text_columns=list(text_columns),

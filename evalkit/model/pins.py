@@ -148,7 +148,12 @@ def verify_pins(run: RunRecord, run_dir: Path, *, merged: Path | None) -> list[s
     }
     _check(changed_pins(run_dir, outputs, where=str(record)), "output")
     checked += [str(run_dir / name) for name in sorted(outputs)]
-    data = Path(run.data.path)
+    if run.data.path is None:
+        raise UsageError(
+            f'{record}: the run generated from an in-memory frame (data.source "frame"), '
+            "whose rows cannot be read again; write the data to a file and generate from it"
+        )
+    data = Path(str(run.data.path))
     _reachable(data, "data")
     if not data.is_file():
         _check(f"{data}: the data the run read no longer exists", "data")

@@ -17,9 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import DuplicateIds, InvalidTable, UsageError
+
+if TYPE_CHECKING:
+    from evalkit.table_input import TableInput, TableLike
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def _read_ids(frame: Any, column: str, source: str) -> list[Any]:
 
 
 def read_prompts(
-    data: Path,
+    data: TableLike | TableInput,
     id_column: str,
     text_columns: Sequence[str],
     tokenizer: Any,
@@ -77,16 +80,17 @@ def read_prompts(
     conversation (naming the id).
     """
     from evalkit.chat import read_chat, template_conversations
-    from evalkit.io import read_table, require_columns
+    from evalkit.io import require_columns
+    from evalkit.table_input import TableInput, read_input
     from evalkit.tokens.render import encode_renders, prompt_renders, require_template
 
-    source = str(data)
-    frame = read_table(data, ids=[id_column])
+    table = data if isinstance(data, TableInput) else read_input(data, name="data", ids=[id_column])
+    frame, source = table.frame, table.label
     require_columns(frame, [id_column, *text_columns], source)
     if frame.height == 0:
-        raise InvalidTable(f"{source}: the file has no rows; there is nothing to generate")
+        raise InvalidTable(f"{source}: has no rows; there is nothing to generate")
     ids = _read_ids(frame, id_column, source)
-    chat = read_chat(frame, list(text_columns), source=source, path=data)
+    chat = read_chat(frame, list(text_columns), source=source, path=table.path)
     if not chat.is_conversation:
         raise UsageError(
             f"{source}: --text {' '.join(text_columns)} holds plain text, not conversations; "

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalkit.provenance.models import AdapterCard
+from evalkit.table_input import source_field
 
 RUN_VERSION = 1
 REPORT_VERSION = 1
@@ -110,10 +111,11 @@ class DeviceInfo(_Model):
 class DataInfo(_Model):
     """The split the prompts came from."""
 
-    path: str
-    """The data file as given."""
+    path: str | None
+    """The data file as given (null for a frame)."""
     sha256: str
-    """sha256 of its bytes."""
+    """sha256 of its bytes (of its content, for a frame)."""
+    source: Literal["frame"] | None = source_field()
     n: int
     """Rows (examples) generated for."""
     id_column: str

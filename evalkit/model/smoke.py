@@ -34,6 +34,7 @@ from evalkit.tokens.sequences import Batch, TrainingData
 
 if TYPE_CHECKING:
     from evalkit.model.smoke_run import Outcome
+    from evalkit.table_input import TableLike
 
 SmokeMethod = Literal["lora", "full"]
 METHODS: tuple[str, ...] = ("lora", "full")
@@ -121,7 +122,7 @@ def _tokenizer(base: Path, tokenizer: Path | None) -> tuple[Any, Path]:
 
 def prepare(
     base: Path | str,
-    data: Path | str,
+    data: TableLike,
     *,
     text: Sequence[str],
     method: str,
@@ -174,7 +175,7 @@ def prepare(
     stops = stop_token_ids(loaded_tokenizer, folder)
     settings = measure_settings(loaded_tokenizer, stops, seq_len, "keep_start")
     training = read_training_split(
-        Path(data),
+        data,
         text,
         loaded_tokenizer,
         settings=settings,
@@ -286,7 +287,7 @@ def throughput(prepared: Prepared, outcome: Outcome) -> Throughput:
 
 def smoke(
     base: Path | str,
-    data: Path | str,
+    data: TableLike,
     *,
     text: str | Sequence[str],
     method: str = "lora",
@@ -308,6 +309,8 @@ def smoke(
 ) -> SmokeReport:
     """Run ``steps`` real optimizer steps of ``method`` on ``data`` and measure every phase.
 
+    ``data`` is one split file, or a polars, pandas or pyarrow frame.
+
     The base in ``base`` is loaded on ``device`` in ``dtype``; a new LoRA
     adapter of rank ``r`` (PEFT's default targets unless ``targets``), or
     the whole model, trains with AdamW on batches of ``batch`` rows of the
@@ -319,10 +322,10 @@ def smoke(
     Bad input raises an ``EvalkitError`` (exit 2) before the model loads; a
     failed step or reload is in the report (``verdict`` ``fail``).
     """
-    from evalkit.io import sha256_file
     from evalkit.model.generate import device_record
     from evalkit.model.memory import NOTES
     from evalkit.model.smoke_run import run_phases
+    from evalkit.table_input import FRAME_SOURCE
 
     columns = [text] if isinstance(text, str) else list(text)
     prepared = prepare(
@@ -353,8 +356,9 @@ def smoke(
         base=str(prepared.base),
         tokenizer=str(prepared.tokenizer_folder),
         data=SmokeData(
-            path=str(split.path),
-            sha256=sha256_file(split.path),
+            path=str(split.path) if split.path is not None else None,
+            sha256=split.sha256,
+            source=FRAME_SOURCE if split.path is None else None,
             rows=len(split.chat),
             text_columns=columns,
             loss=prepared.data.loss,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from evalkit.model.memory import MeasureKind
 from evalkit.model.records import DeviceInfo
 from evalkit.plan.models import PlanResult
+from evalkit.table_input import source_field
 
 SMOKE_VERSION = 1
 PHASE_NAMES = ("load", "train", "eval", "export")
@@ -27,10 +28,11 @@ class _Model(BaseModel):
 class SmokeData(_Model):
     """The split the steps trained on."""
 
-    path: str
-    """The data file as given."""
+    path: str | None
+    """The data file as given (null for a frame)."""
     sha256: str
-    """sha256 of its bytes."""
+    """sha256 of its bytes (of its content, for a frame)."""
+    source: Literal["frame"] | None = source_field()
     rows: int
     """Rows in the file."""
     text_columns: list[str]

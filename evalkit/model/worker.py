@@ -69,7 +69,7 @@ def check(request: dict[str, Any]) -> ReloadReport:
     tokens = pl.read_parquet(run_dir / TOKENS_FILE)
     loaded = _load(request, run)
     prompts = read_prompts(
-        Path(run.data.path),
+        Path(str(run.data.path)),  # a run from a frame is refused before (check_pins)
         run.data.id_column,
         run.data.text_columns,
         loaded.tokenizer,

@@ -47,7 +47,7 @@ def required_columns(contract: Contract) -> list[tuple[str, str]]:
 
 
 def _parsed_answers(
-    answers: list[str | None], ids: list[str], contract: Contract, path: Path, label: str
+    answers: list[str | None], ids: list[str], contract: Contract, path: Path | str, label: str
 ) -> list[dict[str, Any]]:
     """Each reference answer parsed strictly under the contract; bad gold is an error."""
     assert contract.gold_answer is not None
@@ -86,7 +86,7 @@ def _parsed_labels(
     answers: list[str | None],
     ids: list[str],
     contract: Contract,
-    path: Path,
+    path: Path | str,
     label: str,
     where: str,
 ) -> list[dict[str, Any]]:
@@ -109,7 +109,7 @@ def _parsed_labels(
     return [{LABEL_KEY: value} for value in frame["v0"].to_list()]
 
 
-def _answer_table(parsed: list[dict[str, Any]], keys: list[str], path: Path) -> pl.DataFrame:
+def _answer_table(parsed: list[dict[str, Any]], keys: list[str], path: Path | str) -> pl.DataFrame:
     """The answers' ``keys`` as columns, typed as polars types a JSONL file of them."""
     import orjson
     import polars as pl
@@ -131,11 +131,12 @@ def _answer_table(parsed: list[dict[str, Any]], keys: list[str], path: Path) -> 
 
 
 def read_answer_gold(
-    path: Path, frame: pl.DataFrame, ids: pl.Series, contract: Contract, label: str
+    path: Path | str, frame: pl.DataFrame, ids: pl.Series, contract: Contract, label: str
 ) -> pl.DataFrame:
     """``id`` and ``gold:<name>`` columns, the names read from the parsed reference answers.
 
-    ``frame`` is the gold file's table, holding the columns of
+    ``path`` is the gold file (a Path) or what errors call a gold frame (text);
+    ``frame`` is the gold table, holding the columns of
     :func:`required_columns`; ``ids`` its checked ids as strings; ``label``
     names the contract in errors.
     """
@@ -145,7 +146,8 @@ def read_answer_gold(
 
     assert contract.gold_answer is not None
     column = contract.gold_answer.column
-    chat = read_chat(frame, column, source=str(path), path=path)
+    file = path if isinstance(path, Path) else None
+    chat = read_chat(frame, column, source=str(path), path=file)
     if not chat.is_conversation:
         texts = chat.texts[0]
         held = "is null in every row" if texts.null_count() == len(texts) else "holds text"

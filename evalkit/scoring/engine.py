@@ -23,12 +23,14 @@ from evalkit.contract.model import Contract
 from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
 from evalkit.documents import require_regular_file
-from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, UnknownColumn, UsageError
-from evalkit.io import read_table, sha256_input, table_format
+from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, UsageError
+from evalkit.io import sha256_input
 from evalkit.provenance.gold_content import content_sha256
-from evalkit.scoring import aggregate, answers
+from evalkit.scoring import aggregate
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
-from evalkit.scoring.predictions import predictions_sha256, read_predictions
+from evalkit.scoring.gold import all_unique, check_gold_columns, gold_input, read_gold
+from evalkit.scoring.prediction_frame import read_prediction_input
+from evalkit.scoring.predictions import predictions_sha256
 from evalkit.scoring.processes import estimated_rows, resolve_workers
 from evalkit.scoring.result import ScoreResult
 from evalkit.scoring.summary import (
@@ -40,100 +42,15 @@ from evalkit.scoring.summary import (
     ScoreSummary,
 )
 from evalkit.scoring.workers import ParsePool
-from evalkit.tables import id_strings
+from evalkit.table_input import FRAME_SOURCE, frame_sha256, is_path
 
 if TYPE_CHECKING:
     import polars as pl
 
+    from evalkit.table_input import TableLike
+
 OnDuplicate = Literal["error", "first", "last"]
 GOLD_PREFIX = "gold:"
-
-
-def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
-    """(contract key, gold column) for every column the gold file must have."""
-    if contract.gold_answer is not None:
-        return answers.required_columns(contract)
-    return [("id", contract.id_column), *contract.gold_references]
-
-
-def check_gold_columns(path: Path, contract: Contract, contract_label: str) -> None:
-    """For a Parquet gold file, check from its schema alone that the contract's columns exist."""
-    import polars as pl
-
-    if not (path.is_file() and table_format(path) == "parquet"):
-        return
-    try:
-        present = list(pl.read_parquet_schema(path))
-    except (pl.exceptions.PolarsError, OSError):
-        return  # read_gold reports it
-    for key, column in _contract_columns(contract):
-        if column not in present:
-            listing = ", ".join(present[:20]) or "(none)"
-            raise UnknownColumn(
-                f"{path}: no column {column!r}, named by {key} in {contract_label}; "
-                f"the columns are: {listing}"
-            )
-
-
-def _read_gold_columns(path: Path, contract: Contract) -> pl.DataFrame:
-    """The gold table; only the columns the contract names (when all exist)."""
-    import polars as pl
-
-    if contract.gold_answer is not None:
-        if table_format(path) == "parquet" and path.is_file():
-            try:
-                present = pl.read_parquet_schema(path)
-            except (pl.exceptions.PolarsError, OSError):
-                return read_table(path, ids=[contract.id_column])  # reports the problem
-            columns = answers.file_columns(contract, list(present))
-            return read_table(path, columns=columns, ids=[contract.id_column])
-        return read_table(path, ids=[contract.id_column])
-    return read_table(path, columns=contract.gold_columns, ids=[contract.id_column])
-
-
-def read_gold(path: Path, contract: Contract, contract_label: str) -> pl.DataFrame:
-    """The gold columns the contract reads, renamed ``gold:<column>``, plus a string ``id``.
-
-    With ``gold_answer`` the gold values come from each conversation's
-    reference answer (:mod:`evalkit.scoring.answers`).
-    """
-    import polars as pl
-
-    frame = _read_gold_columns(path, contract)
-    for key, column in _contract_columns(contract):
-        if column not in frame.columns:
-            listing = ", ".join(frame.columns[:20]) or "(none)"
-            raise UnknownColumn(
-                f"{path}: no column {column!r}, named by {key} in {contract_label}; "
-                f"the columns are: {listing}"
-            )
-    if frame.height == 0:
-        raise InvalidTable(f"{path}: the gold file has no rows")
-    ids = _checked_ids(frame, path, contract.id_column)
-    if contract.gold_answer is not None:
-        return answers.read_answer_gold(path, frame, ids, contract, contract_label)
-    return frame.select(
-        pl.lit(ids).alias("id"),
-        *[pl.col(column).alias(GOLD_PREFIX + column) for column in contract.gold_columns],
-    )
-
-
-def _checked_ids(frame: pl.DataFrame, path: Path, id_column: str) -> pl.Series:
-    """The gold ids as strings: scalar, present in every row, unique."""
-
-    ids = id_strings(frame, id_column, str(path)).alias("id")
-    if ids.null_count():
-        row = int(ids.is_null().arg_max() or 0) + 1
-        raise InvalidTable(
-            f"{path}: row {row} has no id in column {id_column!r}; every gold item needs one"
-        )
-    if not _all_unique(ids):
-        repeated = ids.filter(ids.is_duplicated())
-        raise DuplicateIds(
-            f"{path}: id {repeated.min()!r} occurs {int((repeated == repeated.min()).sum())} "
-            f"times in the gold file; gold ids must be unique"
-        )
-    return ids
 
 
 @dataclass(frozen=True)
@@ -142,20 +59,13 @@ class _Resolved:
     duplicate_ids: int
 
 
-def _all_unique(ids: pl.Series) -> bool:
-    """No id twice; sorted ids (the usual case) are checked without a hash table."""
-    if ids.is_sorted():
-        return not bool((ids.slice(1) == ids.slice(0, len(ids) - 1)).any()) if len(ids) else True
-    return bool(ids.n_unique() == len(ids))
-
-
 def _resolve_duplicates(
-    predictions: pl.DataFrame, on_duplicate: OnDuplicate, path: Path
+    predictions: pl.DataFrame, on_duplicate: OnDuplicate, path: Path | str
 ) -> _Resolved:
     """One prediction per id: an error, or the first/last as ``on_duplicate`` says."""
     import polars as pl
 
-    if _all_unique(predictions["id"]):
+    if all_unique(predictions["id"]):
         return _Resolved(predictions, 0)
     repeated = predictions.filter(pl.col("id").is_duplicated())["id"]
     duplicate_ids = repeated.n_unique()
@@ -217,8 +127,8 @@ def _align(gold: pl.DataFrame, predictions: pl.DataFrame) -> tuple[pl.DataFrame,
 
 
 def _require_a_match(
-    pred_path: Path,
-    gold_path: Path,
+    pred_path: Path | str,
+    gold_path: Path | str,
     predictions: pl.DataFrame,
     unknown_ids: int,
     example: str | None,
@@ -242,12 +152,21 @@ def _require_a_match(
         )
 
 
-def _early_pool(contract: Contract, pred_path: Path, workers: int | None) -> Any:
+def _early_pool(contract: Contract, predictions: object, workers: int | None) -> Any:
     """Start parser workers now, so their start-up overlaps with reading the files."""
-    n_workers = resolve_workers(workers, estimated_rows(pred_path))
+    rows = estimated_rows(Path(predictions)) if is_path(predictions) else _frame_rows(predictions)
+    n_workers = resolve_workers(workers, rows)
     if contract.output.parse != "json" or n_workers <= 1:
         return nullcontext(None)
     return ParsePool(ParserSpec.from_contract(contract), n_workers)
+
+
+def _frame_rows(frame: Any) -> int:
+    """Rows of a frame of any kind the library takes (0 when it cannot tell: a LazyFrame)."""
+    for attribute in ("height", "num_rows"):
+        if isinstance(getattr(frame, attribute, None), int):
+            return int(getattr(frame, attribute))
+    return len(frame) if hasattr(frame, "__len__") else 0
 
 
 def _provenance(card: Any, base: BaseModelInfo | None, ledger: Any) -> dict[str, Any]:
@@ -272,10 +191,17 @@ def empty_slice_warnings(contract: Contract, slices: dict[str, Any]) -> list[str
     ]
 
 
-def score(
+def _default_name(pred_path: Path | None) -> str:
+    """A result's name without ``name``: the predictions file's stem (folder's name)."""
+    if pred_path is None:
+        return "predictions"
+    return pred_path.stem if pred_path.is_file() else pred_path.name
+
+
+def compute_score(
     contract: Contract | str | os.PathLike[str],
-    gold: str | os.PathLike[str],
-    predictions: str | os.PathLike[str],
+    gold: TableLike,
+    predictions: TableLike,
     *,
     name: str | None = None,
     pred_format: str = "auto",
@@ -287,50 +213,51 @@ def score(
     base: BaseModelInfo | None = None,
     ledger: str | os.PathLike[str] | None = None,
 ) -> ScoreResult:
-    """Score a predictions file against gold under a contract.
+    """:func:`score` without the look: ``ledger`` is only recorded in the summary.
 
-    ``contract`` is a loaded :class:`Contract` or a contract file. Predictions
-    are read per ``pred_format`` (``auto`` recognises them); ``id_col`` and
-    ``output_col`` name the id (a dotted path for nested records) and the raw
-    text. Duplicate prediction ids are an error unless ``on_duplicate`` is
-    ``first`` or ``last``; predictions for ids not in gold are counted and
-    ignored. ``workers`` sets the parsing processes (default: all cores for
-    large inputs). ``card`` (an :class:`~evalkit.AdapterCard` or its JSON
-    data) and ``base`` record where the predictions came from, ``ledger`` the
-    ledger this look goes to: :meth:`ScoreResult.write` appends it there
-    before it writes the folder (see :func:`evalkit.append_look`).
-    Bad input raises an :class:`~evalkit.errors.EvalkitError`.
+    ``evalkit score`` and ``evalkit rescore`` append the look themselves when
+    they publish the folder (:func:`~evalkit.scoring.write.publish_score`).
     """
     if on_duplicate not in ("error", "first", "last"):
         raise UsageError(f"on_duplicate must be error, first or last, not {on_duplicate!r}")
     contract_path = None if isinstance(contract, Contract) else Path(contract)
     loaded = contract if isinstance(contract, Contract) else load_contract(contract)
     label = str(contract_path) if contract_path else f"contract {loaded.name}"
-    gold_path, pred_path = Path(gold), Path(predictions)
-    if not gold_path.is_dir():
+    gold_path = Path(gold) if is_path(gold) else None
+    pred_path = Path(predictions) if is_path(predictions) else None
+    if gold_path is not None and not gold_path.is_dir():
         require_regular_file(gold_path, "gold file")  # a FIFO would block the hashing
-    with _early_pool(loaded, pred_path, workers) as pool, ThreadPoolExecutor(2) as hashing:
-        check_gold_columns(gold_path, loaded, label)  # a contract/gold mismatch fails fast
-        gold_hash = hashing.submit(sha256_input, gold_path)
-        table = read_predictions(
-            pred_path,
+    with _early_pool(loaded, predictions, workers) as pool, ThreadPoolExecutor(2) as hashing:
+        if gold_path is not None:
+            check_gold_columns(gold_path, loaded, label)  # a contract/gold mismatch fails fast
+            gold_hash = hashing.submit(sha256_input, gold_path)
+        table, pred_frame_sha256 = read_prediction_input(
+            predictions,
             pred_format=pred_format,
             default_id=loaded.id_column,
             id_col=id_col,
             output_col=output_col,
         )
-        read_sha256 = table.sha256  # a pipe: the digest of what was read
-        pred_hash = hashing.submit(lambda: read_sha256 or predictions_sha256(pred_path))
-        resolved = _resolve_duplicates(table.frame, on_duplicate, pred_path)
+        pred_label: Path | str = pred_path if pred_path is not None else "predictions frame"
+        read_sha256 = table.sha256 or pred_frame_sha256  # a pipe or a frame: what was read
+        pred_hash = hashing.submit(
+            lambda: read_sha256 or predictions_sha256(pred_path)  # type: ignore[arg-type]
+        )
+        resolved = _resolve_duplicates(table.frame, on_duplicate, pred_label)
         n_records, pred_format_read = table.frame.height, table.format
         del table  # from here on only the resolved predictions are kept
         parsing = ParsedOutputs(loaded, resolved.predictions["output"], workers, pool)
         kept = resolved.predictions.drop("output")
-        gold_frame = read_gold(gold_path, loaded, label)  # while the outputs are parsed
+        given_gold = gold_input(gold, loaded)  # while the outputs are parsed
+        if gold_path is None:
+            gold_hash = hashing.submit(frame_sha256, given_gold.frame)
+        gold_label: Path | str = gold_path if gold_path is not None else given_gold.label
+        gold_frame = read_gold(given_gold, loaded, label)
+        del given_gold
         gold_frame = check_gold_types(loaded, gold_frame, label, GOLD_PREFIX)
         gold_content = hashing.submit(content_sha256, gold_frame)
         aligned, unknown_ids, unknown_example = _align(gold_frame, kept)
-        _require_a_match(pred_path, gold_path, kept, unknown_ids, unknown_example, gold_frame)
+        _require_a_match(pred_label, gold_label, kept, unknown_ids, unknown_example, gold_frame)
         resolved_duplicates = resolved.duplicate_ids
         del resolved, gold_frame
         del kept
@@ -348,7 +275,7 @@ def score(
         slices = aggregate.slice_stats(examples, loaded)
         summary = ScoreSummary(
             evalkit_version=__version__,
-            name=name or (pred_path.stem if pred_path.is_file() else pred_path.name),
+            name=name or _default_name(pred_path),
             contract=ContractInfo(
                 name=loaded.name,
                 version=loaded.version,
@@ -358,13 +285,15 @@ def score(
                 evaluator=Evaluator(**evaluator_semantics()),
             ),
             gold=GoldInfo(
-                path=str(gold_path),
+                path=str(gold_path) if gold_path is not None else None,
+                source=None if gold_path is not None else FRAME_SOURCE,
                 sha256=gold_hash.result(),
                 n=n_gold,
                 content_sha256=gold_content.result(),
             ),
             predictions=PredictionsInfo(
-                path=str(pred_path),
+                path=str(pred_path) if pred_path is not None else None,
+                source=None if pred_path is not None else FRAME_SOURCE,
                 sha256=pred_hash.result(),
                 n=n_records,
                 format=pred_format_read,
@@ -386,3 +315,64 @@ def score(
             warnings=empty_slice_warnings(loaded, slices),
         )
     return ScoreResult(summary=summary, examples=examples)
+
+
+def score(
+    contract: Contract | str | os.PathLike[str],
+    gold: TableLike,
+    predictions: TableLike,
+    *,
+    name: str | None = None,
+    pred_format: str = "auto",
+    id_col: str | None = None,
+    output_col: str | None = None,
+    on_duplicate: OnDuplicate = "error",
+    workers: int | None = None,
+    card: Any = None,
+    base: BaseModelInfo | None = None,
+    ledger: str | os.PathLike[str] | Literal[False] | None = None,
+    purpose: str | None = None,
+) -> ScoreResult:
+    """Score predictions against gold under a contract; the look is in the ledger first.
+
+    ``contract`` is a loaded :class:`Contract` or a contract file. ``gold``
+    and ``predictions`` are files (predictions also a folder or a pipe) or
+    polars, pandas or pyarrow frames (predictions: an id and an output
+    column). File predictions are read per ``pred_format`` (``auto``
+    recognises them); ``id_col`` and ``output_col`` name the id (a dotted
+    path for nested records) and the raw text. Duplicate prediction ids are
+    an error unless ``on_duplicate`` is ``first`` or ``last``; predictions
+    for ids not in gold are counted and ignored. ``workers`` sets the
+    parsing processes (default: all cores for large inputs). ``card`` (an
+    :class:`~evalkit.AdapterCard` or its JSON data) and ``base`` record where
+    the predictions came from.
+
+    This is a look at the test set, recorded as ``evalkit score`` records it:
+    before the result is returned, a line (with ``purpose``) is appended to
+    ``ledger``, by default ``evalkit-ledger.jsonl`` beside a gold file (a
+    gold frame has no ledger unless one is named; ``ledger=False`` records
+    nothing). :meth:`ScoreResult.write` then appends nothing more.
+    Bad input raises an :class:`~evalkit.errors.EvalkitError`.
+    """
+    from evalkit.scoring.looks import chosen_ledger
+    from evalkit.scoring.write import record_look
+
+    chosen = chosen_ledger(gold, ledger)
+    result = compute_score(
+        contract,
+        gold,
+        predictions,
+        name=name,
+        pred_format=pred_format,
+        id_col=id_col,
+        output_col=output_col,
+        on_duplicate=on_duplicate,
+        workers=workers,
+        card=card,
+        base=base,
+        ledger=chosen,
+    )
+    if chosen is None:
+        return result
+    summary, look = record_look(result.summary, result.examples, purpose=purpose)
+    return ScoreResult(summary=summary, examples=result.examples, look=look)

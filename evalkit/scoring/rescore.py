@@ -112,14 +112,14 @@ def rescore(
     (the caller appends the look: see ``evalkit rescore``). Bad input raises
     an :class:`~evalkit.errors.EvalkitError` that names the result folder.
     """
-    from evalkit.scoring.engine import score
+    from evalkit.scoring.engine import compute_score
 
     inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
     old = inputs.result
     summary = old.summary
     recorded = summary.predictions
     try:
-        scored = score(
+        scored = compute_score(
             contract,
             inputs.gold,
             inputs.predictions,

@@ -19,6 +19,8 @@ from evalkit.scoring.write import write_score
 if TYPE_CHECKING:
     import polars as pl
 
+    from evalkit.provenance.ledger import AppendedLook
+
 
 @dataclass(frozen=True)
 class ScoreResult:
@@ -26,6 +28,8 @@ class ScoreResult:
 
     summary: ScoreSummary
     examples: pl.DataFrame
+    look: AppendedLook | None = None
+    """The ledger line :func:`evalkit.score` appended before it returned (None: no ledger)."""
 
     def write(
         self,
@@ -38,9 +42,11 @@ class ScoreResult:
     ) -> Path:
         """Write ``summary.json``, ``examples.parquet`` and ``extra_files`` into ``out``.
 
-        With a ledger in the summary (``score(..., ledger=...)``) the look is
-        appended there, with ``purpose``, before the folder is published.
-        ``out`` never replaces the gold or predictions file scored, nor ``inputs``.
+        A result :func:`evalkit.score` returned had its look appended then:
+        writing it (once or more) appends nothing. Otherwise, with a ledger
+        in the summary, the look is appended there, with ``purpose``, before
+        the folder is published. ``out`` never replaces the gold or
+        predictions file scored, nor ``inputs``.
         """
         recorded = [self.summary.gold.path, self.summary.predictions.path, self.summary.ledger]
         return write_score(

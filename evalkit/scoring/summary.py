@@ -8,9 +8,11 @@ measure), except precision, which is 0.0 when a class is never predicted
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from evalkit.table_input import source_field
 
 FORMAT_VERSION = 1
 
@@ -56,13 +58,14 @@ class ContractInfo(_Model):
 
 
 class GoldInfo(_Model):
-    """The gold file."""
+    """The gold file (or frame)."""
 
-    path: str
-    """The gold file as given."""
+    path: str | None
+    """The gold file as given (null for a frame)."""
     sha256: str
     """sha256 of the gold file's bytes (of every file, by relative name and content, for a
-    dataset folder)."""
+    dataset folder; of the content, for a frame: see docs/formats.md)."""
+    source: Literal["frame"] | None = source_field()
     n: int
     """Number of gold items (rows)."""
     content_sha256: str | None = None
@@ -71,18 +74,19 @@ class GoldInfo(_Model):
 
 
 class PredictionsInfo(_Model):
-    """The predictions file and what was found in it."""
+    """The predictions file (or frame) and what was found in it."""
 
-    path: str
-    """The predictions file or folder as given."""
+    path: str | None
+    """The predictions file or folder as given (null for a frame)."""
     sha256: str
     """sha256 of the file (of the sorted file names and contents for a folder; of the bytes
-    read, for a pipe)."""
+    read, for a pipe; of the content, for a frame)."""
+    source: Literal["frame"] | None = source_field()
     n: int
     """Number of prediction records read."""
     format: str
     """The format read (``jsonl``, ``json``, ``csv``, ``parquet``, ``openai-batch``, ``lm-eval``,
-    ``hf``)."""
+    ``hf``; ``frame`` for a frame)."""
     unknown_ids: int
     """Records whose id is not in the gold file (ignored for scoring)."""
     unknown_id_example: str | None

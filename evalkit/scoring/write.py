@@ -6,6 +6,10 @@ written and hashed in a staging folder, the look is appended to the ledger
 examples' sha256 and the look's line) written and the folder renamed into
 place. A crash before the rename leaves the look recorded and no result,
 never a result whose look is missing; a failed append publishes nothing.
+
+A result ``evalkit.score`` returned to a Python caller had its look appended
+before it was returned (:func:`record_look`): writing it appends nothing
+more, and checks that the examples are those the look recorded.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from evalkit.errors import EvalkitError
-from evalkit.io import atomic_directory, sha256_file
+from evalkit.errors import ArtifactChanged, EvalkitError, UsageError
+from evalkit.io import atomic_directory
 
 if TYPE_CHECKING:
     import polars as pl
@@ -37,6 +41,42 @@ class ScoreResult(Protocol):
 
 
 ROW_GROUP_ROWS = 131_072
+
+
+def examples_parquet(examples: pl.DataFrame) -> bytes:
+    """The bytes of ``examples.parquet`` (the same for the same rows, however chunked)."""
+    import io
+
+    buffer = io.BytesIO()
+    # A fixed row-group size makes the bytes independent of how the
+    # frame happens to be chunked (worker count, batch sizes).
+    examples.write_parquet(
+        buffer, compression="zstd", statistics=True, row_group_size=ROW_GROUP_ROWS
+    )
+    return buffer.getvalue()
+
+
+def record_look(
+    summary: ScoreSummary, examples: pl.DataFrame, *, purpose: str | None = None
+) -> tuple[ScoreSummary, AppendedLook]:
+    """Append the look of a result to ``summary.ledger`` now, before anyone sees its figures.
+
+    The summary comes back with the ``examples_sha256`` of the
+    ``examples.parquet`` it will write and the ``look`` appended, as
+    ``summary.json`` holds them; :func:`publish_score` then appends nothing.
+    """
+    import hashlib
+
+    from evalkit.provenance.ledger import append_look
+    from evalkit.scoring.summary import LookRef
+
+    ledger = summary.ledger
+    assert ledger is not None
+    digest = hashlib.sha256(examples_parquet(examples)).hexdigest()
+    summary = summary.model_copy(update={"examples_sha256": digest})
+    look = append_look(ledger, summary, purpose=purpose)
+    reference = LookRef(line=look.line, sha256=look.entry["sha256"])
+    return summary.model_copy(update={"look": reference}), look
 
 
 def summary_json(summary: ScoreSummary) -> bytes:
@@ -73,26 +113,32 @@ def publish_score(
     raises :class:`~evalkit.errors.UnreadableFile` and writes no folder.
     ``out`` is never one of ``inputs``, inside one, or holding one.
     """
+    import hashlib
+
     from evalkit.scoring.summary import LookRef
 
     folder = Path(out)
     look = None
+    recorded = result.summary.look  # appended when the result was scored (evalkit.score)
+    if recorded is not None and purpose is not None:
+        raise UsageError(
+            f"purpose: this result's look was recorded when it was scored (line "
+            f"{recorded.line} of {result.summary.ledger}); pass purpose to evalkit.score"
+        )
     sources = [Path(path) for path in inputs if path is not None]
     with atomic_directory(folder, force, inputs=sources) as staging:
-        # A fixed row-group size makes the bytes independent of how the
-        # frame happens to be chunked (worker count, batch sizes).
-        result.examples.write_parquet(
-            staging / "examples.parquet",
-            compression="zstd",
-            statistics=True,
-            row_group_size=ROW_GROUP_ROWS,
-        )
-        summary = result.summary.model_copy(
-            update={"examples_sha256": sha256_file(staging / "examples.parquet")}
-        )
+        examples = examples_parquet(result.examples)
+        (staging / "examples.parquet").write_bytes(examples)
+        digest = hashlib.sha256(examples).hexdigest()
+        if recorded is not None and digest != result.summary.examples_sha256:
+            raise ArtifactChanged(
+                f"{folder}: the examples are not those whose look was recorded (line "
+                f"{recorded.line} of {result.summary.ledger}); score again"
+            )
+        summary = result.summary.model_copy(update={"examples_sha256": digest})
         for name, data in (extra_files or {}).items():
             (staging / name).write_bytes(data)
-        if summary.ledger is not None:
+        if summary.ledger is not None and recorded is None:
             from evalkit.provenance.ledger import append_look
 
             try:

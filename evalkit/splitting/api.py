@@ -21,7 +21,7 @@ import polars as pl
 
 from evalkit._version import __version__
 from evalkit.errors import InfeasibleSplit, UsageError
-from evalkit.io import TableFormat, read_table, sha256_file, sha256_input
+from evalkit.io import TableFormat, sha256_file
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
@@ -46,6 +46,7 @@ from evalkit.splitting.record import (
 from evalkit.splitting.repetition import split_repetition
 from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, required_classes
+from evalkit.table_input import read_input
 
 if TYPE_CHECKING:
     from datasets import DatasetDict
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from evalkit.chat import ChatColumn, Role
     from evalkit.leakage.distributed.session import RayOptions
     from evalkit.splitting.manifest import SplitManifest
+    from evalkit.table_input import TableLike
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ class SplitResult:
         """
         from evalkit.splitting.hf_datasets import to_dataset_dict
 
-        source = self.record.input.path or "input table"
+        source = self.record.input.path or "data frame"
         return to_dataset_dict(self.frames, source, retyped=self.retyped)
 
     def write(
@@ -111,7 +113,7 @@ class SplitResult:
 
 
 def split(
-    data: pl.DataFrame | Path | str,
+    data: TableLike,
     *,
     group: Sequence[str],
     sizes: Sequence[int] | None = None,
@@ -132,7 +134,8 @@ def split(
     engine: Literal["local", "ray"] = "local",
     ray: RayOptions | None = None,
 ) -> SplitResult:
-    """Split ``data`` into named parts, keeping every group whole.
+    """Split ``data`` (a table file, or a polars, pandas or pyarrow frame) into named parts,
+    keeping every group whole.
 
     Item counts hit ``sizes`` (or ``ratios`` of the rows) exactly when the
     group sizes allow, else the closest found; with ``stratify`` each split's
@@ -179,10 +182,8 @@ def split(
     _check_options(options)
     if ray is not None and engine != "ray":
         raise UsageError("--ray-address needs --engine ray")
-    path = Path(data) if isinstance(data, str | Path) else None
-    frame = read_table(path, ids=[id_column] if id_column else ()) if path is not None else data
-    assert isinstance(frame, pl.DataFrame)
-    source = str(path) if path is not None else "input table"
+    given = read_input(data, name="data", ids=[id_column] if id_column else ())
+    frame, path, source = given.frame, given.path, given.label
     loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
     check_table(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
@@ -220,9 +221,10 @@ def split(
         seed=options.seed,
         input=InputInfo(
             path=str(path) if path is not None else None,
-            sha256=sha256_input(path) if path is not None else None,
+            sha256=given.sha256,
             n_items=frame.height,
             n_groups=grouping.n_groups,
+            source=given.source,
         ),
         options=options,
         targets={name: int(t) for name, t in zip(options.names, targets, strict=True)},

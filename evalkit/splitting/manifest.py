@@ -14,10 +14,13 @@ returns; a split run builds and writes the plain mirror in
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalkit.leakage.models import WithinSplit
 from evalkit.splitting.record import MANIFEST_FORMAT_VERSION
+from evalkit.table_input import source_field
 
 
 class _Model(BaseModel):
@@ -30,10 +33,12 @@ class InputInfo(_Model):
     path: str | None = Field(description="Input file as given (null for an in-memory table).")
     sha256: str | None = Field(
         description="sha256 of the input file's bytes "
-        "(of every file, by relative name and content, for a dataset folder)."
+        "(of every file, by relative name and content, for a dataset folder; of the content, "
+        "for a frame)."
     )
     n_items: int = Field(description="Rows in the input.")
     n_groups: int = Field(description="Groups after null handling and duplicate merging.")
+    source: Literal["frame"] | None = source_field()
 
 
 class SplitOptions(_Model):

@@ -26,6 +26,8 @@ class InputInfo:
     sha256: str | None
     n_items: int
     n_groups: int
+    source: str | None = None
+    """``"frame"`` for an in-memory table; a file records none (the key is left out)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,7 +160,10 @@ class ManifestRecord:
 
     def to_json(self) -> dict[str, object]:
         """The manifest as JSON values: what ``SplitManifest.model_dump(mode="json")`` gives."""
-        return asdict(self)
+        data = asdict(self)
+        if data["input"]["source"] is None:  # a file's input block is as it always was
+            del data["input"]["source"]
+        return data
 
 
 def manifest_text(record: ManifestRecord) -> str:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import UsageError
+from evalkit.table_input import FRAME_SOURCE
 from evalkit.tokens.checks import (
     Context,
     Measured,
@@ -32,6 +33,9 @@ from evalkit.tokens.load import (
     stop_token_ids,
     tokenizer_sha256,
 )
+
+if TYPE_CHECKING:
+    from evalkit.tokens.inputs import Splits
 from evalkit.tokens.models import (
     ArgumentsHanded,
     CheckName,
@@ -139,8 +143,9 @@ def _split_tokens(
 ) -> SplitTokens:
     figures = measured.figures
     return SplitTokens(
-        path=str(split.path),
+        path=str(split.path) if split.path is not None else None,
         sha256=split.sha256,
+        source=FRAME_SOURCE if split.path is None else None,
         n=figures.n,
         tokens=token_counts(figures),
         supervised_ratio=supervised_ratio(figures),
@@ -159,7 +164,7 @@ def _status(checks: Sequence[CheckResult]) -> Any:
 
 
 def check_tokens(
-    files: Sequence[Path | str],
+    files: Splits,
     *,
     tokenizer: Path | str,
     text: str | Sequence[str],
@@ -174,6 +179,10 @@ def check_tokens(
     tools: str | None = None,
 ) -> TokensResult:
     """Check the splits in ``files`` as the model will see them through ``tokenizer``.
+
+    ``files`` are split files (each named by its stem) or folders written by
+    ``evalkit split``, a mapping of split name to table (a polars, pandas or
+    pyarrow frame, or a file), or one table (a frame is then named ``data``).
 
     ``text`` is a column of conversations or of text, two columns (prompt
     and completion) or three (Alpaca's instruction, input and output);
@@ -285,8 +294,9 @@ def _without_template(
         options=options,
         splits={
             split.name: SplitTokens(
-                path=str(split.path),
+                path=str(split.path) if split.path is not None else None,
                 sha256=split.sha256,
+                source=FRAME_SOURCE if split.path is None else None,
                 n=len(split.ids),
                 tokens=None,
                 supervised_ratio=None,

@@ -9,16 +9,23 @@ the same way by every command.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from evalkit.chat import ChatColumn, read_chat
-from evalkit.chat.sources import is_jsonl, line_of_row
 from evalkit.errors import InvalidTable, UsageError
-from evalkit.io import read_table, require_columns, sha256_input
+from evalkit.io import require_columns
 from evalkit.leakage.inputs import split_sources
+from evalkit.table_input import TableInput, is_frame, is_path, read_input
 from evalkit.tokens.models import Encode, Loss
+
+if TYPE_CHECKING:
+    from evalkit.table_input import TableLike
+
+    Splits: TypeAlias = Sequence[str | Path] | Mapping[str, TableLike] | TableLike
+    """Split files and folders, a mapping of split name to table, or one table."""
 
 
 @dataclass(frozen=True)
@@ -26,19 +33,14 @@ class SplitInput:
     """One split, read."""
 
     name: str
-    path: Path
+    path: Path | None
+    """The file it was read from (None for a frame)."""
     sha256: str
     ids: list[str]
     """The example ids (the --id column as text, or ``row N``)."""
     chat: ChatColumn
     where: Callable[[int], str]
     """Names a row in an error: ``FILE:LINE`` for JSONL, ``FILE, row N`` otherwise."""
-
-
-def _locator(path: Path) -> Callable[[int], str]:
-    if is_jsonl(path):
-        return lambda row: f"{path}:{line_of_row(path, row)}"
-    return lambda row: f"{path}, row {row + 1}"
 
 
 def _ids(frame: object, id_column: str | None, source: str, n: int) -> list[str]:
@@ -63,39 +65,62 @@ def _ids(frame: object, id_column: str | None, source: str, n: int) -> list[str]
     return values.cast(pl.String).to_list()
 
 
+def split_tables(
+    files: Splits, ids: Sequence[str], *, minimum: int = 1
+) -> list[tuple[str, TableInput]]:
+    """The named splits of ``files``: split files and folders (named as ``evalkit audit``
+    names them), a mapping of split name to table, or one table (a file, or a frame
+    named ``data``)."""
+    if isinstance(files, Mapping):
+        tables = [
+            (str(name), read_input(value, name=f"split {str(name)!r}", ids=ids))
+            for name, value in files.items()
+        ]
+        if len(tables) < minimum:
+            raise UsageError(f"need at least {minimum} split, got none")
+        return tables
+    if is_frame(files):
+        return [("data", read_input(cast("TableLike", files), name="data", ids=ids))]
+    paths = [files] if is_path(files) else list(cast("Sequence[str | Path]", files))
+    sources = split_sources([Path(file) for file in paths], minimum=minimum)
+    return [
+        (source.name, read_input(source.path, name=source.name, ids=ids))
+        for source in sources
+        if source.path is not None
+    ]
+
+
 def read_splits(
-    files: Sequence[Path | str],
+    files: Splits,
     text: Sequence[str],
     id_column: str | None,
     *,
     system: str | None = None,
     tools: str | None = None,
 ) -> list[SplitInput]:
-    """Every split of ``files``, its ``--text`` column(s) read as text or conversations (with
-    the ``system`` and ``tools`` columns, see :func:`evalkit.chat.read_chat`)."""
+    """Every split of ``files`` (see :func:`split_tables`), its ``--text`` column(s) read as
+    text or conversations (with the ``system`` and ``tools`` columns, see
+    :func:`evalkit.chat.read_chat`)."""
     needed = [*text, *([id_column] if id_column else [])]
-    sources = split_sources([Path(file) for file in files], minimum=1)
-    ids = [id_column] if id_column else []
-    frames = [read_table(source.path, ids=ids) for source in sources if source.path is not None]
+    tables = split_tables(files, [id_column] if id_column else [])
     # evalkit split writes an empty JSONL file for a split of no items: it has no
     # columns to read, so it takes the columns of the other splits (and their kind).
-    columns = next((f for f in frames if all(c in f.columns for c in needed)), None)
+    columns = next((t.frame for _, t in tables if all(c in t.frame.columns for c in needed)), None)
     splits = []
-    for source, frame in zip(sources, frames, strict=True):
-        assert source.path is not None
-        path = source.path
+    for name, table in tables:
+        frame, label = table.frame, table.label
         empty = frame.height == 0 and frame.width == 0 and columns is not None
         if empty:
             assert columns is not None
             frame = columns.clear()
-        require_columns(frame, needed, str(path))
+        require_columns(frame, needed, label)
         chat = read_chat(
-            frame, list(text), source=str(path), path=path, exact=empty, system=system, tools=tools
-        )
-        where = _locator(path)
-        _require_texts(chat, where)
-        ids = _ids(frame, id_column, str(path), frame.height)
-        splits.append(SplitInput(source.name, path, sha256_input(path), ids, chat, where))
+            frame, list(text), source=label, path=table.path, exact=empty, system=system,
+            tools=tools,
+        )  # fmt: skip
+        _require_texts(chat, table.row)
+        ids = _ids(frame, id_column, label, frame.height)
+        splits.append(SplitInput(name, table.path, table.sha256, ids, chat, table.row))
     kinds = {split.chat.kind for split in splits}
     if len(kinds) > 1:
         raise InvalidTable(

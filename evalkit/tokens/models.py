@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evalkit._version import __version__
+from evalkit.table_input import source_field
 
 TOKENS_FORMAT_VERSION = 1
 CheckName = Literal[
@@ -142,11 +143,13 @@ class ArgumentsHanded(_Model):
 class SplitTokens(_Model):
     """The figures of one split (one input file)."""
 
-    path: str = Field(description="The file the split was read from.")
+    path: str | None = Field(description="The file the split was read from (null for a frame).")
     sha256: str = Field(
         description="sha256 of that file's bytes "
-        "(of every file, by relative name and content, for a dataset folder)."
+        "(of every file, by relative name and content, for a dataset folder; of the content, "
+        "for a frame)."
     )
+    source: Literal["frame"] | None = source_field()
     n: int = Field(description="Examples in the split.")
     tokens: TokenCounts | None = Field(description="Token count quantiles; null without examples.")
     supervised_ratio: float | None = Field(

@@ -18,14 +18,18 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import InvalidTable, UsageError
+from evalkit.table_input import is_path
 from evalkit.tokens.encode import encode_batch
 from evalkit.tokens.figures import Settings, supervised_runs
 from evalkit.tokens.inputs import SplitInput, read_splits, resolve_modes
 from evalkit.tokens.models import Encode, Loss
 from evalkit.tokens.plan import SplitPlanner
+
+if TYPE_CHECKING:
+    from evalkit.table_input import TableLike
 
 IGNORE_INDEX = -100
 """The label of a token the loss is not on (PyTorch's and transformers' convention)."""
@@ -82,7 +86,7 @@ class TrainingData:
 
 
 def read_training_split(
-    data: Path,
+    data: TableLike,
     text: Sequence[str],
     tokenizer: Any,
     *,
@@ -95,17 +99,18 @@ def read_training_split(
     Refuses a folder of splits (one split trains) and text columns: a
     training step here is also a generation from the conversations' prompts.
     """
-    if data.is_dir():
+    if is_path(data) and Path(data).is_dir():
         raise UsageError(f"{data}: is a folder; pass one split file (e.g. {data}/train.jsonl)")
-    (split,) = read_splits([data], list(text), None)
+    (split,) = read_splits(data, list(text), None)
+    source = split.path if split.path is not None else "data frame"
     if not split.chat.is_conversation:
         raise UsageError(
-            f"{data}: --text {' '.join(text)} holds plain text, not conversations; smoke "
+            f"{source}: --text {' '.join(text)} holds plain text, not conversations; smoke "
             "trains on chat-template renders and generates from their prompts (write each "
             "example as messages: [{role, content}, …])"
         )
     if len(split.chat) == 0:
-        raise InvalidTable(f"{data}: the file has no rows; there is nothing to train on")
+        raise InvalidTable(f"{source}: has no rows; there is nothing to train on")
     chosen_loss, chosen_encode = resolve_modes(split.chat, loss, None)
     planner = SplitPlanner(split, tokenizer, chosen_loss, chosen_encode, markers)
     return TrainingData(split, chosen_loss, chosen_encode, planner, settings)
@@ -166,9 +171,9 @@ def choose_sequences(
     if not usable:
         every = "no row" if len(looked_at) == len(order) else f"none of {len(looked_at)} rows"
         raise UsageError(
-            f"{data.split.path}: {every} keeps a supervised token (loss: {data.loss}) within "
-            f"the first {seq_len} tokens; raise --seq-len (evalkit tokens --max-seq-length "
-            f"{seq_len} shows the truncation)"
+            f"{data.split.path or 'data frame'}: {every} keeps a supervised token "
+            f"(loss: {data.loss}) within the first {seq_len} tokens; raise --seq-len "
+            f"(evalkit tokens --max-seq-length {seq_len} shows the truncation)"
         )
     chosen = [usable[index % len(usable)] for index in range(wanted)]
     return Chosen(chosen, skipped)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -39,6 +39,9 @@ from evalkit.leakage.search import SimilarPairs
 ROWS_PER_PARTITION = 250_000
 BYTES_PER_ROW_GUESS = 200  # only sizes the partitions: any count gives the same answer
 
+if TYPE_CHECKING:
+    from evalkit.table_input import TableLike
+
 
 def partitions_for(session: RaySession, n_rows: int, options: RayOptions) -> int:
     """Partitions of each shuffle: every CPU busy, and about 250k rows each (at least 2)."""
@@ -48,7 +51,7 @@ def partitions_for(session: RaySession, n_rows: int, options: RayOptions) -> int
 
 
 def audit_on_ray(
-    inputs: Sequence[Path | str] | Mapping[str, pl.DataFrame],
+    inputs: Sequence[Path | str] | Mapping[str, TableLike],
     *,
     options: AuditOptions,
     roles: Sequence[Role],
@@ -61,9 +64,18 @@ def audit_on_ray(
 
     frames: list[pl.DataFrame | None]
     if isinstance(inputs, Mapping):
-        sources = [SplitSource(name=str(name), path=None) for name in inputs]
-        _check_names([s.name for s in sources], [f"frame {s.name!r}" for s in sources])
-        frames = list(inputs.values())
+        from evalkit.table_input import is_path, read_input
+
+        sources, frames = [], []
+        for name, value in inputs.items():  # files are read on the cluster, frames sent
+            if is_path(value):
+                sources.append(SplitSource(name=str(name), path=Path(value)))
+                frames.append(None)
+                continue
+            given = read_input(value, name=f"split {str(name)!r}", ids=[options.id])
+            sources.append(SplitSource(name=str(name), path=None, sha256=given.sha256))
+            frames.append(given.frame)
+        _check_names([s.name for s in sources], [f"split {s.name!r}" for s in sources])
     else:
         sources = split_sources([Path(path) for path in inputs])
         frames = [None] * len(sources)
