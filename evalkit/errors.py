@@ -129,3 +129,22 @@ class InvalidParameterType(InvalidParameter, TypeError):
 
 class WriteFailed(EvalkitError):
     """The operating system refused to write an output (disk full, quota, permissions)."""
+
+
+class ParameterError(InvalidParameter):
+    """A library parameter has a value it cannot take, named as the library names it.
+
+    The message reads ``near_dup must be in (0, 1], got 1.5``. The library
+    knows parameters, not flags: the command line, which knows which flag
+    sets which parameter, says the same with the flag
+    (:meth:`naming`, called in one place: ``evalkit.cli._vocabulary``).
+    """
+
+    def __init__(self, parameter: str, problem: str) -> None:
+        super().__init__(f"{parameter} {problem}")
+        self.parameter = parameter
+        self.problem = problem
+
+    def naming(self, name: str) -> ParameterError:
+        """The same error, the parameter called ``name`` (e.g. its flag ``--near-dup``)."""
+        return ParameterError(name, self.problem)

@@ -266,7 +266,7 @@ def _smoke_report(path: Path, config: Path, throughput: Throughput | None = None
 
 
 CAMPAIGN = [
-    *("--train-tokens", "1800000", "--epochs", "2", "--seq-len", "512", "--batch", "2"),
+    *("--train-tokens", "1800000", "--epochs", "2", "--seq-len", "512", "--batch-size", "2"),
     *("--eval-tokens", "100", "--eval-examples", "120", "--eval-new-tokens", "60"),
     *("--runs", "3", "--window", "1d", "--recovery", "0.25", "--price-per-hour", "2"),
 ]

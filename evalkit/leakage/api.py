@@ -16,6 +16,7 @@ from typing import TypeVar
 import numpy as np
 import polars as pl
 
+from evalkit import params as checks
 from evalkit.chat import parse_roles
 from evalkit.errors import UsageError
 from evalkit.leakage import findings
@@ -90,12 +91,10 @@ def audit(
     ``opening_words`` words); ``within`` lists those pairs too. Repetition
     inside a split is not a leak.
     """
-    if near_dup is not None and not 0.0 < near_dup <= 1.0:
-        raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
-    if seed < 0:
-        raise UsageError(f"--seed: must be >= 0, got {seed}")
-    if opening_words < 1:
-        raise UsageError(f"--opening-words: must be >= 1, got {opening_words}")
+    if near_dup is not None:
+        checks.near_dup(near_dup)
+    checks.seed(seed)
+    checks.at_least(opening_words, 1, "opening_words", "words")
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if not text_columns or len(text_columns) > 3:
         raise UsageError(

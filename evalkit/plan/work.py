@@ -16,7 +16,7 @@ always hold the total, so:
   have at least that many tokens; the maximum is one example. Summing each
   tier at its floor bounds the total from below (usually about half of it).
 
-With ``--max-seq-length`` in the report, sequences longer than the limit are
+With ``--seq-len`` in the report, sequences longer than the limit are
 cut to it, so the ``over_limit`` examples can lose at most ``max − limit``
 tokens each: that much is taken off. Supervised tokens are reported beside
 the total; the FLOPs are per token processed, supervised or not (the model
@@ -162,7 +162,7 @@ def from_report(path: Path, split: str | None = None) -> TrainTokens:
         cut = int(truncation["over_limit"]) * max(0, int(quantiles["max"]) - limit)
         total = max(n, total - cut)
         how += (
-            f"; less at most {cut:,} cut by --max-seq-length {limit} "
+            f"; less at most {cut:,} cut by --seq-len {limit} "
             f"({truncation['over_limit']} examples over it)"
         )
         exact = False

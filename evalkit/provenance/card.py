@@ -313,7 +313,9 @@ def load_card(path: str | os.PathLike[str]) -> AdapterCard:
             "(pass an adapter folder with --adapter)"
         )
     if not file.is_file():
-        raise NotAnAdapter(f"{file}: no such file; write one with evalkit card ADAPTER_DIR --out")
+        raise NotAnAdapter(
+            f"{file}: no such file; write one with evalkit card ADAPTER_DIR --json card.json"
+        )
     try:
         raw = read_json_file(file)
     except MalformedFile as error:

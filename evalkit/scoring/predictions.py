@@ -391,7 +391,7 @@ def read_predictions(
     if fmt in ("openai-batch", "lm-eval") and output_col is not None:
         raise UsageError(f"--output-col does not apply to --pred-format {fmt}")
     if fmt == "openai-batch" and id_col not in (None, "custom_id"):
-        raise UsageError("--id-col does not apply to --pred-format openai-batch (custom_id is)")
+        raise UsageError("--id does not apply to --pred-format openai-batch (custom_id is)")
     output = output_col or DEFAULT_OUTPUT_COLUMN
     if fmt == "lm-eval":
         id_col = id_col or f"doc.{default_id}"

@@ -94,9 +94,9 @@ class PredictionsInfo(_Model):
     request_errors: int
     """Records whose request failed (OpenAI Batch), scored as ``missing``."""
     id_col: str | None = None
-    """``--id-col`` as given (null: the default), so the outputs can be read again."""
+    """The id column as given (null: the default), so the outputs can be read again."""
     output_col: str | None = None
-    """``--output-col`` as given (null: the default), so the outputs can be read again."""
+    """The output column as given (null: the default), so the outputs can be read again."""
 
 
 class Rates(_Model):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, SupportsIndex
 import numpy as np
 import polars as pl
 
+from evalkit import params
 from evalkit._version import __version__
 from evalkit.errors import InfeasibleSplit, UsageError
 from evalkit.io import TableFormat, read_table, sha256_file, sha256_input
@@ -305,12 +306,11 @@ def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
 def _check_options(options: SplitOptions) -> None:
     """Option values and combinations, checked before any data is read."""
     check_names(options.names)
-    if options.seed < 0:
-        raise UsageError(f"--seed: must be >= 0, got {options.seed}")
+    params.seed(options.seed)
     if options.tolerance is not None and options.tolerance < 0:
         raise UsageError(f"--tolerance: must be >= 0 items, got {options.tolerance}")
-    if options.near_dup is not None and not 0.0 < options.near_dup <= 1.0:
-        raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {options.near_dup}")
+    if options.near_dup is not None:
+        params.near_dup(options.near_dup)
     if options.near_dup is not None and options.text is None:
         raise UsageError("--near-dup needs --text COL: the column whose texts are compared")
     if options.tokenizer is not None and options.text is None:

@@ -109,7 +109,7 @@ class TokenCounts(_Model):
 
 
 class Truncation(_Model):
-    """What --max-seq-length does to a split."""
+    """What the length limit (``max_seq_length``) does to a split."""
 
     max_seq_length: int = Field(description="The limit.")
     over_limit: int = Field(description="Examples longer than the limit.")
@@ -135,7 +135,9 @@ class SplitTokens(_Model):
     supervised_ratio: float | None = Field(
         description="Supervised tokens over all tokens, before truncation; null without tokens."
     )
-    truncation: Truncation | None = Field(description="Null without --max-seq-length.")
+    truncation: Truncation | None = Field(
+        description="Null without a length limit (max_seq_length)."
+    )
 
 
 class ExampleRef(_Model):

@@ -167,7 +167,7 @@ def choose_sequences(
         every = "no row" if len(looked_at) == len(order) else f"none of {len(looked_at)} rows"
         raise UsageError(
             f"{data.split.path}: {every} keeps a supervised token (loss: {data.loss}) within "
-            f"the first {seq_len} tokens; raise --seq-len (evalkit tokens --max-seq-length "
+            f"the first {seq_len} tokens; raise --seq-len (evalkit tokens --seq-len "
             f"{seq_len} shows the truncation)"
         )
     chosen = [usable[index % len(usable)] for index in range(wanted)]
