@@ -57,10 +57,7 @@ class Command(click.Command):
         try:
             return super().invoke(ctx)
         except ParameterError as error:
-            flag = flag_of(self, error.parameter)
-            if flag is None:
-                raise
-            raise error.naming(flag) from error
+            raise error.naming(lambda name: flag_of(self, name) or name) from None
 
 
 def flag_of(command: click.Command, parameter: str) -> str | None:
@@ -70,10 +67,15 @@ def flag_of(command: click.Command, parameter: str) -> str | None:
     Python name is the parameter it is passed to (``--seq-len`` ->
     ``max_seq_length``), so the option list itself is the table.
     """
-    for param in command.params:
-        if isinstance(param, click.Option) and param.name == parameter:
-            longs = [opt for opt in param.opts if opt.startswith("--")]
-            return (longs or param.opts)[0]
+    options = [param for param in command.params if isinstance(param, click.Option)]
+    for option in options:
+        if option.name == parameter:
+            longs = [opt for opt in option.opts if opt.startswith("--")]
+            return (longs or option.opts)[0]
+    for option in options:  # an option whose Python name differs (--format -> fmt)
+        for opt in option.opts:
+            if opt.startswith("--") and opt[2:].replace("-", "_") == parameter:
+                return opt
     return None
 
 
@@ -94,7 +96,7 @@ class Checked(click.ParamType):
         try:
             return self.check(value)
         except ParameterError as error:
-            self.fail(error.problem, param, ctx)
+            self.fail(error.problem_text, param, ctx)
 
 
 def _takes_value(command: click.Command, ctx: click.Context) -> set[str]:

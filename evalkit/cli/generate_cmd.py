@@ -55,14 +55,14 @@ from evalkit.cli._vocabulary import Command, Output, quiet_option
     "--max-new-tokens",
     default=256,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=int,
     help="At most this many tokens per output.",
 )
 @click.option(
     "--batch-size",
     default=8,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=int,
     help="Prompts decoded together (left-padded).",
 )
 @device_options

@@ -16,7 +16,7 @@ from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, 
     "--n",
     default=16,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=int,
     help="Control examples to regenerate.",
 )
 @seed_option("Seed of the choice.")

@@ -21,7 +21,7 @@ import polars as pl
 
 from evalkit import params
 from evalkit._version import __version__
-from evalkit.errors import InfeasibleSplit, UsageError
+from evalkit.errors import InfeasibleSplit, ParameterError, UsageError
 from evalkit.io import TableFormat, read_table, sha256_file, sha256_input
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
@@ -259,8 +259,8 @@ def _text_columns(text: str | Sequence[str] | None) -> list[str]:
         return []
     columns = [text] if isinstance(text, str) else list(text)
     if len(columns) > 2:
-        raise UsageError(
-            f"--text: give one column, or two (prompt and completion); got {len(columns)}"
+        raise ParameterError(
+            "text", f"must name one column, or two (prompt and completion); got {len(columns)}"
         )
     return columns
 
@@ -307,19 +307,20 @@ def _check_options(options: SplitOptions) -> None:
     """Option values and combinations, checked before any data is read."""
     check_names(options.names)
     params.seed(options.seed)
-    if options.tolerance is not None and options.tolerance < 0:
-        raise UsageError(f"--tolerance: must be >= 0 items, got {options.tolerance}")
+    if options.tolerance is not None:
+        params.at_least(options.tolerance, 0, "tolerance", "items")
     if options.near_dup is not None:
         params.near_dup(options.near_dup)
-    if options.near_dup is not None and options.text is None:
-        raise UsageError("--near-dup needs --text COL: the column whose texts are compared")
-    if options.tokenizer is not None and options.text is None:
-        raise UsageError("--tokenizer needs --text COL: the column whose tokens are counted")
-    if options.roles is not None and options.text is None:
-        raise UsageError("--roles needs --text COL: a conversation column whose turns are compared")
-    for option, value in (("--system", options.system), ("--tools", options.tools)):
+    needs_text = (
+        ("near_dup", options.near_dup, "the column whose texts are compared"),
+        ("tokenizer", options.tokenizer, "the column whose tokens are counted"),
+        ("roles", options.roles, "a conversation column whose turns are compared"),
+        ("system", options.system, "the conversation column it goes with"),
+        ("tools", options.tools, "the conversation column it goes with"),
+    )
+    for parameter, value, why in needs_text:
         if value is not None and options.text is None:
-            raise UsageError(f"{option} needs --text COL: the conversation column it goes with")
+            raise ParameterError(parameter, f"needs {{text}} COL: {why}", refs=["text"])
 
 
 @dataclass(frozen=True)
