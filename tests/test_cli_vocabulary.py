@@ -248,3 +248,15 @@ def test_the_shared_checks_refuse_and_accept() -> None:
             params.near_dup(bad)
     with pytest.raises(ParameterError, match=r"^steps must be a positive integer, got 0$"):
         params.positive(0, "steps")
+
+
+def test_a_message_naming_two_parameters_names_two_flags(run_cli, tmp_path: Path) -> None:
+    from evalkit.splitting.api import split
+
+    data = tmp_path / "t.jsonl"
+    data.write_text('{"id": "a", "g": "x"}\n{"id": "b", "g": "y"}\n')
+    with pytest.raises(ParameterError, match=r"^near_dup needs text COL: the column whose"):
+        split(data, group=["g"], sizes=[1, 1], names=["a", "b"], near_dup=0.5)
+    result = run_cli("split", data, "--out", tmp_path / "o", "--group", "g", "--sizes", "1,1",
+                     "--names", "a,b", "--near-dup", "0.5")  # fmt: skip
+    assert_one_line_error(result, "evalkit: error: --near-dup needs --text COL: the column whose")

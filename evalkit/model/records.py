@@ -13,9 +13,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from evalkit.provenance.models import AdapterCard
+from evalkit.versions import FileFormat
 
 RUN_VERSION = 1
 REPORT_VERSION = 1
+RUN_FORMAT = FileFormat("generate run record", RUN_VERSION)
 RUN_FILE = "run.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 TOKENS_FILE = "tokens.parquet"

@@ -15,8 +15,10 @@ from pydantic import BaseModel, ConfigDict
 from evalkit.model.memory import MeasureKind
 from evalkit.model.records import DeviceInfo
 from evalkit.plan.models import PlanResult
+from evalkit.versions import FileFormat
 
 SMOKE_VERSION = 1
+SMOKE_FORMAT = FileFormat("smoke report", SMOKE_VERSION)
 PHASE_NAMES = ("load", "train", "eval", "export")
 
 

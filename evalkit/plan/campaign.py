@@ -76,12 +76,13 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
     from pydantic import ValidationError
 
     from evalkit.io import sha256_file
-    from evalkit.model.smoke_records import SmokeReport
+    from evalkit.model.smoke_records import SMOKE_FORMAT, SmokeReport
     from evalkit.provenance.folder_files import read_json_file
 
     data = read_json_file(path)
     if not isinstance(data, dict) or "verdict" not in data or "settings" not in data:
         raise _not_smoke(path, "no verdict or settings")
+    data = SMOKE_FORMAT.upgrade(data, path, "pass the file smoke wrote with --json")
     try:
         report = SmokeReport.model_validate(data)
     except ValidationError as error:

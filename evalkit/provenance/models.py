@@ -15,7 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from evalkit.versions import FileFormat
+
 CARD_VERSION = 1
+CARD_FORMAT = FileFormat("adapter card", CARD_VERSION, key="card_version")
 
 Severity = Literal["error", "warning"]
 

@@ -12,7 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalkit.versions import FileFormat
+
 FORMAT_VERSION = 1
+SUMMARY_FORMAT = FileFormat("score summary", FORMAT_VERSION)
 
 
 class _Model(BaseModel):
