@@ -18,7 +18,7 @@ import polars as pl
 
 from evalkit import params as checks
 from evalkit.chat import parse_roles
-from evalkit.errors import UsageError
+from evalkit.errors import ParameterError
 from evalkit.leakage import findings
 from evalkit.leakage import within as within_module
 from evalkit.leakage.candidates import sorted_unique
@@ -97,9 +97,10 @@ def audit(
     checks.at_least(opening_words, 1, "opening_words", "words")
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if not text_columns or len(text_columns) > 3:
-        raise UsageError(
-            "--text: give one column, two (prompt and completion) or three (Alpaca's "
-            f"instruction, input and output); got {len(text_columns)}"
+        raise ParameterError(
+            "text",
+            "must name one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(text_columns)}",
         )
     compared_roles = parse_roles(roles)
     rows = read_rows(
@@ -113,9 +114,11 @@ def audit(
         tools=tools,
     )
     if roles is not None and not any(chat.is_conversation for chat in rows.texts):
-        raise UsageError(
-            f"--roles {','.join(compared_roles)}: --text {' '.join(text_columns)} holds plain "
-            "text, not conversations; --roles chooses the conversation turns compared"
+        raise ParameterError(
+            "roles",
+            f"{','.join(compared_roles)}: {{text}} {' '.join(text_columns)} holds plain "
+            "text, not conversations; {roles} chooses the conversation turns compared",
+            refs=["text", "roles"],
         )
     params = choose_lsh(near_dup, seed=seed) if near_dup is not None else None
     table = rows.table
