@@ -7,16 +7,17 @@ one without bumping ``format_version``.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalkit._version import __version__
 from evalkit.leakage.minhash import LshParameters
+from evalkit.persisted import Persisted
 
 AUDIT_FORMAT_VERSION = 1
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class AuditOptions(_Model):

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from evalkit.persisted import Persisted
 from evalkit.provenance.models import AdapterCard
 from evalkit.versions import FileFormat
 
@@ -25,8 +24,8 @@ TOKENS_FILE = "tokens.parquet"
 Id = str | int
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class FolderPins(_Model):

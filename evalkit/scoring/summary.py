@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from evalkit.persisted import Persisted
 from evalkit.versions import FileFormat
 
 FORMAT_VERSION = 1
 SUMMARY_FORMAT = FileFormat("score summary", FORMAT_VERSION)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class Evaluator(_Model):

@@ -14,14 +14,15 @@ returns; a split run builds and writes the plain mirror in
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalkit.leakage.models import WithinSplit
+from evalkit.persisted import Persisted
 from evalkit.splitting.record import MANIFEST_FORMAT_VERSION
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class InputInfo(_Model):

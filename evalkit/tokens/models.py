@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalkit._version import __version__
+from evalkit.persisted import Persisted
 
 TOKENS_FORMAT_VERSION = 1
 CheckName = Literal[
@@ -41,8 +42,8 @@ Encode = Literal["template", "text"]
 TruncationMode = Literal["keep_start", "keep_end"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class TokenizerInfo(_Model):
