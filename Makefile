@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet '$(TORCH)'
-	$(BIN)/python -m pip install --quiet -e '.[dev,tokenize,hf]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,tokenize,hf,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -30,8 +30,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# One pytest worker per core: the suite is mostly CPU-bound model and subprocess
+# tests, and each test uses its own tmp_path, so they run side by side.
+# --dist loadgroup keeps the tests marked xdist_group("ray") on one worker, so
+# the session starts one local Ray cluster, not one per worker.
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadgroup
 
 # The browser test opens report.html in Debian's headless chromium. CI is a
 # fresh Debian machine, so install the package there (as root) when missing;

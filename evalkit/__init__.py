@@ -20,6 +20,7 @@ _EXPORTS: dict[str, str] = {
     "audit": "evalkit.leakage.api",
     "AuditReport": "evalkit.leakage.models",
     "duplicate_components": "evalkit.leakage.clusters",
+    "RayOptions": "evalkit.leakage.distributed.session",
     "prompts": "evalkit.chat.prompts",
     "PromptFile": "evalkit.chat.prompts",
     "read_chat": "evalkit.chat.column",

@@ -166,3 +166,7 @@ class ParameterError(InvalidParameter):
     def problem_text(self) -> str:
         """The problem alone, its other parameters named as the library names them."""
         return self._render(lambda name: name).removeprefix(f"{self.parameter} ")
+
+
+class EngineFailure(EvalkitError):
+    """A distributed run could not finish one of its stages (names the stage)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,3 +59,56 @@ def peft_adapters(tmp_path_factory: pytest.TempPathFactory) -> dict:
     from peft_adapters import build_adapters
 
     return build_adapters(tmp_path_factory.mktemp("peft"))
+
+
+RAY_TESTS = "test_engine_ray.py::"
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, when it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadgroup`` (make test), run the Ray tests on one worker: one cluster.
+
+    pytest-xdist groups ``xdist_group`` tests by renaming their node ids, which
+    pytest 9 ignores (each worker would start its own cluster), so the Ray
+    tests' scope is given here by their file; every other test is scheduled as
+    loadgroup schedules it.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class RayTogether(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return "ray" if RAY_TESTS in nodeid else str(super()._split_scope(nodeid))
+
+    return RayTogether(config, log)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray cluster for the test session (tests marked ``ray`` use it)."""
+    import logging
+    import shutil
+    import tempfile
+
+    ray = pytest.importorskip("ray")
+    # Ray would replace builtins.print in this process once a worker's message shows here
+    # (a worker killed on purpose does), and tests that pickle print would see Ray's.
+    os.environ["RAY_TQDM_PATCH_PRINT"] = "0"
+    if ray.is_initialized():
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="ek-ray-")  # short: Ray's socket paths are limited
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=400 << 20,
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+        _temp_dir=folder,
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -49,7 +49,7 @@ def test_unknown_command_is_a_usage_error() -> None:
 
 HEAVY = (
     "polars", "pyarrow", "sklearn", "pandera", "numpy", "scipy", "pydantic", "jsonschema",
-    "torch", "transformers", "peft",
+    "torch", "transformers", "peft", "ray",
 )  # fmt: skip
 
 

@@ -371,7 +371,7 @@ def test_no_warning_no_key(tmp_path: Path) -> None:
     contract = _contract(tmp_path, {"gold": "gold"}, slices=[{"name": "s", "where": {"gold": "a"}}])
     result = score(contract, _gold(tmp_path, ["a"]), _predictions(tmp_path, ["a"]))
     assert result.summary.warnings == []
-    assert b'"warnings"' not in summary_json(result)
+    assert b'"warnings"' not in summary_json(result.summary)
 
 
 @pytest.mark.parametrize(

@@ -336,3 +336,17 @@ def test_summary_names_missing_classes_and_says_when_clean() -> None:
     assert "warning: split test has no item of class y" in summary
     assert summary.endswith("no leak found")
     assert "1/2" in summary  # classes present in test
+
+
+def test_engine_ray_without_ray_installed_is_one_line(
+    run_cli: RunCli, split_files: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
+    result = run_cli("audit", *split_files, "--id", "ticket_id", "--text", "text",
+                     "--engine", "ray")  # fmt: skip
+    assert_one_line_error(result, "--engine ray needs Ray", "pip install 'evalkit[ray]'")
+    result = run_cli("audit", *split_files, "--id", "ticket_id", "--text", "text",
+                     "--ray-address", "head:6379")  # fmt: skip
+    assert_one_line_error(result, "--ray-address needs --engine ray")

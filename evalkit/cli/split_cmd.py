@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from evalkit.cli._engine_options import engine_options, ray_options
 from evalkit.cli._table_options import hf_split_option, one_table
 from evalkit.cli._vocabulary import Command, Output, near_dup_option, quiet_option, seed_option
 
@@ -136,6 +137,7 @@ class _NumberList(click.ParamType):
     "them), or a tokenizer.json file: report --text lengths in tokens.",
 )
 @hf_split_option
+@engine_options
 @click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
 @quiet_option
 def split_command(
@@ -159,6 +161,8 @@ def split_command(
     freeze: Path | None,
     tokenizer: Path | None,
     hf_split: str | None,
+    engine: str,
+    ray_address: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -181,6 +185,9 @@ def split_command(
     every turn, and --near-dup compares the --roles turns (not the system
     prompt, which every example may share), tool calls included.
 
+    --engine ray runs the --near-dup search on a Ray cluster (--ray-address,
+    else RAY_ADDRESS or a local one); the split and its files are the same.
+
     Writes OUT/<name>.<format> per split, OUT/assignments.parquet (id, group,
     split; reusable with --freeze) and OUT/manifest.json, and prints a report.
     A JSONL input is written back as written: --format jsonl split files hold
@@ -198,6 +205,7 @@ def split_command(
     from evalkit.command_files import CommandFiles
     from evalkit.io import hash_early
 
+    ray = ray_options(engine, ray_address)
     files = CommandFiles(force=force).reads(input_file, freeze, tokenizer)
     files.writes(out, option="--out", marker="manifest.json").check()
     input_file = one_table(input_file, hf_split)
@@ -228,6 +236,8 @@ def split_command(
         tokenizer=tokenizer,
         system=system,
         tools=tools,
+        engine="ray" if ray is not None else "local",
+        ray=ray,
     )
     written = result.write(
         out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -21,21 +21,12 @@ from evalkit.chat import parse_roles
 from evalkit.errors import ParameterError
 from evalkit.leakage import findings
 from evalkit.leakage import within as within_module
-from evalkit.leakage.candidates import sorted_unique
+from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups_per_split
 from evalkit.leakage.clusters import distinct_texts
-from evalkit.leakage.inputs import Rows, file_fingerprint, read_rows
+from evalkit.leakage.distributed.session import RayOptions
+from evalkit.leakage.inputs import Rows, read_rows
 from evalkit.leakage.minhash import LshParameters, choose_lsh
-from evalkit.leakage.models import (
-    AuditCounts,
-    AuditOptions,
-    AuditReport,
-    DuplicatePair,
-    GroupLeak,
-    IdOverlap,
-    NearDuplicatePair,
-    SplitSummary,
-    WithinSplit,
-)
+from evalkit.leakage.models import AuditOptions, AuditReport, WithinSplit
 from evalkit.leakage.normalize import normalize_texts
 from evalkit.leakage.progress import Progress
 from evalkit.leakage.search import (
@@ -47,7 +38,7 @@ from evalkit.leakage.search import (
 from evalkit.leakage.within import DEFAULT_OPENING_WORDS
 
 DEFAULT_NEAR_DUP = 0.8
-PairT = TypeVar("PairT", bound=DuplicatePair)
+Engine = Literal["local", "ray"]
 
 
 def audit(
@@ -65,6 +56,8 @@ def audit(
     opening_words: int = DEFAULT_OPENING_WORDS,
     system: str | None = None,
     tools: str | None = None,
+    engine: Engine = "local",
+    ray: RayOptions | None = None,
 ) -> AuditReport:
     """Audit the splits of a dataset for leakage; ``report.leak`` says whether any was found.
 
@@ -90,11 +83,18 @@ def audit(
     near-duplicate clusters inside it, the most repeated openings of
     ``opening_words`` words); ``within`` lists those pairs too. Repetition
     inside a split is not a leak.
+
+    ``engine="ray"`` runs the same stages on a Ray cluster (``ray`` says
+    which, and how) and returns the same report; ``local`` is the reference.
     """
     if near_dup is not None:
         checks.near_dup(near_dup)
     checks.seed(seed)
     checks.at_least(opening_words, 1, "opening_words", "words")
+    if engine not in ("local", "ray"):
+        raise ParameterError("engine", f"must be local or ray, got {engine!r}")
+    if ray is not None and engine != "ray":
+        raise ParameterError("ray", "needs {engine} ray", refs=["engine"])
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if not text_columns or len(text_columns) > 3:
         raise ParameterError(
@@ -103,6 +103,33 @@ def audit(
             f"instruction, input and output); got {len(text_columns)}",
         )
     compared_roles = parse_roles(roles)
+    options = AuditOptions(
+        id=id_column,
+        text=text_columns[0],
+        completion=text_columns[1] if len(text_columns) == 2 else None,
+        columns=text_columns,
+        roles=list(compared_roles),
+        system=system,
+        tools=tools,
+        group=list(group),
+        stratify=stratify,
+        near_dup=near_dup,
+        seed=seed,
+        opening_words=opening_words,
+        within=within,
+        engine=engine,
+    )
+    if engine == "ray":
+        from evalkit.leakage.distributed.audit import audit_on_ray
+
+        return audit_on_ray(
+            inputs,
+            options=options,
+            roles=compared_roles,
+            roles_given=roles is not None,
+            progress=progress,
+            ray=ray or RayOptions(),
+        )
     rows = read_rows(
         inputs,
         id_column=id_column,
@@ -113,13 +140,9 @@ def audit(
         system=system,
         tools=tools,
     )
-    if roles is not None and not any(chat.is_conversation for chat in rows.texts):
-        raise ParameterError(
-            "roles",
-            f"{','.join(compared_roles)}: {{text}} {' '.join(text_columns)} holds plain "
-            "text, not conversations; {roles} chooses the conversation turns compared",
-            refs=["text", "roles"],
-        )
+    require_conversations(
+        roles is not None, any(chat.is_conversation for chat in rows.texts), options
+    )
     params = choose_lsh(near_dup, seed=seed) if near_dup is not None else None
     table = rows.table
     normalized = normalize_texts(table["text"])
@@ -138,60 +161,34 @@ def audit(
         table, normalized, keyed, inside, rows.names, opening_words, params is not None
     )
     leaks = findings.group_leaks(table, rows.group_columns) if group else None
-    overlaps = findings.id_overlaps(table)
-    report_splits, classes = _split_summaries(rows, normalized, exact, near)
-    names = rows.names
-    group_list = _group_leak_models(leaks, names)
-    overlap_list = [
-        IdOverlap(id=value, splits=[names[s] for s in splits])
-        for value, splits in overlaps.iter_rows()
-    ]
-    exact_list = _pair_models(exact, names, DuplicatePair)
-    near_list = _pair_models(near, names, NearDuplicatePair)
     within_exact = within_near = None
     if within:  # every pair inside a split: listed only when asked (it can be quadratic)
-        within_exact = _within_pairs(
-            within_module.exact_pairs_within(keyed), table, names, DuplicatePair
-        )
+        within_exact = _named_within(within_module.exact_pairs_within(keyed), table)
         if params is not None:
-            pairs = within_module.near_pairs_within(keyed, inside)
-            within_near = _within_pairs(pairs, table, names, NearDuplicatePair)
-    counts = AuditCounts(
-        group_leaks=len(group_list),
-        id_overlaps=len(overlap_list),
-        exact_duplicates=len(exact_list),
-        near_duplicates=len(near_list),
-        candidate_pairs_checked=similar.candidates,
-    )
-    return AuditReport(
-        leak=any((counts.group_leaks, counts.id_overlaps, len(exact_list), len(near_list))),
-        options=AuditOptions(
-            id=id_column,
-            text=text_columns[0],
-            completion=text_columns[1] if len(text_columns) == 2 else None,
-            columns=text_columns,
-            roles=list(compared_roles),
-            system=system,
-            tools=tools,
-            group=list(group),
-            stratify=stratify,
-            near_dup=near_dup,
-            seed=seed,
-            opening_words=opening_words,
-            within=within,
-        ),
-        lsh=params,
-        splits=report_splits,
-        classes=classes,
-        counts=counts,
-        group_leaks=group_list,
-        id_overlaps=overlap_list,
-        exact_duplicates=exact_list,
-        near_duplicates=near_list,
+            within_near = _named_within(within_module.near_pairs_within(keyed, inside), table)
+    found = Findings(
+        counts=_split_counts(rows, normalized),
+        exact=exact,
+        near=near,
+        candidates=similar.candidates,
+        leaks=leaks,
+        overlaps=findings.id_overlaps(table),
         within=repetition,
-        within_exact_duplicates=within_exact,
-        within_near_duplicates=within_near,
+        within_exact=within_exact,
+        within_near=within_near,
     )
+    return build_report(options, params, rows.sources, rows.texts, found)
+
+
+def require_conversations(roles_given: bool, conversations: bool, options: AuditOptions) -> None:
+    """Refuse ``roles`` when no split's ``text`` holds conversations (both engines)."""
+    if roles_given and not conversations:
+        raise ParameterError(
+            "roles",
+            f"{','.join(options.roles)}: {{text}} {' '.join(options.columns)} holds plain "
+            "text, not conversations; {roles} chooses the conversation turns compared",
+            refs=["text", "roles"],
+        )
 
 
 def _nothing() -> SimilarPairs:
@@ -249,89 +246,27 @@ def _repetition(
     return {name: WithinSplit.model_validate(value) for name, value in summary.items()}
 
 
-def _within_pairs(
-    pairs: pl.DataFrame, table: pl.DataFrame, names: list[str], model: type[PairT]
-) -> list[PairT]:
-    """The pairs inside splits as report models, smaller id first."""
+def _named_within(pairs: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """Pairs inside splits with their ids, smaller id first (empty stays empty)."""
     if pairs.height == 0:
-        return []
-    named = within_module.smaller_id_first(findings.with_ids(pairs, table))
-    return _pair_models(named, names, model)
+        return pairs
+    return within_module.smaller_id_first(findings.with_ids(pairs, table))
 
 
-def _pair_models(pairs: pl.DataFrame, names: list[str], model: type[PairT]) -> list[PairT]:
-    """Pair frames as report models, validated in one call (millions of pairs are possible,
-    and building them one by one in Python would dominate the run time)."""
-    from pydantic import TypeAdapter
-
-    split_name = pl.Enum(names)
-    columns = list(model.model_fields)
-    frame = pairs.with_columns(
-        pl.col("a_split")
-        .cast(pl.UInt32)
-        .replace_strict(range(len(names)), names, return_dtype=split_name),
-        pl.col("b_split")
-        .cast(pl.UInt32)
-        .replace_strict(range(len(names)), names, return_dtype=split_name),
-    ).select(columns)
-    return TypeAdapter(list[model]).validate_python(frame.to_dicts())  # type: ignore[valid-type]
-
-
-def _group_leak_models(leaks: pl.DataFrame | None, names: list[str]) -> list[GroupLeak]:
-    if leaks is None or leaks.height == 0:
-        return []
-    grouped = leaks.group_by("label", maintain_order=True).agg("split", "items")
-    return [
-        GroupLeak(group=label, items={names[s]: int(n) for s, n in zip(splits, items, strict=True)})
-        for label, splits, items in grouped.iter_rows()
-    ]
-
-
-def _split_summaries(
-    rows: Rows, normalized: pl.Series, exact: pl.DataFrame, near: pl.DataFrame
-) -> tuple[dict[str, SplitSummary], list[str]]:
+def _split_counts(rows: Rows, normalized: pl.Series) -> SplitCounts:
+    """What the split summaries count, from the stacked rows."""
     table = rows.table
     n_splits = len(rows.names)
     split_of_row = table["split"].to_numpy()
-    n_items = np.bincount(split_of_row, minlength=n_splits)
-    empty = np.bincount(split_of_row[normalized.is_null().to_numpy()], minlength=n_splits)
-    involved = sorted_unique(
-        np.concatenate(
-            [frame[column].to_numpy() for frame in (exact, near) for column in ("a_row", "b_row")]
-        )
-    ).astype(np.int64)
-    duplicated = np.bincount(split_of_row[involved], minlength=n_splits)
-    repeated_ids = findings.duplicate_ids_per_split(table, n_splits)
-    n_groups = _groups_per_split(table, rows.group_columns, n_splits)
     classes: list[str] = []
     class_counts: list[dict[str, int]] = [{} for _ in range(n_splits)]
     if "class" in table.columns:
         classes, class_counts = findings.class_counts(table, n_splits)
-    summaries = {}
-    for index, (name, source) in enumerate(zip(rows.names, rows.sources, strict=True)):
-        chat = rows.texts[index]
-        summaries[name] = SplitSummary(
-            path=str(source.path) if source.path is not None else None,
-            sha256=file_fingerprint(source),
-            n_items=int(n_items[index]),
-            shape=chat.shape,
-            json_text=chat.json_text,
-            tool_calls=chat.tool_call_count,
-            skipped_parts=chat.skipped_parts,
-            n_groups=None if n_groups is None else int(n_groups[index]),
-            empty_texts=int(empty[index]),
-            duplicate_ids=int(repeated_ids[index]),
-            items_with_duplicate_elsewhere=int(duplicated[index]),
-            class_counts=class_counts[index],
-            missing_classes=[label for label, n in class_counts[index].items() if n == 0],
-        )
-    return summaries, classes
-
-
-def _groups_per_split(
-    table: pl.DataFrame, group_columns: list[str], n_splits: int
-) -> np.ndarray | None:
-    if not group_columns:
-        return None
-    keyed = table.drop_nulls(group_columns).select("split", *group_columns).unique()
-    return np.bincount(keyed["split"].to_numpy(), minlength=n_splits)
+    return SplitCounts(
+        n_items=np.bincount(split_of_row, minlength=n_splits),
+        empty_texts=np.bincount(split_of_row[normalized.is_null().to_numpy()], minlength=n_splits),
+        duplicate_ids=findings.duplicate_ids_per_split(table, n_splits),
+        n_groups=groups_per_split(table, rows.group_columns, n_splits),
+        classes=classes,
+        class_counts=class_counts,
+    )

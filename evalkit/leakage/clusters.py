@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from evalkit.leakage.distributed.session import RayOptions
 from evalkit.leakage.minhash import choose_lsh
 from evalkit.leakage.normalize import as_text_series, normalize_texts
 from evalkit.leakage.progress import Progress
@@ -43,6 +44,8 @@ def duplicate_components(
     *,
     seed: int = 0,
     progress: bool = False,
+    engine: str = "local",
+    ray: RayOptions | None = None,
 ) -> np.ndarray:
     """Label every row with its exact-or-near-duplicate cluster (an int64 per row).
 
@@ -54,13 +57,22 @@ def duplicate_components(
     a row without duplicates is labelled with its own position; null and
     empty texts are never anyone's duplicate. The same texts and ``seed`` give
     the same clusters whatever the row order. ``progress`` draws bars on
-    stderr when it is a terminal.
+    stderr when it is a terminal. ``engine="ray"`` computes the same labels on
+    a Ray cluster (``ray`` says which; see :mod:`evalkit.leakage.distributed`).
     """
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     params = choose_lsh(threshold, seed=seed)
     series = as_text_series(texts)
+    if engine not in ("local", "ray"):
+        raise ValueError(f"engine must be local or ray, got {engine!r}")
+    if engine == "ray":
+        from evalkit.leakage.distributed.clusters import duplicate_components_on_ray
+
+        return duplicate_components_on_ray(
+            series, threshold, seed=seed, progress=progress, options=ray or RayOptions()
+        )
     labels = np.arange(len(series), dtype=np.int64)
     distinct, rows, text_index = distinct_texts(normalize_texts(series))
     if len(distinct) == 0:

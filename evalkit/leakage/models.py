@@ -61,6 +61,11 @@ class AuditOptions(_Model):
     within: bool = Field(
         default=False, description="--within: the pairs inside each split are listed too."
     )
+    engine: str = Field(
+        default="local",
+        description="Where the audit ran: local (one process) or ray (a Ray cluster); both "
+        "find the same.",
+    )
 
 
 class SplitSummary(_Model):

@@ -160,12 +160,36 @@ def _class_index(n_samples: int, y: Any, row_group: IntArray) -> tuple[IntArray,
     count = np.bincount(codes, minlength=n_classes)
     first_group = np.full(n_classes, np.iinfo(np.int64).max)
     np.minimum.at(first_group, codes, row_group)
-    first_row = np.full(n_classes, np.iinfo(np.int64).max)
-    np.minimum.at(first_row, codes, np.arange(n_samples))
-    order = np.lexsort((first_row, first_group, -count))
+    order = np.lexsort((_group_signature(codes, row_group, n_classes), first_group, -count))
     rank = np.empty(n_classes, np.int64)
     rank[order] = np.arange(n_classes)
     return rank[codes], labels[order]
+
+
+def _mix(values: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: a well-spread 64-bit value for each input."""
+    with np.errstate(over="ignore"):
+        z = values.astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def _group_signature(codes: IntArray, row_group: IntArray, n_classes: int) -> np.ndarray:
+    """One number per class from how many of its items each group holds.
+
+    Classes tied on size and first group are ordered by it, never by where
+    their rows happen to be: two classes that still tie hold the same counts
+    in the same groups, so either order gives the same folds. (The sum of the
+    mixed (group, count) pairs does not depend on the order they come in.)
+    """
+    pairs, counts = np.unique(row_group * n_classes + codes, return_counts=True)
+    groups, classes = pairs // n_classes, pairs % n_classes
+    mixed = _mix(_mix(groups) ^ counts.astype(np.uint64))
+    signature = np.zeros(n_classes, np.uint64)
+    with np.errstate(over="ignore"):
+        np.add.at(signature, classes, mixed)
+    return signature
 
 
 def warn_thin_classes(rows: Rows, n_splits: int, splitter: str) -> None:

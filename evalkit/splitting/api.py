@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, SupportsIndex
+from typing import TYPE_CHECKING, Literal, SupportsIndex
 
 import numpy as np
 import polars as pl
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from datasets import DatasetDict
 
     from evalkit.chat import ChatColumn, Role
+    from evalkit.leakage.distributed.session import RayOptions
     from evalkit.splitting.manifest import SplitManifest
 
 
@@ -129,6 +130,8 @@ def split(
     tokenizer: Path | str | None = None,
     system: str | None = None,
     tools: str | None = None,
+    engine: Literal["local", "ray"] = "local",
+    ray: RayOptions | None = None,
 ) -> SplitResult:
     """Split ``data`` into named parts, keeping every group whole.
 
@@ -149,7 +152,8 @@ def split(
     of a local ``tokenizer`` (a tokenizer.json, or a folder holding one);
     ``near_dup`` compares the turns of ``roles`` (default: every role but
     system, so a shared system prompt is no duplicate), their text and their
-    tool calls' names and arguments.
+    tool calls' names and arguments. ``engine="ray"`` runs
+    that search on a Ray cluster (``ray`` says which) and gives the same split.
     """
     text_columns = _text_columns(text)
     compared_roles = _compared_roles(roles) if text_columns or roles is not None else ()
@@ -171,8 +175,11 @@ def split(
         tokenizer=str(tokenizer) if tokenizer is not None else None,
         system=system,
         tools=tools,
+        engine=engine,
     )
     _check_options(options)
+    if ray is not None and engine != "ray":
+        raise UsageError("--ray-address needs --engine ray")
     path = Path(data) if isinstance(data, str | Path) else None
     frame = read_table(path, ids=[id_column] if id_column else ()) if path is not None else data
     assert isinstance(frame, pl.DataFrame)
@@ -189,7 +196,7 @@ def split(
         )
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
-    grouping = _grouping(frame, options, chat, compared_roles, source)
+    grouping = _grouping(frame, options, chat, compared_roles, source, ray)
     row_class, labels = class_index(frame, stratify)
     table = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
     unused = frame.height - int(targets.sum())
@@ -321,6 +328,15 @@ def _check_options(options: SplitOptions) -> None:
     for parameter, value, why in needs_text:
         if value is not None and options.text is None:
             raise ParameterError(parameter, f"needs {{text}} COL: {why}", refs=["text"])
+    if options.engine not in ("local", "ray"):
+        raise ParameterError("engine", f"must be local or ray, got {options.engine!r}")
+    if options.engine == "ray" and options.near_dup is None:
+        raise ParameterError(
+            "engine",
+            "ray runs the {near_dup} search on Ray: give {near_dup} T (a split "
+            "without it needs no cluster)",
+            refs=["near_dup"],
+        )
 
 
 @dataclass(frozen=True)
@@ -344,6 +360,7 @@ def _grouping(
     chat: ChatColumn | None,
     roles: Sequence[Role],
     source: str,
+    ray: RayOptions | None = None,
 ) -> _Grouping:
     """Key groups, merged with duplicate-text clusters, pinned by --freeze."""
     policy: NullGroupPolicy = "singleton" if options.null_group == "singleton" else "error"
@@ -355,7 +372,11 @@ def _grouping(
 
         require_compared_roles([chat], roles)
         compared = chat.compared_text(roles)
-        clusters = np.asarray(duplicate_components(compared, options.near_dup, seed=options.seed))
+        clusters = np.asarray(
+            duplicate_components(
+                compared, options.near_dup, seed=options.seed, engine=options.engine, ray=ray
+            )
+        )
         row_group, n_merged, largest = merge_clusters(key_group, clusters)
         merging = Merging(
             threshold=options.near_dup, merged_groups=n_merged, largest_merged_group=largest

@@ -78,6 +78,11 @@ class SplitOptions(_Model):
         default=None, description="--system: the column of system prompts, when given."
     )
     tools: str | None = Field(default=None, description="--tools: the column of tools, when given.")
+    engine: str = Field(
+        default="local",
+        description="Where the --near-dup search ran: local (one process) or ray (a Ray "
+        "cluster); both give the same split.",
+    )
 
 
 class TextInfo(_Model):

@@ -49,6 +49,7 @@ class SplitOptions:
     tokenizer: str | None
     system: str | None = None
     tools: str | None = None
+    engine: str = "local"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,313 @@
+"""``evalkit audit --engine ray``: the audit's stages on a Ray cluster, the same report.
+
+Read in blocks → per-key aggregations (ids, group keys and openings, each
+hashed to a partition that holds all of a key's rows, where the local
+engine's own functions run) → the texts sorted, ranked, shingled and
+MinHashed by range → LSH bands, a few per round → candidates checked
+exactly → the findings come to the driver, which builds the report with the
+local engine's builder. The driver holds per-task counts and the findings
+(pairs, leaked groups and ids, clusters' partial counts), never the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from evalkit.chat import Role
+from evalkit.leakage import findings
+from evalkit.leakage import within as local_within
+from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups_per_split
+from evalkit.leakage.candidates import sorted_unique
+from evalkit.leakage.distributed import blocks as block_io
+from evalkit.leakage.distributed import index as text_index
+from evalkit.leakage.distributed import within as partial_within
+from evalkit.leakage.distributed.checks import CheckedPairs
+from evalkit.leakage.distributed.reading import ReadBlocks, read_all
+from evalkit.leakage.distributed.session import RayOptions, RaySession, ray_session
+from evalkit.leakage.inputs import SplitSource, _check_names, split_sources
+from evalkit.leakage.minhash import LshParameters, choose_lsh
+from evalkit.leakage.models import AuditOptions, AuditReport, WithinSplit
+from evalkit.leakage.progress import Progress
+from evalkit.leakage.search import SimilarPairs
+
+ROWS_PER_PARTITION = 250_000
+BYTES_PER_ROW_GUESS = 200  # only sizes the partitions: any count gives the same answer
+
+
+def partitions_for(session: RaySession, n_rows: int, options: RayOptions) -> int:
+    """Partitions of each shuffle: every CPU busy, and about 250k rows each (at least 2)."""
+    if options.partitions is not None:
+        return max(2, options.partitions)
+    return max(2, session.cpus, -(-n_rows // ROWS_PER_PARTITION))
+
+
+def audit_on_ray(
+    inputs: Sequence[Path | str] | Mapping[str, pl.DataFrame],
+    *,
+    options: AuditOptions,
+    roles: Sequence[Role],
+    roles_given: bool,
+    progress: bool,
+    ray: RayOptions,
+) -> AuditReport:
+    """The audit of :func:`evalkit.leakage.api.audit`, computed on a Ray cluster."""
+    from evalkit.leakage.api import require_conversations
+
+    frames: list[pl.DataFrame | None]
+    if isinstance(inputs, Mapping):
+        sources = [SplitSource(name=str(name), path=None) for name in inputs]
+        _check_names([s.name for s in sources], [f"frame {s.name!r}" for s in sources])
+        frames = list(inputs.values())
+    else:
+        sources = split_sources([Path(path) for path in inputs])
+        frames = [None] * len(sources)
+    near_dup = options.near_dup
+    params = choose_lsh(near_dup, seed=options.seed) if near_dup is not None else None
+    text_columns = options.columns or [options.text, *filter(None, [options.completion])]
+    with ray_session(ray, Progress(progress)) as session:
+        sizes = [s.path.stat().st_size if s.path is not None else 0 for s in sources]
+        rows = sum(f.height for f in frames if f is not None) + sum(sizes) // BYTES_PER_ROW_GUESS
+        parts = partitions_for(session, rows, ray)
+        spec = block_io.ReadSpec(
+            options.id,
+            tuple(text_columns),
+            tuple(roles),
+            tuple(options.group),
+            options.stratify,
+            len(sources),
+            parts,
+            options.opening_words,
+            options.system,
+            options.tools,
+        )
+        read = read_all(session, spec, sources, frames, ray)
+        conversations = any(s.kind == "conversation" for s in read.summaries)
+        require_conversations(roles_given, conversations, options)
+        names = [source.name for source in sources]
+        texts, found = _findings(session, spec, read, params, options, ray, names)
+    return build_report(options, params, sources, texts, found)
+
+
+@dataclass(frozen=True)
+class _SplitText:
+    """A split's text column facts for its summary, gathered from its blocks."""
+
+    shape: str
+    skipped_parts: int
+    json_text: bool
+    tool_call_count: int
+
+
+def _split_counts(
+    read: ReadBlocks, spec: block_io.ReadSpec, repeated: np.ndarray, n_groups: np.ndarray | None
+) -> tuple[list[_SplitText], SplitCounts]:
+    n_splits = spec.n_splits
+    n_items = np.zeros(n_splits, dtype=np.int64)
+    empty = np.zeros(n_splits, dtype=np.int64)
+    skipped = np.zeros(n_splits, dtype=np.int64)
+    tool_calls = np.zeros(n_splits, dtype=np.int64)
+    seen: list[dict[str, int]] = [{} for _ in range(n_splits)]
+    shaping: dict[int, block_io.BlockSummary] = {}  # a split's first block with rows
+    for summary in read.summaries:
+        n_items[summary.split] += summary.n_rows
+        empty[summary.split] += summary.empty_texts
+        skipped[summary.split] += summary.skipped_parts
+        tool_calls[summary.split] += summary.tool_calls
+        current = shaping.get(summary.split)
+        if current is None or (not current.n_rows and summary.n_rows):
+            shaping[summary.split] = summary
+        for label, count in summary.classes.items():
+            seen[summary.split][label] = seen[summary.split].get(label, 0) + count
+    classes = sorted(set().union(*seen)) if spec.stratify is not None else []
+    class_counts = [{label: mine.get(label, 0) for label in classes} for mine in seen]
+    texts = [
+        _SplitText(
+            shaping[split].shape if split in shaping else "text",
+            int(skipped[split]),
+            shaping[split].json_text if split in shaping else False,
+            int(tool_calls[split]),
+        )
+        for split in range(n_splits)
+    ]
+    return texts, SplitCounts(n_items, empty, repeated, n_groups, classes, class_counts)
+
+
+def _findings(
+    session: RaySession,
+    spec: block_io.ReadSpec,
+    read: ReadBlocks,
+    params: LshParameters | None,
+    options: AuditOptions,
+    ray: RayOptions,
+    names: list[str],
+) -> tuple[list[_SplitText], Findings]:
+    parts, n_splits = spec.parts, spec.n_splits
+    first = block_io.first_rows(read.summaries)
+    ids = session.remote(_aggregate_ids, num_returns=2)
+    id_results = [ids.remote(n_splits, *read.part(0, k)) for k in range(parts)]
+    top = session.remote(partial_within.top_openings)
+    opening_tops = [top.remote(*read.part(2, k)) for k in range(parts)]
+    index = text_index.sort_texts(
+        session,
+        list(zip(read.texts(), first.tolist(), strict=True)),
+        [s.sample for s in read.summaries],
+        params or choose_lsh(0.8),
+        params is not None,
+        parts,
+    )
+    read.release_texts()  # sorted into the text partitions now
+    similar = CheckedPairs.concat([])
+    if params is not None:
+        similar = text_index.similar_pairs(
+            session,
+            index,
+            params,
+            cross=True,
+            per_round=ray.bands_per_round,
+            splits=n_splits,
+            every_pair=options.within,
+        )
+    overlaps = session.run("ids in several splits", [r[0] for r in id_results])
+    repeated = sum(session.get("ids in several splits", [r[1] for r in id_results]))
+    leaks, n_groups = _group_findings(session, spec, read)
+    exact = _sorted(session.run("exact duplicates", index.exact), ["a_split", "b_split", "a", "b"])
+    across = _as_similar(similar.of_scope(-1))
+    inside = [_as_similar(similar.of_scope(split)) for split in range(n_splits)]
+    involved = sorted_unique(np.concatenate([similar.left, similar.right]))
+    keyed = text_index.rows_of(session, index, involved) if len(involved) else _no_rows()
+    near = findings.with_ids(
+        findings.near_pairs(keyed.select("row", "split", "text_index"), across),
+        keyed.select("row", "id"),
+    )
+    texts, counts = _split_counts(read, spec, np.asarray(repeated, dtype=np.int64), n_groups)
+    within = _within_summary(
+        session, index, similar, counts.n_items, names, opening_tops, params is not None
+    )
+    within_exact = within_near = None
+    if options.within:
+        within_exact = _within_exact(session, index)
+        if params is not None:
+            pairs = local_within.near_pairs_within(
+                keyed.select("row", "split", "text_index"), inside
+            )
+            within_near = _named(pairs, keyed)
+    found = Findings(
+        counts=counts,
+        exact=exact,
+        near=near,
+        candidates=similar.candidates.get(-1, 0),
+        leaks=leaks,
+        overlaps=pl.concat(overlaps).sort("id"),
+        within=within,
+        within_exact=within_exact,
+        within_near=within_near,
+    )
+    return texts, found
+
+
+def _group_findings(
+    session: RaySession, spec: block_io.ReadSpec, read: ReadBlocks
+) -> tuple[pl.DataFrame | None, np.ndarray | None]:
+    if not spec.group:
+        return None, None
+    groups = session.remote(_aggregate_groups, num_returns=2)
+    columns = [f"group_{k}" for k in range(len(spec.group))]
+    results = [groups.remote(columns, spec.n_splits, *read.part(1, k)) for k in range(spec.parts)]
+    leaks = pl.concat(session.run("groups in several splits", [r[0] for r in results]))
+    n_groups = sum(session.get("groups in several splits", [r[1] for r in results]))
+    return leaks.sort("label", "split"), np.asarray(n_groups, dtype=np.int64)
+
+
+def _within_summary(
+    session: RaySession,
+    index: text_index.TextIndex,
+    similar: CheckedPairs,
+    n_items: np.ndarray,
+    names: list[str],
+    opening_tops: list[Any],
+    near: bool,
+) -> dict[str, WithinSplit]:
+    """``report.within`` from the text partitions' partial cluster counts."""
+    linked = partial_within.split_components(similar, len(n_items))
+    partial = session.remote(_cluster_partials)
+    pieces = []
+    for k, partition in enumerate(index.partitions):
+        lo, hi = int(index.first_ranks[k]), int(index.first_ranks[k + 1])
+        mine = linked.filter(pl.col("text_index").is_between(lo, hi, closed="left"))
+        pieces.append(partial.remote(partition, lo, mine, len(n_items)))
+    partials = session.run("repetition within splits", pieces)
+    tops = session.run("repeated openings", opening_tops)
+    summary = partial_within.summaries(names, n_items, partials, tops, near)
+    return {name: WithinSplit.model_validate(value) for name, value in summary.items()}
+
+
+def _cluster_partials(partition: Any, first_rank: int, linked: pl.DataFrame, n_splits: int) -> Any:
+    return partial_within.cluster_partials(partition.keyed, first_rank, linked, n_splits)
+
+
+def _within_exact(session: RaySession, index: text_index.TextIndex) -> pl.DataFrame:
+    pairs = session.remote(_exact_within)
+    frames = session.run(
+        "exact duplicates within splits", [pairs.remote(p) for p in index.partitions]
+    )
+    return _sorted(frames, ["a_split", "a", "b"])
+
+
+def _exact_within(partition: Any) -> pl.DataFrame:
+    keyed = partition.keyed
+    return _named(
+        local_within.exact_pairs_within(keyed.select("row", "split", "text_index")), keyed
+    )
+
+
+def _named(pairs: pl.DataFrame, keyed: pl.DataFrame) -> pl.DataFrame:
+    if pairs.height == 0:
+        return pairs
+    return local_within.smaller_id_first(findings.with_ids(pairs, keyed.select("row", "id")))
+
+
+def _sorted(frames: list[pl.DataFrame], keys: list[str]) -> pl.DataFrame:
+    filled = [frame for frame in frames if frame.height]
+    if not filled:
+        return frames[0] if frames else pl.DataFrame()
+    return pl.concat(filled, how="vertical_relaxed").sort(keys)
+
+
+def _no_rows() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={"row": pl.Int64, "split": pl.Int64, "text_index": pl.Int64, "id": pl.String}
+    )
+
+
+def _as_similar(pairs: CheckedPairs) -> SimilarPairs:
+    return SimilarPairs(
+        pairs.left, pairs.right, pairs.similarity, pairs.estimate, sum(pairs.candidates.values())
+    )
+
+
+def _aggregate_ids(n_splits: int, *parts: pl.DataFrame) -> tuple[pl.DataFrame, np.ndarray]:
+    """Ids in several splits, and rows with an id repeated in their split, for one hash part."""
+    table = _stack(parts, {"split": pl.Int64, "id": pl.String})
+    return findings.id_overlaps(table), findings.duplicate_ids_per_split(table, n_splits)
+
+
+def _aggregate_groups(
+    group_columns: list[str], n_splits: int, *parts: pl.DataFrame
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """Groups in several splits, and distinct groups per split, for one hash part."""
+    schema = {"split": pl.Int64, **dict.fromkeys(group_columns, pl.String)}
+    table = _stack(parts, schema)
+    counts = groups_per_split(table, group_columns, n_splits)
+    assert counts is not None
+    return findings.group_leaks(table, group_columns), counts
+
+
+def _stack(parts: Sequence[pl.DataFrame], schema: dict[str, Any]) -> pl.DataFrame:
+    frames = [part for part in parts if part.width]
+    return pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame(schema=schema)
