@@ -94,9 +94,11 @@ def _check_context(config: dict[str, Any], base: Path, seq_len: int) -> None:
     context = context_length(config)
     if context is not None and seq_len > context[1]:
         key, limit = context
-        raise UsageError(
-            f"--seq-len {seq_len}: beyond the context of {limit} tokens of "
-            f"{base / 'config.json'} ({key}); use --seq-len {limit} or less"
+        raise ParameterError(
+            "seq_len",
+            f"{seq_len}: beyond the context of {limit} tokens of "
+            f"{base / 'config.json'} ({key}); use {{seq_len}} {limit} or less",
+            refs=["seq_len"],
         )
 
 

@@ -140,9 +140,11 @@ def _quant_of_stored(shape: ModelShape, method: str, quant: Quant | None) -> Qua
             "config"
         )
     if quant is not None and (quant == "int8") != (expected == "int8"):
-        raise UsageError(
-            f"--quant {quant}: {source} stores the linears in bitsandbytes {stored}; use "
-            f"--quant {expected} or leave it out"
+        raise ParameterError(
+            "quant",
+            f"{quant}: {source} stores the linears in bitsandbytes {stored}; use "
+            f"{{quant}} {expected} or leave it out",
+            refs=["quant"],
         )
     return quant if quant is not None else expected  # type: ignore[return-value]
 
