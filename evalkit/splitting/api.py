@@ -179,7 +179,7 @@ def split(
     )
     _check_options(options)
     if ray is not None and engine != "ray":
-        raise UsageError("--ray-address needs --engine ray")
+        raise ParameterError("ray", "needs {engine} ray", refs=["engine"])
     path = Path(data) if isinstance(data, str | Path) else None
     frame = read_table(path, ids=[id_column] if id_column else ()) if path is not None else data
     assert isinstance(frame, pl.DataFrame)
@@ -190,9 +190,11 @@ def split(
     )
     chat = _read_chat(frame, text_columns, source, path, system, tools) if text_columns else None
     if chat is not None and roles is not None and not chat.is_conversation:
-        raise UsageError(
-            f"--roles {','.join(compared_roles)}: --text {' '.join(text_columns)} holds plain "
-            "text, not conversations; --roles chooses the conversation turns compared"
+        raise ParameterError(
+            "roles",
+            f"{','.join(compared_roles)}: {{text}} {' '.join(text_columns)} holds plain "
+            "text, not conversations; {roles} chooses the conversation turns compared",
+            refs=["text", "roles"],
         )
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
