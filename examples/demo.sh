@@ -104,6 +104,33 @@ fi
 echo "   -> exit 1: stop_token fails on every example (and pad_is_eos warns: pad is now the eos)"
 
 echo
+echo "== 3b. the function-calling split as the model will see it: tools, tool calls and tool"
+echo "   answers rendered by a tool-capable ChatML template (examples/tokenizer-tools: the same"
+echo "   tokenizer), loss on every assistant turn, calls included, but those marked weight: 0"
+evalkit tokens "$OUT/tools-split" --tokenizer examples/tokenizer-tools --text messages \
+  --id ticket_id --seq-len 1536 --json "$OUT/tokens/tools-report.json"
+python - "$OUT/tools-split" "$OUT/tokens/tools-report.json" <<'PY'
+import json, sys
+from pathlib import Path
+from transformers import AutoTokenizer
+tokenizer = AutoTokenizer.from_pretrained("examples/tokenizer-tools")
+report = json.load(open(sys.argv[2]))["splits"]
+rows = [json.loads(line) for name in ("train", "val", "test")
+        for line in (Path(sys.argv[1]) / f"{name}.jsonl").read_text().splitlines()]
+def with_objects(message):  # as evalkit hands a call's JSON-object arguments: the object
+    calls = [{**c, "function": {**c["function"], "arguments": json.loads(c["function"]["arguments"])}}
+             for c in message.get("tool_calls") or []]
+    return {**message, "content": message["content"] or "", **({"tool_calls": calls} if calls else {})}
+def total(tools):
+    return sum(len(tokenizer.apply_chat_template([with_objects(m) for m in row["messages"]],
+                                                 tools=row["tools"] if tools else None,
+                                                 tokenize=True, return_dict=False)) for row in rows)
+ours = sum(split["total_tokens"] for split in report.values())
+print(f"   -> exit 0: {ours:,} tokens; apply_chat_template(messages, tools=tools) gives {total(True):,}"
+      f" ({total(False):,} without the tools)")
+PY
+
+echo
 echo "== 4. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
 echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
 evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \

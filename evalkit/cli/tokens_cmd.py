@@ -55,8 +55,9 @@ DEFAULT_HTML_SAMPLE = 5
 @click.option(
     "--loss",
     type=click.Choice(["assistant", "completion", "all"]),
-    help="Supervised tokens: assistant turns (default for conversations), the completion "
-    "column (default for two columns), or all (default for one text column).",
+    help="Supervised tokens: assistant turns, calls included, less those marked weight: 0 "
+    "or training: false (default for conversations), the completion column (default for "
+    "two columns), or all (default for one text column).",
 )
 @click.option(
     "--encode",
@@ -114,9 +115,11 @@ def tokens_command(
     are rendered with the tokenizer's chat template and encoded as
     apply_chat_template(messages, tools=tools, tokenize=True) does (tool
     calls, tool answers and the row's --tools column reach the template);
-    the loss mask is on assistant
-    turns (their content and the end-of-turn token that closes them), taken
-    from the template's {% generation %} markers when it has them.
+    the loss mask is on every assistant turn as the template writes it (its
+    text, its tool calls and the end-of-turn token that closes it) except
+    turns marked weight: 0 or training: false, taken from the template's
+    {% generation %} markers when it has them, else from each turn's span
+    after its header.
 
     \b
     Checks (each pass, warn or fail, with a count and example ids):

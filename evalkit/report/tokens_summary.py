@@ -60,6 +60,40 @@ def _split_table(report: TokensReport) -> list[str]:
     return lines
 
 
+def _conversation_lines(report: TokensReport) -> list[str]:
+    """Per split with tool calls or flagged turns: how the calls reached the template, and
+    the supervised tokens and turns the training flags left out."""
+    lines = []
+    for name, split in report.splits.items():
+        parts = []
+        handed = split.arguments
+        if split.tool_calls and handed is not None:
+            ways = [
+                f"{count:,} {label}"
+                for count, label in (
+                    (handed.parsed, "parsed from JSON text"),
+                    (handed.text, "kept as text"),
+                    (handed.as_written, "as written"),
+                )
+                if count
+            ]
+            calls = "tool call" if split.tool_calls == 1 else "tool calls"
+            parts.append(f"{split.tool_calls:,} {calls} (arguments {', '.join(ways)})")
+        if split.excluded_turns:
+            turns = "turn" if split.excluded_turns == 1 else "turns"
+            parts.append(
+                f"{split.excluded_turns:,} assistant {turns} excluded by weight 0 / training false"
+            )
+        if parts:
+            supervised = (
+                f"; {split.supervised_tokens:,} supervised tokens"
+                if split.supervised_tokens is not None
+                else ""
+            )
+            lines.append(f"{name}: {'; '.join(parts)}{supervised}")
+    return [*lines, ""] if lines else []
+
+
 def _check_lines(check: CheckResult) -> list[str]:
     count = f"{check.count:,}" if check.status not in ("skip",) else "-"
     lines = [f"{check.name:<24} {MARKS[check.status]:<5} {count:>7}  {check.detail}"]
@@ -92,7 +126,7 @@ def render_tokens_summary(
     template = report.check("template")
     if template.status == "fail":
         return f"FAIL template: {template.detail} (exit 1)"
-    lines = [*_header(report), "", *_split_table(report), ""]
+    lines = [*_header(report), "", *_split_table(report), "", *_conversation_lines(report)]
     lines.append(f"{'check':<24} {'':<5} {'count':>7}  detail")
     for check in report.checks:
         lines += _check_lines(check)

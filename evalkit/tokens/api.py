@@ -8,7 +8,7 @@ samples for the HTML page.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from evalkit.tokens.load import (
     tokenizer_sha256,
 )
 from evalkit.tokens.models import (
+    ArgumentsHanded,
     CheckName,
     CheckResult,
     Encode,
@@ -47,6 +48,7 @@ from evalkit.tokens.parity import split_token_ids
 from evalkit.tokens.plan import (
     SplitPlanner,
     added_token_strings,
+    excluded_turns,
     first_special,
     special_in_text,
 )
@@ -112,7 +114,27 @@ def measure_settings(
     )
 
 
-def _split_tokens(split: SplitInput, measured: Measured, limit: int | None) -> SplitTokens:
+def _arguments(split: SplitInput, handed: Mapping[str, int] | None) -> ArgumentsHanded | None:
+    """How the split's tool-call arguments reached the template (null for text data)."""
+    if not split.chat.is_conversation:
+        return None
+    counts: Mapping[str, int]
+    if handed is None:
+        from evalkit.chat import handed_counts, template_conversations
+
+        counts = {how: n for how, n in handed_counts(template_conversations(split.chat)).items()}
+    else:
+        counts = handed
+    return ArgumentsHanded(
+        parsed=counts.get("parsed", 0),
+        text=counts.get("text", 0),
+        as_written=counts.get("as_written", 0),
+    )
+
+
+def _split_tokens(
+    split: SplitInput, measured: Measured, limit: int | None, loss: Loss, planner: SplitPlanner
+) -> SplitTokens:
     figures = measured.figures
     return SplitTokens(
         path=str(split.path),
@@ -120,6 +142,11 @@ def _split_tokens(split: SplitInput, measured: Measured, limit: int | None) -> S
         n=figures.n,
         tokens=token_counts(figures),
         supervised_ratio=supervised_ratio(figures),
+        total_tokens=int(figures.total.sum()),
+        supervised_tokens=int(figures.supervised.sum()),
+        excluded_turns=excluded_turns(split, loss),
+        tool_calls=split.chat.tool_call_count,
+        arguments=_arguments(split, planner.handed),
         truncation=truncation(figures, limit),
     )
 
@@ -198,9 +225,11 @@ def check_tokens(
     if conversations and template is None:
         return _without_template(loaded, splits, options, info, folder)
     measured: list[Measured] = []
+    planners: list[SplitPlanner] = []
     samples: list[Sample] = []
     for index, split in enumerate(splits):
         planner = SplitPlanner(split, loaded, chosen_loss, chosen_encode, markers)
+        planners.append(planner)
         rows = sample_rows(planner.n, sample, seed, index)
         figures = measure(loaded, planner.n, planner, settings, rows)
         measured.append(
@@ -212,8 +241,8 @@ def check_tokens(
         tokenizer=info,
         options=options,
         splits={
-            split.name: _split_tokens(split, m, max_seq_length)
-            for split, m in zip(splits, measured, strict=True)
+            split.name: _split_tokens(split, m, max_seq_length, chosen_loss, planner)
+            for split, m, planner in zip(splits, measured, planners, strict=True)
         },
         checks=checks,
         status=_status(checks),
@@ -259,6 +288,11 @@ def _without_template(
                 n=len(split.ids),
                 tokens=None,
                 supervised_ratio=None,
+                total_tokens=None,
+                supervised_tokens=None,
+                excluded_turns=excluded_turns(split, options.loss),
+                tool_calls=split.chat.tool_call_count,
+                arguments=_arguments(split, None),
                 truncation=None,
             )
             for split in splits

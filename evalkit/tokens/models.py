@@ -123,6 +123,23 @@ class Truncation(_Model):
     )
 
 
+class ArgumentsHanded(_Model):
+    """How the tool calls' arguments were handed to the chat template, counted over a split."""
+
+    parsed: int = Field(
+        description="Arguments written as a JSON string holding an object, handed over as that "
+        "object (HF templates write arguments with tojson)."
+    )
+    text: int = Field(
+        description="Arguments written as a string that is not a JSON object, handed over as "
+        "written."
+    )
+    as_written: int = Field(
+        description="Arguments written as a JSON value (TRL, LLaMA-Factory), handed over as "
+        "that value."
+    )
+
+
 class SplitTokens(_Model):
     """The figures of one split (one input file)."""
 
@@ -135,6 +152,22 @@ class SplitTokens(_Model):
     tokens: TokenCounts | None = Field(description="Token count quantiles; null without examples.")
     supervised_ratio: float | None = Field(
         description="Supervised tokens over all tokens, before truncation; null without tokens."
+    )
+    total_tokens: int | None = Field(
+        description="Tokens of every training sequence, summed, before truncation; null when "
+        "nothing could be measured (no chat template).",
+    )
+    supervised_tokens: int | None = Field(
+        description="Supervised tokens (under --loss), summed, before truncation; null when "
+        "nothing could be measured.",
+    )
+    excluded_turns: int = Field(
+        description="Assistant turns --loss assistant leaves out because their training flag "
+        "says so (weight: 0, training: false); 0 under the other losses.",
+    )
+    tool_calls: int = Field(description="Tool calls in the split's conversations.")
+    arguments: ArgumentsHanded | None = Field(
+        description="How those calls' arguments reached the chat template; null for text data.",
     )
     truncation: Truncation | None = Field(
         description="Null without a length limit (max_seq_length)."

@@ -13,13 +13,14 @@ tokenizer encodes another.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from evalkit.chat import template_conversations
+from evalkit.chat import handed_counts, template_conversations
 from evalkit.errors import EvalkitError
 from evalkit.tokens.figures import Plan
 from evalkit.tokens.inputs import SplitInput
@@ -29,13 +30,8 @@ from evalkit.tokens.render import (
     render_all,
     render_with_generation_spans,
 )
-from evalkit.tokens.spans import PROBE, Closers, all_assistant_spans
+from evalkit.tokens.spans import PROBE, Closers, Probe, all_assistant_spans, marked_spans
 from evalkit.tokens.time_limit import TemplateTimeout
-
-
-def loss_from_spans(loss: Loss, markers: bool) -> bool:
-    """Whether the loss mask comes from the assistant contents' spans in the render."""
-    return loss == "assistant" and not markers
 
 
 def added_token_strings(tokenizer: Any) -> list[str]:
@@ -79,6 +75,20 @@ def first_special(split: SplitInput, flags: np.ndarray, strings: list[str]) -> s
     return min(found)[2] if found else None
 
 
+def excluded_turns(split: SplitInput, loss: Loss) -> int:
+    """Assistant turns ``--loss assistant`` leaves out: their flag says ``weight: 0`` or
+    ``training: false``. A flag on another role changes no mask (only assistant turns are
+    supervised), and the other losses do not read flags."""
+    import polars as pl
+
+    conversations = split.chat.conversations
+    if loss != "assistant" or conversations is None:
+        return 0
+    message = pl.element().struct
+    flagged = (message.field("role") == "assistant") & (message.field("train") == False)  # noqa: E712
+    return int(conversations.list.eval(flagged.fill_null(False)).list.sum().sum())
+
+
 @dataclass
 class SplitPlanner:
     """Plans chunks of one split's rows (``planner(start, stop)``), and flags special text."""
@@ -90,6 +100,9 @@ class SplitPlanner:
     markers: bool
     special_in_text: np.ndarray = field(init=False)
     special_found: str | None = field(init=False)
+    handed: Counter[str] = field(init=False, default_factory=Counter)
+    """How the planned rows' tool-call arguments reached the template (see
+    :func:`evalkit.chat.handed_counts`)."""
 
     def __post_init__(self) -> None:
         strings = added_token_strings(self.tokenizer)
@@ -97,21 +110,33 @@ class SplitPlanner:
         self.special_found = first_special(self.split, self.special_in_text, strings)
         chat = self.split.chat
         self._closers = Closers.of(strings)
-        if chat.is_conversation and loss_from_spans(self.loss, self.markers):
-            self._closers = Closers.probed(self._probe_render(), strings)
+        if chat.is_conversation and self.loss == "assistant":
+            self._closers = Closers.probed(self._probe(), strings)
         if chat.is_conversation:
             self._has_answer = chat.reference_answers().is_not_null().to_list()
+            # The inference prompt is always the conversation's first messages (see
+            # ChatColumn.prompts): its template messages are a prefix of the whole one's.
+            self._prompt_lengths = chat.prompts().list.len().to_list()
             self._turns = chat.prompt_turns.to_list() if chat.prompt_turns is not None else None
 
-    def _probe_render(self) -> str | None:
-        """The template's render of the probe conversation (None: the template refused it)."""
-        try:
-            where = "evalkit's probe conversation (one user turn, one answer)"
-            return render_all(self.tokenizer, [PROBE], where=lambda _: where)[0]
-        except TemplateTimeout:  # a template that does not end is no refusal: stop here
-            raise
-        except EvalkitError:
-            return None
+    def _probe(self) -> Probe:
+        """The template's renders of the probe conversation (None where it refused one)."""
+        where = "evalkit's probe conversation (one user turn, one answer)"
+
+        def rendered(messages: list[dict[str, str]], prompt: bool) -> str | None:
+            try:
+                return render_all(
+                    self.tokenizer, [messages], add_generation_prompt=prompt, where=lambda _: where
+                )[0]
+            except TemplateTimeout:  # a template that does not end is no refusal: stop here
+                raise
+            except EvalkitError:
+                return None
+
+        whole = rendered(PROBE, False)
+        if whole is None:
+            return Probe(None)
+        return Probe(whole, rendered(PROBE[:1], False), rendered(PROBE[:1], True))
 
     @property
     def n(self) -> int:
@@ -129,6 +154,7 @@ class SplitPlanner:
     def _conversations(self, start: int, stop: int) -> Plan:
         chat, tokenizer = self.split.chat, self.tokenizer
         whole = template_conversations(chat, range(start, stop))
+        self.handed.update(handed_counts(whole))
         messages = [conversation.messages for conversation in whole]
         tools = [conversation.tools for conversation in whole]
         where = self._where(start)
@@ -139,9 +165,10 @@ class SplitPlanner:
             )
         else:
             renders = render_all(tokenizer, messages, where=where, tools=tools)
+        lengths = self._prompt_lengths[start:stop]
         prompt_messages = [
-            conversation.messages
-            for conversation in template_conversations(chat, range(start, stop), prompt=True)
+            conversation.messages[:length]
+            for conversation, length in zip(whole, lengths, strict=True)
         ]
         rows = [row for row in range(stop - start) if self._has_answer[start + row]]
         rendered = prompt_renders(
@@ -155,12 +182,21 @@ class SplitPlanner:
             prompts[row] = prompt
         add_special = self.encode == "text"
         if self.loss == "assistant":
+            ends = [
+                len(p) if p is not None and render.startswith(p) else 0
+                for p, render in zip(prompts, renders, strict=True)
+            ]
+            train = [conversation.train for conversation in whole]
             if spans is None:
-                ends = [
-                    len(p) if p is not None and render.startswith(p) else 0
-                    for p, render in zip(prompts, renders, strict=True)
-                ]
-                spans = all_assistant_spans(renders, messages, self._closers, ends, where)
+                spans = all_assistant_spans(renders, messages, self._closers, ends, where, train)
+            else:
+                spans = [
+                    marked_spans(
+                        spans[row], renders[row], messages[row], train[row], self._closers,
+                        ends[row], where(row),
+                    )
+                    for row in range(stop - start)
+                ]  # fmt: skip
             return Plan(renders, add_special, "spans", spans=spans, prompts=prompts)
         if self.loss == "completion":
             boundary = self._completion_prompts(start, messages, prompt_messages, prompts, tools)

@@ -63,11 +63,32 @@ def render(tokenizer: Any, messages: Messages, *, add_generation_prompt: bool = 
     return text
 
 
+# Message keys transformers copies under other names before rendering (reasoning aliases).
+_ALIASED = frozenset(("reasoning_content", "thinking", "reasoning"))
+
+
+def _is_json(value: Any) -> bool:
+    """Built of exact JSON types only (str, int, float, bool, None, list, str-keyed dict)."""
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is float or kind is bool:
+        return True
+    if kind is list:
+        return all(_is_json(item) for item in value)
+    if kind is dict:
+        return all(type(key) is str and _is_json(item) for key, item in value.items())
+    return False
+
+
 def _is_plain(messages: Messages) -> bool:
-    """Messages of plain strings only: what transformers' input conversion leaves as it is."""
+    """Messages of exact JSON values (strings, and tool calls of strings and parsed
+    arguments), without reasoning fields: what transformers' input conversion
+    (``_plain_template_data``, ``_alias_reasoning_fields``) leaves as it is."""
     return type(messages) is list and all(
         type(message) is dict
-        and all(type(key) is str and type(value) is str for key, value in message.items())
+        and all(
+            type(key) is str and key not in _ALIASED and (type(value) is str or _is_json(value))
+            for key, value in message.items()
+        )
         for message in messages
     )
 
@@ -94,6 +115,9 @@ def _direct_renders(
         return None
     if not conversations or not all(_is_plain(messages) for messages in conversations):
         return None
+    listed = list(tools) if tools is not None else None
+    if not _is_json(listed):
+        return None
     compiled = _compile_jinja_template(chat_template(tokenizer))
     variables = dict(tokenizer.special_tokens_map)
 
@@ -101,7 +125,7 @@ def _direct_renders(
         return str(
             compiled.render(
                 messages=messages,
-                tools=tools,
+                tools=listed,
                 documents=None,
                 add_generation_prompt=add_generation_prompt,
                 **variables,

@@ -33,6 +33,46 @@ CHAT_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
+# The same ChatML turns, with tools in the style of Qwen's templates (written here):
+# the conversation's tools listed in the system turn, each tool call written as
+# <tool_call>{"name": …, "arguments": …}</tool_call> after the turn's text, and a run of
+# tool answers sent back as one user turn of <tool_response> blocks. On conversations
+# without tools, tool calls or tool answers it renders exactly what CHAT_TEMPLATE does.
+TOOL_CHAT_TEMPLATE = (
+    "{%- if tools %}"
+    "{{- '<|im_start|>system\\n' }}"
+    "{%- if messages[0]['role'] == 'system' %}{{- messages[0]['content'] + '\\n\\n' }}{%- endif %}"
+    "{{- '# Tools\\n\\nYou may call one or more functions. Their signatures, within "
+    "<tools></tools>:\\n<tools>' }}"
+    "{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}"
+    "{{- '\\n</tools>\\n\\nFor each call, write a JSON object with the function name and "
+    'arguments within <tool_call></tool_call>:\\n<tool_call>\\n{"name": <function-name>, '
+    '"arguments": <args-json-object>}\\n</tool_call><|im_end|>\\n\' }}'
+    "{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'system' and loop.first and tools %}"
+    "{%- elif message['role'] == 'assistant' and message['tool_calls'] %}"
+    "{{- '<|im_start|>assistant\\n' + message['content'] }}"
+    "{%- for call in message['tool_calls'] %}"
+    "{%- if message['content'] or not loop.first %}{{- '\\n' }}{%- endif %}"
+    "{{- '<tool_call>\\n{\"name\": \"' + call['function']['name'] + '\", \"arguments\": ' }}"
+    "{%- if call['function']['arguments'] is string %}{{- call['function']['arguments'] }}"
+    "{%- else %}{{- call['function']['arguments'] | tojson }}{%- endif %}"
+    "{{- '}\\n</tool_call>' }}"
+    "{%- endfor %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- elif message['role'] == 'tool' %}"
+    "{%- if loop.first or messages[loop.index0 - 1]['role'] != 'tool' %}"
+    "{{- '<|im_start|>user' }}{%- endif %}"
+    "{{- '\\n<tool_response>\\n' + message['content'] + '\\n</tool_response>' }}"
+    "{%- if loop.last or messages[loop.index0 + 1]['role'] != 'tool' %}"
+    "{{- '<|im_end|>\\n' }}{%- endif %}"
+    "{%- else %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
 ANSWER_KEYS = ("category", "priority", "order_id", "amount")
 
 
@@ -47,8 +87,9 @@ def training_texts(tickets: Path) -> list[str]:
     return texts
 
 
-def build(out: Path) -> None:
-    """Train the tokenizer and save it as a transformers tokenizer folder in ``out``."""
+def build(out: Path, *, tools: bool = False) -> None:
+    """Train the tokenizer and save it as a transformers tokenizer folder in ``out``, with
+    the tool-capable template when ``tools``."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -66,7 +107,7 @@ def build(out: Path) -> None:
     wrapped = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, eos_token=EOS, pad_token=PAD, model_max_length=2048
     )
-    wrapped.chat_template = CHAT_TEMPLATE
+    wrapped.chat_template = TOOL_CHAT_TEMPLATE if tools else CHAT_TEMPLATE
     out.mkdir(parents=True, exist_ok=True)
     wrapped.save_pretrained(str(out))
     # transformers 5 names its own backend class; the name every release since
@@ -81,7 +122,14 @@ def build(out: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE, help="folder to write (default: here)")
-    build(parser.parse_args().out)
+    parser.add_argument(
+        "--tools",
+        action="store_true",
+        help="save the tool-capable template (examples/tokenizer-tools: "
+        "python examples/tokenizer/build.py --tools --out examples/tokenizer-tools)",
+    )
+    arguments = parser.parse_args()
+    build(arguments.out, tools=arguments.tools)
 
 
 if __name__ == "__main__":
