@@ -7,10 +7,8 @@ scikit-learn and friends load only when a function that needs them is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-from evalkit._version import __version__
+from evalkit._lazy import lazy_exports
+from evalkit._version import __version__ as __version__
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -63,18 +61,6 @@ _EXPORTS: dict[str, str] = {
 # Subpackages that are also their command's function (the package is callable).
 _CALLABLE_PACKAGES = ("plan",)
 
-__all__ = ["__version__", *_EXPORTS, *_CALLABLE_PACKAGES]
-
-
-def __getattr__(name: str) -> Any:
-    if name in _CALLABLE_PACKAGES:
-        return importlib.import_module(f"evalkit.{name}")
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'evalkit' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__, _EXPORTS, submodules=_CALLABLE_PACKAGES, own=["__version__"]
+)

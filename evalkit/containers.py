@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.documents import DocumentError, load_json, parse_json
-from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
+from evalkit.errors import InvalidTable, MalformedFile, ParameterError, UnreadableFile, UsageError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -80,9 +80,11 @@ def resolve_hf_split(path: Path, hf_split: str | None) -> Path:
             )
         return path / hf_split
     if hf_split is not None:
-        raise UsageError(
-            f"--hf-split {hf_split}: {path} is not a Hugging Face DatasetDict folder "
-            f"(no {DATASET_DICT}); leave out --hf-split"
+        raise ParameterError(
+            "hf_split",
+            f"{hf_split}: {path} is not a Hugging Face DatasetDict folder "
+            f"(no {DATASET_DICT}); leave out {{hf_split}}",
+            refs=["hf_split"],
         )
     return path
 

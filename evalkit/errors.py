@@ -8,6 +8,8 @@ turns them into a message on stderr and an exit code.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 
 class EvalkitError(Exception):
     """Base of every error evalkit reports to a user (exit code 2: bad input)."""
@@ -129,6 +131,41 @@ class InvalidParameterType(InvalidParameter, TypeError):
 
 class WriteFailed(EvalkitError):
     """The operating system refused to write an output (disk full, quota, permissions)."""
+
+
+class ParameterError(InvalidParameter):
+    """A library parameter has a value it cannot take, named as the library names it.
+
+    The message reads ``near_dup must be a Jaccard threshold in (0, 1], got
+    1.5``. The library knows parameters, not flags: the command line, which
+    knows which flag sets which parameter, says the same with the flags
+    (:meth:`naming`, called in one place: ``evalkit.cli._vocabulary``).
+    ``refs`` are other parameters the problem names as ``{name}`` (``needs
+    {text}``), named the same way.
+    """
+
+    def __init__(self, parameter: str, problem: str, *, refs: Sequence[str] = ()) -> None:
+        self.parameter = parameter
+        self.problem = problem
+        self.refs = tuple(refs)
+        super().__init__(self._render(lambda name: name))
+
+    def _render(self, name: Callable[[str], str]) -> str:
+        problem = self.problem
+        for ref in self.refs:
+            problem = problem.replace("{" + ref + "}", name(ref))
+        return f"{name(self.parameter)} {problem}"
+
+    def naming(self, name: Callable[[str], str]) -> ParameterError:
+        """This error, each parameter called ``name(parameter)`` (e.g. its flag)."""
+        self.message = self._render(name)
+        self.args = (self.message,)
+        return self
+
+    @property
+    def problem_text(self) -> str:
+        """The problem alone, its other parameters named as the library names them."""
+        return self._render(lambda name: name).removeprefix(f"{self.parameter} ")
 
 
 class EngineFailure(EvalkitError):

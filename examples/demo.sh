@@ -83,7 +83,7 @@ echo
 echo "== 3. the chat split as the model will see it: rendered by the example tokenizer's chat"
 echo "   template (examples/tokenizer), loss on the assistant turns, checked at 512 tokens"
 evalkit tokens "$OUT/chat-split" --tokenizer examples/tokenizer --text messages --id ticket_id \
-  --max-seq-length 512 --json "$OUT/tokens/report.json" --html "$OUT/tokens/report.html"
+  --seq-len 512 --json "$OUT/tokens/report.json" --html "$OUT/tokens/report.html"
 echo "   -> exit 0. A planted defect: the same tokenizer with <|endoftext|> as its eos, so"
 echo "   generation stops on a token no assistant turn ends with (they end with <|im_end|>):"
 python - examples/tokenizer "$OUT/tokenizer-wrong-eos" <<'PY'
@@ -108,7 +108,7 @@ echo "== 3b. the function-calling split as the model will see it: tools, tool ca
 echo "   answers rendered by a tool-capable ChatML template (examples/tokenizer-tools: the same"
 echo "   tokenizer), loss on every assistant turn, calls included, but those marked weight: 0"
 evalkit tokens "$OUT/tools-split" --tokenizer examples/tokenizer-tools --text messages \
-  --id ticket_id --max-seq-length 1536 --json "$OUT/tokens/tools-report.json"
+  --id ticket_id --seq-len 1536 --json "$OUT/tokens/tools-report.json"
 python - "$OUT/tools-split" "$OUT/tokens/tools-report.json" <<'PY'
 import json, sys
 from pathlib import Path
@@ -154,7 +154,7 @@ echo "== 5. smoke: 3 real LoRA steps of the example model on the chat split at 5
 echo "   each phase measured beside evalkit plan's bound, the adapter reloaded in a fresh process"
 echo "   (on the CPU the figures are process RSS: they show the mechanics, not the GPU plan)"
 evalkit smoke --base examples/model/base --data "$OUT/chat-split/train.jsonl" --text messages \
-  --seq-len 512 --batch 2 --json "$OUT/model/smoke.json"
+  --seq-len 512 --batch-size 2 --json "$OUT/model/smoke.json"
 echo "   -> exit 0: finite losses, and the reloaded adapter gives the trained logits"
 
 echo
@@ -162,7 +162,7 @@ echo "== 5b. the example model's campaign at the rates smoke just measured (3 ep
 echo "   train split, its tokens from step 3's report; 180 evaluations of 48 new tokens;"
 echo "   2 runs in a day, 20% kept for reruns, at 2.00 an hour). The CPU is none of the"
 echo "   table's GPU classes: the hours are its own, nothing is scaled to a GPU"
-evalkit plan --config examples/model/base --seq-len 512 --batch 2 --eval-tokens 400 \
+evalkit plan --config examples/model/base --seq-len 512 --batch-size 2 --eval-tokens 400 \
   --tokens-report "$OUT/tokens/report.json" --epochs 3 --eval-examples 180 --eval-new-tokens 48 \
   --gpu "RTX 4090" --measured "$OUT/model/smoke.json" --runs 2 --window 1d --recovery 0.2 \
   --price-per-hour 2 --json "$OUT/plan/example-campaign.json" | sed -n '/^lower bounds/,$p'
@@ -172,7 +172,7 @@ echo "######## After training: the adapter, its predictions, the verdict #######
 echo
 echo "== 6. what the example adapter is, read from its PEFT folder without torch: evalkit card"
 status=0
-evalkit card examples/model/adapter --base examples/model/base --out "$OUT/card.json" || status=$?
+evalkit card examples/model/adapter --base examples/model/base --json "$OUT/card.json" || status=$?
 if [ "$status" -ne 1 ]; then
   echo "demo: expected evalkit card to flag the unpinned base (exit 1), got exit $status" >&2
   exit 1

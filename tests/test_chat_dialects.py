@@ -349,7 +349,7 @@ def test_system_and_tools_options_name_other_columns(tmp_path: Path) -> None:
         chat_of(path, "messages", tools="nope")
     text_frame = pl.DataFrame({"t": ["x"], "system": ["s"]})
     assert read_chat(text_frame, "t", source="f").kind == "text"  # the default is not forced
-    with pytest.raises(UsageError, match="--system system: applies to conversations"):
+    with pytest.raises(UsageError, match=r"^system system: applies to conversations"):
         read_chat(text_frame, "t", source="f", system="system")
 
 

@@ -137,6 +137,20 @@ def test_compare_writes_four_reports_and_ranks(run_cli, runs, tmp_path: Path) ->
     assert (out / "report.md").read_text().startswith("# evalkit compare: baseline vs 2")
 
 
+def test_compare_json_is_the_report_json_of_out(run_cli, runs, tmp_path: Path) -> None:
+    out, alone = tmp_path / "reports", tmp_path / "alone.json"
+    both = [runs["baseline"], runs["candidate-a"], runs["candidate-b"]]
+    first = run_cli("compare", *both, "--out", out, "--json", alone)
+    assert first.exit_code == 0, first.stderr
+    assert alone.read_bytes() == (out / "report.json").read_bytes()
+    assert f"wrote {alone}" in first.stdout
+    piped = run_cli("compare", *both, "--json", "-")
+    assert piped.exit_code == 0 and piped.stdout.encode() == alone.read_bytes()
+    assert "Decision: Adopt candidate-b" in piped.stderr  # stdout holds the JSON alone
+    quiet = run_cli("compare", *both, "--json", tmp_path / "q.json", "-q")
+    assert quiet.exit_code == 0 and quiet.stdout == f"{tmp_path / 'q.json'}\n"
+
+
 def test_compare_is_byte_identical_for_a_seed(run_cli, runs, tmp_path: Path) -> None:
     outputs = []
     for name in ("one", "two"):

@@ -254,7 +254,7 @@ def test_cli_reports_leaks_with_exit_1_and_writes_json(
         "--force",
         "--quiet",
     )
-    assert forced.exit_code == 1 and forced.stdout == ""
+    assert forced.exit_code == 1 and forced.stdout == f"{out}\n"  # --quiet: the path written
 
 
 def test_cli_exit_0_without_leak(run_cli: RunCli, tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ SCHEMA = ROOT / "docs" / "schemas" / "smoke-report.schema.json"
 
 def _args(tiny: TinyModels, *extra: object) -> list[str]:
     return [str(arg) for arg in ["smoke", "--base", tiny.base, "--data", tiny.data, "--text",
-            "messages", "--seq-len", SEQ_LEN, "--batch", BATCH, "--steps", STEPS,
+            "messages", "--seq-len", SEQ_LEN, "--batch-size", BATCH, "--steps", STEPS,
             "--device", "cpu", *extra]]  # fmt: skip
 
 
@@ -425,8 +425,8 @@ def _plain_text(tmp_path: Path) -> Path:
     [
         ({"--base": "EMPTY"}, ["holds no model"]),
         ({"--text": "nope"}, ["no column 'nope'"]),
-        ({"--steps": 0}, ["--steps: must be a positive integer, got 0"]),
-        ({"--seq-len": 0}, ["--seq-len: must be a positive integer, got 0"]),
+        ({"--steps": 0}, ["--steps must be a positive integer, got 0"]),
+        ({"--seq-len": 0}, ["--seq-len must be a positive number of tokens, got 0"]),
         ({"--seq-len": 2}, ["no row keeps a supervised token", "raise --seq-len"]),
         ({"--data": "TEXT"}, ["holds plain text, not conversations"]),
         ({"--data": "FOLDER"}, ["is a folder; pass one split file"]),

@@ -196,7 +196,7 @@ def test_card_out_never_replaces_a_file_of_the_base(run_cli, tmp_path: Path) -> 
     shutil.copytree(MODEL / "adapter", adapter)
     for target in (base / "config.json", adapter / "adapter_config.json"):
         kept = _unchanged(target)
-        result = run_cli("card", adapter, "--base", base, "--out", target, "--force")
+        result = run_cli("card", adapter, "--base", base, "--json", target, "--force")
         assert_one_line_error(result, "inside the input folder")
         assert kept()
 

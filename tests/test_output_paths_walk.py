@@ -176,7 +176,7 @@ TWO_OUTPUTS = [
 
 
 def test_commands_with_several_outputs_are_walked() -> None:
-    assert {name for name, _, _ in TWO_OUTPUTS} == {"gate", "tokens"}
+    assert {name for name, _, _ in TWO_OUTPUTS} == {"compare", "gate", "tokens"}
 
 
 @pytest.mark.parametrize(("name", "first", "second"), TWO_OUTPUTS)

@@ -30,7 +30,7 @@ def test_plan_prints_the_step_and_the_phases(run_cli) -> None:
 def test_json_has_the_documented_keys(run_cli, tmp_path: Path) -> None:
     target = tmp_path / "plan.json"
     result = run_cli("plan", "--config", LLAMA7, "--json", target, "--quiet")
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.exit_code == 0 and result.stdout == f"{target}\n"
     plan = json.loads(target.read_text())
     for key in ("inputs", "components", "lower_bound_gb", "phases", "trainable_params"):
         assert key in plan
@@ -54,7 +54,7 @@ def test_every_option_of_the_design_line_is_accepted(run_cli, tmp_path: Path) ->
     target = tmp_path / "plan.json"
     result = run_cli(
         "plan", "--config", LLAMA7, "--method", "qlora", "--r", "16",
-        "--targets", "all-linear", "--quant", "int8", "--seq-len", "512", "--batch", "2",
+        "--targets", "all-linear", "--quant", "int8", "--seq-len", "512", "--batch-size", "2",
         "--grad-checkpointing", "--optimizer", "paged-adamw-8bit", "--precision", "amp",
         "--attention", "eager", "--gpus", "2", "--eval-batch", "4", "--eval-tokens", "256",
         "--export", "adapter", "--json", target,

@@ -200,7 +200,7 @@ def test_the_training_split_is_named_when_there_are_several(tmp_path: Path) -> N
     path = tmp_path / "tokens.json"
     path.write_text(json.dumps({"format_version": 1, "tokenizer": {}, "options": {},
                                 "checks": [], "splits": {"a": SPLIT, "b": SPLIT}}))  # fmt: skip
-    with pytest.raises(Exception, match="--tokens-split"):
+    with pytest.raises(Exception, match="name the training split with tokens_split"):
         from_report(path)
     assert from_report(path, "b").source.endswith("split 'b'")
 
@@ -266,7 +266,7 @@ def _smoke_report(path: Path, config: Path, throughput: Throughput | None = None
 
 
 CAMPAIGN = [
-    *("--train-tokens", "1800000", "--epochs", "2", "--seq-len", "512", "--batch", "2"),
+    *("--train-tokens", "1800000", "--epochs", "2", "--seq-len", "512", "--batch-size", "2"),
     *("--eval-tokens", "100", "--eval-examples", "120", "--eval-new-tokens", "60"),
     *("--runs", "3", "--window", "1d", "--recovery", "0.25", "--price-per-hour", "2"),
 ]
@@ -369,7 +369,7 @@ def test_a_measured_window_shorter_than_one_run(run_cli, tmp_path: Path) -> None
     smoke = _smoke_report(tmp_path / "smoke.json", LLAMA7)
     arguments = [*CAMPAIGN[:-6], "--window", "60m", "--measured", smoke]
     result = run_cli("plan", "--config", LLAMA7, *arguments)
-    assert_one_line_error(result, "--window: 1 h is shorter than one run (1.5 h")
+    assert_one_line_error(result, "--window 1 h is shorter than one run (1.5 h")
 
 
 def test_a_smoke_report_of_another_model(run_cli, tmp_path: Path) -> None:

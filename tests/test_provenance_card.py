@@ -367,16 +367,16 @@ def test_training_settings_from_file_and_folder(copy_of, tmp_path) -> None:
 
 def test_card_json_round_trips_and_is_deterministic(peft_adapters, tmp_path, run_cli) -> None:
     path = peft_adapters["rank_pattern"].path
-    first = run_cli("card", path, "--out", tmp_path / "card.json", "--base-revision", COMMIT)
+    first = run_cli("card", path, "--json", tmp_path / "card.json", "--base-revision", COMMIT)
     assert first.exit_code == 0, first.stderr
     assert "trainable  1,152 parameters" in first.stdout
     data = (tmp_path / "card.json").read_bytes()
     assert card_json(load_card(tmp_path / "card.json")) == data
-    again = run_cli("card", path, "--out", tmp_path / "card.json", "--base-revision", COMMIT,
+    again = run_cli("card", path, "--json", tmp_path / "card.json", "--base-revision", COMMIT,
                     "--force")  # fmt: skip
     assert again.exit_code == 0 and (tmp_path / "card.json").read_bytes() == data
     assert_one_line_error(
-        run_cli("card", path, "--out", tmp_path / "card.json"), "exists already; pass --force"
+        run_cli("card", path, "--json", tmp_path / "card.json"), "exists already; pass --force"
     )
 
 

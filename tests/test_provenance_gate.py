@@ -58,7 +58,7 @@ def card(peft_adapters, tmp_path, run_cli):
             (folder.parent / f"t{len(made)}.json").write_text(json.dumps(training))
             extra = ["--training", folder.parent / f"t{len(made)}.json"]
         out = tmp_path / f"card{len(made)}.json"
-        result = run_cli("card", folder, "--base-revision", revision, "--out", out, *extra)
+        result = run_cli("card", folder, "--base-revision", revision, "--json", out, *extra)
         assert result.exit_code == 0, result.stdout + result.stderr
         made[key] = out
         return out
@@ -290,7 +290,7 @@ def test_gate_refuses_a_quantized_base_against_a_full_one(run_cli, data, card, p
     folder = Path(shutil.copytree(peft_adapters["r8_a16"].path, data.parent / "qlora"))
     edit_config(folder, base_model_name_or_path="org/tiny-llama")
     qcard = data.parent / "qcard.json"
-    made = run_cli("card", folder, "--base", quantized, "--base-revision", REV_A, "--out", qcard)
+    made = run_cli("card", folder, "--base", quantized, "--base-revision", REV_A, "--json", qcard)
     assert made.exit_code == 0, made.stdout
     assert json.loads(qcard.read_text())["base"]["quantization"] == "bitsandbytes-4bit-nf4"
     unchecked = score(run_cli, data, "unchecked", 0, "--card", card("r8_a16"))
@@ -304,7 +304,9 @@ def test_gate_refuses_a_quantized_base_against_a_full_one(run_cli, data, card, p
     full = data.parent / "fcard.json"
     folder = Path(shutil.copytree(peft_adapters["r8_a16"].path, data.parent / "lora"))
     edit_config(folder, base_model_name_or_path="org/tiny-llama")
-    made = run_cli("card", folder, "--base", root / "base", "--base-revision", REV_A, "--out", full)
+    made = run_cli(
+        "card", folder, "--base", root / "base", "--base-revision", REV_A, "--json", full
+    )
     assert made.exit_code == 0, made.stdout
     base = score(run_cli, data, "full", 2, "--card", full)
     assert_one_line_error(run_cli("gate", base, cand), "different bases (quantization)",

@@ -158,7 +158,7 @@ def test_tokens_reads_a_dataset_dict_as_one_table_per_split(tmp_path: Path, run_
     files = [_jsonl(tmp_path / f"{name}.jsonl", rows) for name, rows in parts.items()]
     dd = _hf_dict(tmp_path / "dd", parts)
     args = ["--tokenizer", TOKENIZER, "--text", "messages", "--id", "ticket_id",
-            "--max-seq-length", "512", "--quiet"]  # fmt: skip
+            "--seq-len", "512", "--quiet"]  # fmt: skip
     first = run_cli("tokens", *files, *args, "--json", tmp_path / "a.json")
     second = run_cli("tokens", dd, *args, "--json", tmp_path / "b.json")
     assert first.exit_code == second.exit_code == 0, second.stderr

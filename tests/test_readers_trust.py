@@ -343,7 +343,7 @@ def test_yaml_alias_bomb_in_card_training(tmp_path: Path, run_cli, peft_adapters
     training.write_text(BILLION_LAUGHS)
     adapter = next(iter(peft_adapters.values())).path
     result = _in_time(
-        lambda: run_cli("card", adapter, "--training", training, "--out", tmp_path / "card.json")
+        lambda: run_cli("card", adapter, "--training", training, "--json", tmp_path / "card.json")
     )
     assert_one_line_error(result, str(training), "alias")
 

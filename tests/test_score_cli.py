@@ -95,7 +95,7 @@ def test_invalid_json_schema(run_cli, files: Path, tmp_path: Path) -> None:
 
 def test_missing_id_column(run_cli, files: Path) -> None:
     (files / "pred.jsonl").write_text('{"id": "T1", "output": "{}"}\n')
-    assert_one_line_error(run_cli(*args(files)), "pred.jsonl", "'ticket_id'", "--id-col")
+    assert_one_line_error(run_cli(*args(files)), "pred.jsonl", "'ticket_id'", "--id")
     gold = pl.read_parquet(files / "gold.parquet").rename({"ticket_id": "tid"})
     gold.write_parquet(files / "gold.parquet")
     assert_one_line_error(run_cli(*args(files)), "no column 'ticket_id', named by id")

@@ -43,7 +43,7 @@ def test_golden_manifest(run_cli, tmp_path: Path) -> None:
     result = run_cli("split", TICKETS, "--out", out, *TICKET_ARGS, "--sizes", "840,180,180",
                      "--seed", "7", "--quiet")  # fmt: skip
     assert result.exit_code == 0, result.stderr
-    assert result.stdout == ""
+    assert result.stdout == f"{out}\n"  # --quiet: the path written, nothing else
     manifest = json.loads((out / "manifest.json").read_text())
     manifest.pop("evalkit_version")
     manifest["input"]["path"] = "examples/tickets/tickets.jsonl"

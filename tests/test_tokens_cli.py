@@ -53,8 +53,8 @@ def test_json_report_follows_its_schema_and_is_deterministic(run_cli, chatml, sp
 
     args = ["tokens", splits, "--tokenizer", chatml, "--text", "messages", "--id", "id"]
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    assert run_cli(*args, "--max-seq-length", "60", "--json", first).exit_code == 1
-    assert run_cli(*args, "--max-seq-length", "60", "--json", second).exit_code == 1
+    assert run_cli(*args, "--seq-len", "60", "--json", first).exit_code == 1
+    assert run_cli(*args, "--seq-len", "60", "--json", second).exit_code == 1
     assert first.read_bytes() == second.read_bytes()
     report = json.loads(first.read_text())
     jsonschema.validate(report, json.loads(SCHEMA.read_text()))
@@ -111,8 +111,8 @@ def test_no_chat_template_fails_naming_it(run_cli, splits, tmp_path):
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["--max-seq-length", "0"], ["--max-seq-length", "positive"]),
-        (["--max-seq-length", "-3"], ["--max-seq-length", "-3"]),
+        (["--seq-len", "0"], ["--seq-len", "positive"]),
+        (["--seq-len", "-3"], ["--seq-len", "-3"]),
         (["--text", "msgs"], ["no column 'msgs'", "train.jsonl"]),
         (["--sample", "3"], ["--sample", "--html"]),
         (["--loss", "completion"], ["--loss completion", "two --text"]),

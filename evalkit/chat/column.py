@@ -33,7 +33,7 @@ from evalkit.chat.frame import NormalizedColumn
 from evalkit.chat.reading import read_column
 from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, ROLES, Role
 from evalkit.chat.texts import TURN_SEPARATOR, joined_texts, message_chars, message_text
-from evalkit.errors import InvalidConversation, UsageError
+from evalkit.errors import InvalidConversation, ParameterError, UsageError
 from evalkit.io import require_columns
 
 if TYPE_CHECKING:
@@ -254,22 +254,24 @@ def require_compared_roles(chats: Sequence[ChatColumn], roles: Sequence[Role]) -
     if present & set(roles):
         return
     have = ", ".join(role for role in ROLES if role in present) or "none"
-    raise UsageError(
-        f"--roles {','.join(roles)}: no conversation has such a turn, so every item would "
-        f"be compared as empty text; the conversations have {have} turns"
+    raise ParameterError(
+        "roles",
+        f"{','.join(roles)}: no conversation has such a turn, so every item would "
+        f"be compared as empty text; the conversations have {have} turns",
     )
 
 
 def _text_columns(columns: str | Sequence[str]) -> tuple[str, ...]:
     names = (columns,) if isinstance(columns, str) else tuple(columns)
     if not names or len(names) > 3:
-        raise UsageError(
-            "--text: give one column, two (prompt and completion) or three (Alpaca's "
-            f"instruction, input and output); got {len(names)}"
+        raise ParameterError(
+            "text",
+            "must name one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(names)}",
         )
     if len(set(names)) != len(names):
         repeated = next(name for name in names if names.count(name) > 1)
-        raise UsageError(f"--text: column {repeated!r} is given twice")
+        raise ParameterError("text", f"names column {repeated!r} twice")
     return names
 
 
@@ -340,11 +342,13 @@ def read_chat(
     file = Path(path) if path is not None else None
     kind, read = _conversation_columns(frame, names, source, file, exact)
     if kind == "text":
-        for option, given in (("--system", system), ("--tools", tools)):
+        for parameter, given in (("system", system), ("tools", tools)):
             if given is not None:
-                raise UsageError(
-                    f"{option} {given}: applies to conversations, but --text "
-                    f"{' '.join(names)} holds plain text"
+                raise ParameterError(
+                    parameter,
+                    f"{given}: applies to conversations, but {{text}} "
+                    f"{' '.join(names)} holds plain text",
+                    refs=["text"],
                 )
         return ChatColumn(names, "text", "text", read, None, None, 0)
     shape, normalized, prompt_turns = read

@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any, Literal
 from evalkit.chat.column import ChatColumn, read_chat
 from evalkit.chat.requests import RequestProblem, api_prompt, api_tools
 from evalkit.containers import is_hf_dataset
-from evalkit.errors import DuplicateIds, InvalidConversation, InvalidTable, UsageError
+from evalkit.errors import (
+    DuplicateIds,
+    InvalidConversation,
+    InvalidTable,
+    ParameterError,
+    UsageError,
+)
 from evalkit.io import atomic_write_bytes, check_new_output, require_columns
 from evalkit.table_input import is_path, read_input
 
@@ -92,34 +98,30 @@ def _check_options(
     fmt: str, model: str | None, max_tokens: int | None, temperature: float | None
 ) -> None:
     if fmt not in PROMPT_FORMATS:
-        raise UsageError(f"--format: {fmt!r} is not one of {', '.join(PROMPT_FORMATS)}")
+        raise ParameterError("format", f"must be one of {', '.join(PROMPT_FORMATS)}, got {fmt!r}")
     if fmt == "jsonl":
-        given = [
-            name
-            for name, value in (
-                ("--model", model),
-                ("--max-tokens", max_tokens),
-                ("--temperature", temperature),
-            )
-            if value is not None
-        ]
-        if given:
-            raise UsageError(
-                f"{', '.join(given)}: request settings apply to --format openai-batch; "
-                "jsonl lines hold only the id and the messages"
-            )
+        settings = (("model", model), ("max_tokens", max_tokens), ("temperature", temperature))
+        for name, value in settings:
+            if value is not None:
+                raise ParameterError(
+                    name,
+                    "is a request setting: request settings apply to {format} openai-batch; "
+                    "jsonl lines hold only the id and the messages",
+                    refs=["format"],
+                )
         return
     if not model:
-        raise UsageError(
-            "--model: an openai-batch request names the model that answers it "
-            "(e.g. --model gpt-4o-mini, or your fine-tuned model's name)"
+        raise ParameterError(
+            "model",
+            "must be given: an openai-batch request names the model that answers it "
+            "(e.g. gpt-4o-mini, or your fine-tuned model's name)",
         )
     if max_tokens is not None and max_tokens < 1:
-        raise UsageError(f"--max-tokens: must be at least 1, got {max_tokens}")
+        raise ParameterError("max_tokens", f"must be at least 1, got {max_tokens}")
     if temperature is not None and not (
         math.isfinite(temperature) and 0.0 <= temperature <= MAX_TEMPERATURE
     ):
-        raise UsageError(f"--temperature: must be between 0 and 2, got {temperature}")
+        raise ParameterError("temperature", f"must be between 0 and 2, got {temperature}")
 
 
 def _checked_ids(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
-from evalkit.errors import UsageError
+from evalkit.errors import ParameterError
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: Final[tuple[Role, ...]] = ("system", "user", "assistant", "tool")
@@ -59,11 +59,12 @@ def parse_roles(value: str | Iterable[str] | None) -> tuple[Role, ...]:
     )
     chosen = [part for part in parts if part]
     if not chosen:
-        raise UsageError(f"--roles: name at least one of {', '.join(ROLES)}")
+        raise ParameterError("roles", f"must name at least one of {', '.join(ROLES)}")
     for part in chosen:
         if part not in ROLES:
-            raise UsageError(
-                f"--roles: unknown role {part!r}; choose from {', '.join(ROLES)} "
-                "(comma-separated, e.g. --roles user,assistant)"
+            raise ParameterError(
+                "roles",
+                f"names an unknown role {part!r}; choose from {', '.join(ROLES)} "
+                "(comma-separated, e.g. user,assistant)",
             )
     return tuple(role for role in ROLES if role in chosen)

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from evalkit.cli._vocabulary import seed_option
+
 if TYPE_CHECKING:
     from evalkit.comparison.models import CandidateReport, ComparisonReport
 
@@ -25,13 +27,9 @@ def statistics_options(function: F) -> F:
         show_default=True,
         help="Paired-bootstrap resamples per scope for the 95% interval of each delta.",
     )(function)
-    function = click.option(
-        "--seed",
-        type=click.IntRange(min=0),
-        default=0,
-        show_default=True,
-        help="Seed of the bootstrap: the same seed gives byte-identical reports.",
-    )(function)
+    function = seed_option("Seed of the bootstrap: the same seed gives byte-identical reports.")(
+        function
+    )
     return function
 
 

@@ -7,9 +7,17 @@ from pathlib import Path
 import click
 
 from evalkit.cli._engine_options import engine_options, ray_options
+from evalkit.cli._vocabulary import (
+    Command,
+    Output,
+    json_option,
+    near_dup_option,
+    quiet_option,
+    seed_option,
+)
 
 
-@click.command("audit")
+@click.command("audit", cls=Command)
 @click.argument(
     "files", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
@@ -51,18 +59,9 @@ from evalkit.cli._engine_options import engine_options, ray_options
     help="Group column (conversation, document, source); repeat for a composite key.",
 )
 @click.option("--stratify", metavar="COL", help="Class column: coverage per split.")
-@click.option(
-    "--near-dup",
-    type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=0.8,
-    show_default=True,
-    metavar="T",
-    help="Jaccard threshold (word 3-shingles) for near duplicates.",
-)
+@near_dup_option("Jaccard threshold (word 3-shingles) for near duplicates.", default=0.8)
 @click.option("--exact-only", is_flag=True, help="Skip the near-duplicate search.")
-@click.option(
-    "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the MinHash."
-)
+@seed_option("Seed of the MinHash.")
 @click.option(
     "--within",
     is_flag=True,
@@ -72,20 +71,14 @@ from evalkit.cli._engine_options import engine_options, ray_options
     "--opening-words",
     default=5,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=int,
     metavar="N",
     help="Words of an opening, for the most repeated openings of each split.",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the full report (every pair and group) as JSON.",
-)
+@json_option("Write the full report (every pair and group) as JSON")
 @engine_options
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
-@click.option("--quiet", is_flag=True, help="Print nothing but errors; the exit code tells.")
+@quiet_option
 def audit_command(
     files: tuple[Path, ...],
     id_column: str,
@@ -147,12 +140,12 @@ def audit_command(
         --ray-address head-node:6379 --json audit.json
     """
     from evalkit.command_files import CommandFiles
-    from evalkit.io import atomic_write_text
     from evalkit.leakage.api import audit
     from evalkit.report.audit_summary import render_audit_summary
 
     ray = ray_options(engine, ray_address)
-    CommandFiles(force=force).reads(*files).writes(json_path, option="--json").check()
+    output = Output(json_path, quiet)
+    CommandFiles(force=force).reads(*files).writes(output.json_file, option="--json").check()
     report = audit(
         list(files),
         id_column=id_column,
@@ -170,8 +163,7 @@ def audit_command(
         engine="ray" if ray is not None else "local",
         ray=ray,
     )
-    if json_path is not None:
-        atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")
-    if not quiet:
-        click.echo(render_audit_summary(report, str(json_path) if json_path else None))
+    output.write_json(report.model_dump_json(indent=2) + "\n")
+    output.say(render_audit_summary(report, output.json_name))
+    output.wrote([json_path])
     click.get_current_context().exit(1 if report.leak else 0)

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
 
-@click.command("card")
+
+@click.command("card", cls=Command, aliases={"--out": "--json"})
 @click.argument("adapter_dir", type=click.Path(path_type=Path))
 @click.option(
     "--base",
@@ -26,15 +28,15 @@ import click
     help="JSON or YAML of training settings (learning rate, steps, batch size, seed, data "
     "sha256, …); training_args.json and trainer_state.json in the folder are read anyway.",
 )
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write card.json.")
-@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only the problems.")
+@json_option("Write the card (card.json)")
+@click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
+@quiet_option
 def card_command(
     adapter_dir: Path,
     base_dir: Path | None,
     base_revision: str | None,
     training: Path | None,
-    out: Path | None,
+    json_path: Path | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -62,26 +64,22 @@ def card_command(
 
     \b
     Example:
-      evalkit card runs/r16/adapter --base-revision 0123…cdef --out runs/r16/card.json
+      evalkit card runs/r16/adapter --base-revision 0123…cdef --json runs/r16/card.json
       evalkit score … --card runs/r16/card.json    # the card travels with the result
 
     Exit codes: 0 no error (warnings allowed), 1 an error was found (the
     card is still written), 2 bad input (not an adapter folder, a corrupt
-    weights file, an existing --out without --force).
+    weights file, an existing --json file without --force).
     """
     from evalkit.command_files import CommandFiles
-    from evalkit.io import atomic_write_bytes
     from evalkit.provenance.card import adapter_card, card_json
     from evalkit.report.card_summary import render_card_summary
 
+    output = Output(json_path, quiet)
     files = CommandFiles(force=force).reads(adapter_dir, base_dir, training)
-    files.writes(out, option="--out").check()
+    files.writes(output.json_file, option="--json").check()
     card = adapter_card(adapter_dir, base=base_dir, base_revision=base_revision, training=training)
-    if out is not None:
-        atomic_write_bytes(out, card_json(card))
-    if quiet:
-        for problem in card.problems:
-            click.echo(f"{problem.severity}: {problem.code}: {problem.message}")
-    else:
-        click.echo(render_card_summary(card, str(out) if out else None))
+    output.write_json(card_json(card))
+    output.say(render_card_summary(card, output.json_name))
+    output.wrote([json_path])
     click.get_current_context().exit(1 if card.errors else 0)

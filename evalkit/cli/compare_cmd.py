@@ -14,9 +14,10 @@ from evalkit.cli._comparison_options import (
     verdict_lines,
     warn_unpaired,
 )
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
 
 
-@click.command("compare")
+@click.command("compare", cls=Command)
 @click.argument("baseline", type=RESULT_FOLDER)
 @click.argument("candidates", type=RESULT_FOLDER, nargs=-1, required=True)
 @click.option(
@@ -24,7 +25,10 @@ from evalkit.cli._comparison_options import (
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for report.json, report.md, report.html and junit.xml (without it, only print).",
 )
-@click.option("--force", is_flag=True, help="Replace the --out folder if it exists.")
+@json_option("Write the report as JSON (report.json of --out)")
+@click.option(
+    "--force", is_flag=True, help="Replace the --out folder and the --json file if they exist."
+)
 @click.option(
     "--min-gain",
     type=click.FloatRange(min=0.0, max=1.0),
@@ -48,10 +52,12 @@ from evalkit.cli._comparison_options import (
 )
 @statistics_options
 @provenance_options
+@quiet_option
 def compare_command(
     baseline: str,
     candidates: tuple[str, ...],
     out: Path | None,
+    json_path: Path | None,
     force: bool,
     min_gain: float,
     seed: int,
@@ -61,6 +67,7 @@ def compare_command(
     ledger_path: Path | None,
     suspect_min_agree: int | None,
     text_column: str | None,
+    quiet: bool,
 ) -> None:
     """Compare CANDIDATES with BASELINE example by example, rank them and decide.
 
@@ -85,7 +92,8 @@ def compare_command(
 
     \b
     Writes DIR/report.json, DIR/report.md, DIR/report.html (charts, one
-    self-contained page) and DIR/junit.xml with --out.
+    self-contained page) and DIR/junit.xml with --out; --json FILE writes
+    the report.json alone (- for stdout).
     Exit codes: 0 done (whatever the verdicts; use `evalkit gate` in CI),
     2 bad input.
 
@@ -103,9 +111,10 @@ def compare_command(
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_comparison_markdown
 
+    output = Output(json_path, quiet)
     files = CommandFiles(force=force).reads_all(result_inputs([baseline, *candidates]))
     files.reads(ledger_path).writes(out, option="--out", marker="report.json")
-    files.check()
+    files.writes(output.json_file, option="--json").check()
     report = compare(
         baseline,
         *candidates,
@@ -124,18 +133,23 @@ def compare_command(
         if candidate.test_set is not None:
             files.reads(candidate.test_set.ledger)  # the ledger the verdicts read
     files.check()
+    report_json = render_json(report)
     if out is not None:
         with atomic_directory(out, force, inputs=files.inputs, marker="report.json") as staging:
-            atomic_write_text(staging / "report.json", render_json(report))
+            atomic_write_text(staging / "report.json", report_json)
             atomic_write_text(staging / "report.md", render_comparison_markdown(report))
             html = render_comparison_html(report, flip_outputs(report.candidates))
             atomic_write_text(staging / "report.html", html)
             atomic_write_text(staging / "junit.xml", render_junit(report.candidates))
+    output.write_json(report_json)
     for entry, candidate in zip(report.ranking, report.candidates, strict=True):
-        click.echo(f"{entry.rank}. " + "\n".join(verdict_lines(candidate)))
-    click.echo(f"Decision: {report.decision.reason}")
+        output.say(f"{entry.rank}. " + "\n".join(verdict_lines(candidate)))
+    output.say(f"Decision: {report.decision.reason}")
     suspects = suspect_line(report)
     if suspects:
-        click.echo(suspects)
+        output.say(suspects)
     if out is not None:
-        click.echo(f"wrote {out}/report.json, report.md, report.html, junit.xml")
+        output.say(f"wrote {out}/report.json, report.md, report.html, junit.xml")
+    if json_path is not None and not output.json_to_stdout:
+        output.say(f"wrote {json_path}")
+    output.wrote([out, json_path])

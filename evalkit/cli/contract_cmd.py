@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._vocabulary import Command, Output, quiet_option
+
 
 @click.group("contract")
 def contract_group() -> None:
@@ -22,7 +24,7 @@ def contract_group() -> None:
     """
 
 
-@contract_group.command("check")
+@contract_group.command("check", cls=Command)
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option(
     "--format",
@@ -32,12 +34,14 @@ def contract_group() -> None:
     show_default=True,
     help="How to print the normalised contract.",
 )
-def check_command(file: Path, fmt: str) -> None:
+@quiet_option
+def check_command(file: Path, fmt: str, quiet: bool) -> None:
     """Validate a contract; print its fingerprint and normalised form.
 
     The fingerprint covers the normalised contract and the evaluator
     semantics (parser, validator and their versions): two results are
-    comparable only when their fingerprints are equal.
+    comparable only when their fingerprints are equal. With --quiet
+    nothing is printed: the exit code says whether FILE is valid.
 
     \b
     Example:
@@ -50,26 +54,29 @@ def check_command(file: Path, fmt: str) -> None:
 
     contract = load_contract(file)
     normalized = normalized_contract(contract)
-    click.echo(f"# {file}: valid contract {contract.name} v{contract.version}")
-    click.echo(f"# fingerprint: {contract_fingerprint(contract)}")
+    output = Output(quiet=quiet)
+    output.say(f"# {file}: valid contract {contract.name} v{contract.version}")
+    output.say(f"# fingerprint: {contract_fingerprint(contract)}")
     if fmt == "json":
-        click.echo(orjson.dumps(normalized, option=orjson.OPT_INDENT_2).decode())
+        output.say(orjson.dumps(normalized, option=orjson.OPT_INDENT_2).decode())
     else:
-        click.echo(yaml.safe_dump(normalized, sort_keys=False, allow_unicode=True).rstrip())
+        output.say(yaml.safe_dump(normalized, sort_keys=False, allow_unicode=True).rstrip())
 
 
-@contract_group.command("schema")
+@contract_group.command("schema", cls=Command)
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
     help="Write the schema to this file (atomically) instead of printing it.",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing --out file.")
-def schema_command(out: Path | None, force: bool) -> None:
+@quiet_option
+def schema_command(out: Path | None, force: bool, quiet: bool) -> None:
     """Print the JSON Schema of the contract format.
 
     Editors use it to complete and check contract files; it is generated
     from the contract model and committed as contracts/contract.schema.json.
+    With --out the path written is all that is printed (--quiet or not).
 
     \b
     Example:
@@ -85,4 +92,4 @@ def schema_command(out: Path | None, force: bool) -> None:
         return
     CommandFiles(force=force).writes(out, option="--out").check()
     atomic_write_text(out, text)
-    click.echo(str(out))
+    Output(quiet=True).wrote([out])  # the path is the whole summary, quiet or not

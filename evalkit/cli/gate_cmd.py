@@ -14,11 +14,12 @@ from evalkit.cli._comparison_options import (
     verdict_lines,
     warn_unpaired,
 )
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
 
 OUTPUT_FILE = click.Path(dir_okay=False, path_type=Path)
 
 
-@click.command("gate")
+@click.command("gate", cls=Command)
 @click.argument("baseline", type=RESULT_FOLDER)
 @click.argument("candidate", type=RESULT_FOLDER)
 @click.option(
@@ -30,10 +31,11 @@ OUTPUT_FILE = click.Path(dir_okay=False, path_type=Path)
     type=OUTPUT_FILE,
     help="Write the HTML report: charts and the flipped examples, one self-contained page.",
 )
-@click.option("--json", "json_path", type=OUTPUT_FILE, help="Write the report as JSON.")
+@json_option("Write the report as JSON")
 @click.option("--force", is_flag=True, help="Overwrite report files that exist already.")
 @statistics_options
 @provenance_options
+@quiet_option
 def gate_command(
     baseline: str,
     candidate: str,
@@ -47,6 +49,7 @@ def gate_command(
     factors: tuple[str, ...],
     allow_base_change: bool,
     ledger_path: Path | None,
+    quiet: bool,
 ) -> None:
     """Judge CANDIDATE against BASELINE with the contract's gate rules.
 
@@ -84,10 +87,11 @@ def gate_command(
     from evalkit.report.junit import render_junit
     from evalkit.report.markdown import render_candidate_markdown
 
+    output = Output(json_path, quiet)
     files = CommandFiles(force=force).reads_all(result_inputs([baseline, candidate]))
     files.reads(ledger_path)
     for option, path in (("--junit", junit), ("--markdown", markdown), ("--html", html),
-                         ("--json", json_path)):  # fmt: skip
+                         ("--json", output.json_file)):  # fmt: skip
         files.writes(path, option=option)
     files.check()
     outputs = files.outputs
@@ -109,8 +113,7 @@ def gate_command(
         atomic_write_text(junit, render_junit([report]))
     if markdown is not None:
         atomic_write_text(markdown, markdown_text)
-    if json_path is not None:
-        atomic_write_text(json_path, render_json(report))
+    output.write_json(render_json(report))
     if html is not None:
         from evalkit.comparison.outputs import flip_outputs
         from evalkit.report.html.candidate import render_candidate_html
@@ -118,9 +121,10 @@ def gate_command(
         found = flip_outputs([report])[report.candidate.name]
         atomic_write_text(html, render_candidate_html(report, found))
     for line in verdict_lines(report):
-        click.echo(line)
+        output.say(line)
     for path in outputs:
-        click.echo(f"wrote {path}")
+        output.say(f"wrote {path}")
+    output.wrote(outputs)
     if under_github_actions():
         for line in error_annotations(report):
             emit_command(line)

@@ -8,9 +8,10 @@ import click
 
 from evalkit.cli._model_options import device_options
 from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.cli._vocabulary import Command, Output, quiet_option
 
 
-@click.command("generate")
+@click.command("generate", cls=Command)
 @click.option(
     "--base",
     required=True,
@@ -54,19 +55,19 @@ from evalkit.cli._table_options import hf_split_option, one_table
     "--max-new-tokens",
     default=256,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=int,
     help="At most this many tokens per output.",
 )
 @click.option(
     "--batch-size",
     default=8,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=int,
     help="Prompts decoded together (left-padded).",
 )
 @device_options
 @click.option("--force", is_flag=True, help="Replace an existing --out folder written by generate.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only the output folder; no progress bar.")
+@quiet_option
 def generate_command(
     base: Path,
     adapter: Path | None,
@@ -134,4 +135,6 @@ def generate_command(
         progress=not quiet,
     )
     run = result.write(out, force=force)
-    click.echo(str(out) if quiet else render_generate_summary(run, result.batches, str(out)))
+    output = Output(quiet=quiet)
+    output.say(render_generate_summary(run, result.batches, str(out)))
+    output.wrote([out])

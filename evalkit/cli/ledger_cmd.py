@@ -6,17 +6,15 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
 
-@click.command("ledger")
+
+@click.command("ledger", cls=Command)
 @click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report as JSON.",
-)
-@click.option("--force", is_flag=True, help="Overwrite --json if it exists.")
-def ledger_command(path: Path, json_path: Path | None, force: bool) -> None:
+@json_option("Write the report as JSON")
+@click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
+@quiet_option
+def ledger_command(path: Path, json_path: Path | None, force: bool, quiet: bool) -> None:
     """Report the looks at each gold file recorded in a test-set ledger.
 
     Every `evalkit score` appends a line to evalkit-ledger.jsonl beside the
@@ -48,19 +46,19 @@ def ledger_command(path: Path, json_path: Path | None, force: bool) -> None:
     require_fresh_test enforces), 2 no such ledger or bad input.
     """
     from evalkit.command_files import LEDGER_NAME, CommandFiles
-    from evalkit.io import atomic_write_text
     from evalkit.provenance.ledger_state import read_ledger, resolve_ledger
     from evalkit.report.ledger_summary import render_ledger
 
     # A folder only says where the ledger is: the ledger in it is what is read.
     given = path / LEDGER_NAME if path.is_dir() else path
-    files = CommandFiles(force=force).reads(given).writes(json_path, option="--json")
+    output = Output(json_path, quiet)
+    files = CommandFiles(force=force).reads(given).writes(output.json_file, option="--json")
     files.check()
     ledger, gold_sha256 = resolve_ledger(path)
     files.reads(ledger).check()
     report = read_ledger(ledger, gold_sha256)
-    if json_path is not None:
-        atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")
-    click.echo(render_ledger(report))
-    if json_path is not None:
-        click.echo(f"wrote {json_path}")
+    output.write_json(report.model_dump_json(indent=2) + "\n")
+    output.say(render_ledger(report))
+    if output.json_file is not None:
+        output.say(f"wrote {json_path}")
+    output.wrote([json_path])

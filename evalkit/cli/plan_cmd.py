@@ -6,10 +6,13 @@ from pathlib import Path
 
 import click
 
-_POSITIVE = click.IntRange(min=1)
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
+
+# Whole numbers the library checks (evalkit.plan.options): one check, one message.
+_POSITIVE = click.INT
 
 
-@click.command("plan")
+@click.command("plan", cls=Command, aliases={"--batch": "--batch-size"})
 @click.option(
     "--config",
     "config",
@@ -52,7 +55,8 @@ _POSITIVE = click.IntRange(min=1)
     help="Tokens per training sequence (the padded or packed length).",
 )
 @click.option(
-    "--batch",
+    "--batch-size",
+    "batch",
     type=_POSITIVE,
     default=1,
     show_default=True,
@@ -190,15 +194,9 @@ _POSITIVE = click.IntRange(min=1)
     metavar="P",
     help="Campaign: rental price per hour (the cost of the hours and of the window).",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the whole plan (every term of every phase) as JSON.",
-)
+@json_option("Write the whole plan (every term of every phase) as JSON")
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
-@click.option("--quiet", is_flag=True, help="Print nothing; only write --json.")
+@quiet_option
 def plan_command(
     config: Path,
     method: str,
@@ -270,13 +268,13 @@ def plan_command(
         --epochs 2 --eval-examples 500 --eval-new-tokens 256 --runs 2 --window 7d
     """
     from evalkit.command_files import CommandFiles
-    from evalkit.io import atomic_write_text
     from evalkit.plan.api import plan
     from evalkit.plan.time_api import TimeRequest
     from evalkit.report.plan_table import render_plan
 
+    output = Output(json_path, quiet)
     CommandFiles(force=force).reads(config, tokens_report, measured).writes(
-        json_path, option="--json"
+        output.json_file, option="--json"
     ).check()
     time = TimeRequest(
         train_tokens=train_tokens,
@@ -311,7 +309,6 @@ def plan_command(
         eval_tokens=eval_tokens,
         export=export,  # type: ignore[arg-type]
     )
-    if json_path is not None:
-        atomic_write_text(json_path, result.model_dump_json(indent=2) + "\n")
-    if not quiet:
-        click.echo(render_plan(result, str(json_path) if json_path else None))
+    output.write_json(result.model_dump_json(indent=2) + "\n")
+    output.say(render_plan(result, output.json_name))
+    output.wrote([json_path])

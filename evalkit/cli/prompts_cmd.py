@@ -8,9 +8,10 @@ from typing import cast
 import click
 
 from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.cli._vocabulary import Command, Output, quiet_option
 
 
-@click.command("prompts")
+@click.command("prompts", cls=Command)
 @click.argument("split", metavar="SPLIT", type=click.Path(path_type=Path))
 @click.option("--id", "id_column", required=True, metavar="COL", help="Id column of the split.")
 @click.option(
@@ -65,7 +66,7 @@ from evalkit.cli._table_options import hf_split_option, one_table
 )
 @hf_split_option
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
-@click.option("--quiet", is_flag=True, help="Print nothing but errors.")
+@quiet_option
 def prompts_command(
     split: Path,
     id_column: str,
@@ -126,5 +127,6 @@ def prompts_command(
         tools=tools,
     )
     result.write(out, force=force)
-    if not quiet:
-        click.echo(render_prompts_summary(result, str(out)))
+    output = Output(quiet=quiet)
+    output.say(render_prompts_summary(result, str(out)))
+    output.wrote([out])

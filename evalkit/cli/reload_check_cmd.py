@@ -7,20 +7,19 @@ from pathlib import Path
 import click
 
 from evalkit.cli._model_options import DEVICES, DTYPES
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, seed_option
 
 
-@click.command("reload-check")
+@click.command("reload-check", cls=Command)
 @click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
 @click.option(
     "--n",
     default=16,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=int,
     help="Control examples to regenerate.",
 )
-@click.option(
-    "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the choice."
-)
+@seed_option("Seed of the choice.")
 @click.option(
     "--merged",
     type=click.Path(path_type=Path),
@@ -36,15 +35,9 @@ from evalkit.cli._model_options import DEVICES, DTYPES
     type=click.Choice(DTYPES),
     help="dtype to load in (default: the run's).",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the whole report as JSON.",
-)
+@json_option("Write the whole report as JSON")
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code tells.")
+@quiet_option
 def reload_check_command(
     run_dir: Path,
     n: int,
@@ -82,12 +75,12 @@ def reload_check_command(
     from evalkit.cli import debug_enabled
     from evalkit.cli._files import run_inputs
     from evalkit.command_files import CommandFiles
-    from evalkit.io import atomic_write_text
     from evalkit.model.reload import reload_check
     from evalkit.report.model_summary import render_reload_summary
 
+    output = Output(json_path, quiet)
     files = CommandFiles(force=force).reads_all(run_inputs(run_dir)).reads(merged)
-    files.writes(json_path, option="--json").check()
+    files.writes(output.json_file, option="--json").check()
     report = reload_check(
         run_dir,
         n=n,
@@ -98,8 +91,7 @@ def reload_check_command(
         progress=not quiet,
         debug=debug_enabled(),
     )
-    if json_path is not None:
-        atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")
-    if not quiet:
-        click.echo(render_reload_summary(report))
+    output.write_json(report.model_dump_json(indent=2) + "\n")
+    output.say(render_reload_summary(report))
+    output.wrote([json_path])
     click.get_current_context().exit(0 if report.verdict == "pass" else 1)

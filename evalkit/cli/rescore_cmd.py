@@ -6,8 +6,10 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._vocabulary import Command, Output, quiet_option
 
-@click.command("rescore")
+
+@click.command("rescore", cls=Command)
 @click.argument(
     "results", metavar="RESULT...", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
@@ -38,7 +40,7 @@ import click
     help="Parsing processes (default: all cores for large inputs, else 1).",
 )
 @click.option("--force", is_flag=True, help="Replace existing DIR/<name> folders.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only the new result folders.")
+@quiet_option
 def rescore_command(
     results: tuple[Path, ...],
     contract_path: Path,
@@ -127,8 +129,7 @@ def rescore_command(
             purpose=rescore_purpose(inputs.result, purpose),
         )
         ledger_line = rescore_message(ledger, published.summary, inputs.result, published.look)
-        if quiet:
-            click.echo(str(target))
-            continue
+        output = Output(quiet=quiet)
         lines = render_rescore_lines(result.summary, inputs.result, str(target))
-        click.echo("\n".join([*lines, *([ledger_line] if ledger_line else [])]))
+        output.say("\n".join([*lines, *([ledger_line] if ledger_line else [])]))
+        output.wrote([target])

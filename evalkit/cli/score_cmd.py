@@ -8,12 +8,13 @@ from typing import cast
 import click
 
 from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.cli._vocabulary import Command, Output, quiet_option
 from evalkit.containers import is_hf_dataset_dict
 
 PRED_FORMATS = ["auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-eval", "hf"]
 
 
-@click.command("score")
+@click.command("score", cls=Command, aliases={"--id-col": "--id"})
 @click.option(
     "--contract",
     "contract_path",
@@ -53,7 +54,8 @@ PRED_FORMATS = ["auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-e
     help="Shape of the predictions; auto recognises each from the file.",
 )
 @click.option(
-    "--id-col",
+    "--id",
+    "id_col",
     metavar="COL",
     help="Id column of the predictions, a dotted path for nested records (doc.qid). "
     "Default: the contract's id (doc.<id> for lm-eval; custom_id for openai-batch).",
@@ -112,7 +114,7 @@ PRED_FORMATS = ["auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-e
 @click.option("--purpose", metavar="TEXT", help="Why this look, kept in the ledger line.")
 @hf_split_option
 @click.option("--force", is_flag=True, help="Replace an existing --out folder.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only the result folder.")
+@quiet_option
 def score_command(
     contract_path: Path,
     gold_path: Path,
@@ -227,9 +229,8 @@ def score_command(
     ledger_line = look_message(provenance.ledger, published.look)
     for warning in result.summary.warnings:
         click.echo(f"evalkit: warning: {warning}", err=True)
-    if quiet:
-        click.echo(str(out))
-        return
-    click.echo(render_score_summary(result.summary, str(out)))
+    output = Output(quiet=quiet)
+    output.say(render_score_summary(result.summary, str(out)))
     if ledger_line:
-        click.echo(ledger_line)
+        output.say(ledger_line)
+    output.wrote([out])

@@ -8,9 +8,10 @@ import click
 
 from evalkit.cli._model_options import device_options
 from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, seed_option
 
 
-@click.command("smoke")
+@click.command("smoke", cls=Command, aliases={"--batch": "--batch-size"})
 @click.option(
     "--base",
     required=True,
@@ -60,7 +61,9 @@ from evalkit.cli._table_options import hf_split_option, one_table
     type=int,
     help="Tokens per sequence: each is cut (start kept) and padded to it, as planned.",
 )
-@click.option("--batch", default=1, show_default=True, type=int, help="Sequences per step.")
+@click.option(
+    "--batch-size", "batch", default=1, show_default=True, type=int, help="Sequences per step."
+)
 @click.option("--lr", default=1e-4, show_default=True, type=float, help="AdamW learning rate.")
 @click.option(
     "--grad-checkpointing", is_flag=True, help="Checkpoint every decoder layer (as planned)."
@@ -83,22 +86,10 @@ from evalkit.cli._table_options import hf_split_option, one_table
     help="Tokenizer folder (default: --base).",
 )
 @device_options
-@click.option(
-    "--seed",
-    default=0,
-    show_default=True,
-    type=int,
-    help="Seeds the rows' order and the adapter's initialisation.",
-)
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the whole report (plan included) as JSON.",
-)
+@seed_option("Seeds the rows' order and the adapter's initialisation.")
+@json_option("Write the whole report (plan included) as JSON")
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors; the exit code tells.")
+@quiet_option
 def smoke_command(
     base: Path,
     data: Path,
@@ -144,7 +135,7 @@ def smoke_command(
     \b
     Example:
       evalkit smoke --base examples/model/base --data train.jsonl --text messages \\
-        --seq-len 512 --batch 2 --json smoke.json
+        --seq-len 512 --batch-size 2 --json smoke.json
 
     Needs the [hf] extra (torch, transformers, peft).
 
@@ -156,12 +147,12 @@ def smoke_command(
     """
     from evalkit.cli import debug_enabled
     from evalkit.command_files import CommandFiles
-    from evalkit.io import atomic_write_text
     from evalkit.model.smoke import smoke
     from evalkit.report.smoke_summary import render_smoke_summary
 
+    output = Output(json_path, quiet)
     files = CommandFiles(force=force).reads(base, data, tokenizer)
-    files.writes(json_path, option="--json").check()
+    files.writes(output.json_file, option="--json").check()
     data = one_table(data, hf_split)
     report = smoke(
         base,
@@ -184,8 +175,7 @@ def smoke_command(
         progress=not quiet,
         debug=debug_enabled(),
     )
-    if json_path is not None:
-        atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")
-    if not quiet:
-        click.echo(render_smoke_summary(report))
+    output.write_json(report.model_dump_json(indent=2) + "\n")
+    output.say(render_smoke_summary(report))
+    output.wrote([json_path])
     click.get_current_context().exit(0 if report.verdict == "pass" else 1)

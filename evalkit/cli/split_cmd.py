@@ -9,6 +9,7 @@ import click
 
 from evalkit.cli._engine_options import engine_options, ray_options
 from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.cli._vocabulary import Command, Output, near_dup_option, quiet_option, seed_option
 
 
 class _NumberList(click.ParamType):
@@ -28,7 +29,7 @@ class _NumberList(click.ParamType):
             self.fail(f"{value!r} is not a comma-separated list of {noun}", param, ctx)
 
 
-@click.command("split")
+@click.command("split", cls=Command)
 @click.argument("input_file", metavar="INPUT", type=click.Path(path_type=Path))
 @click.option(
     "--out",
@@ -65,9 +66,7 @@ class _NumberList(click.ParamType):
     metavar="A,B,C",
     help="Split names, in the order of --sizes/--ratios.",
 )
-@click.option(
-    "--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Random seed."
-)
+@seed_option("Random seed.")
 @click.option(
     "--id",
     "id_column",
@@ -123,12 +122,7 @@ class _NumberList(click.ParamType):
     metavar="N",
     help="Fail (exit 2) if a split's count misses its target by more than N items.",
 )
-@click.option(
-    "--near-dup",
-    type=float,
-    metavar="T",
-    help="Merge groups whose --text values are (near) duplicates, Jaccard >= T.",
-)
+@near_dup_option("Merge groups whose --text values are (near) duplicates, Jaccard >= T.")
 @click.option(
     "--freeze",
     type=click.Path(path_type=Path),
@@ -145,7 +139,7 @@ class _NumberList(click.ParamType):
 @hf_split_option
 @engine_options
 @click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
-@click.option("--quiet", is_flag=True, help="Print nothing but errors.")
+@quiet_option
 def split_command(
     input_file: Path,
     out: Path,
@@ -248,5 +242,6 @@ def split_command(
     written = result.write(
         out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force
     )
-    if not quiet:
-        click.echo(render_split_summary(written, str(out)))
+    output = Output(quiet=quiet)
+    output.say(render_split_summary(written, str(out)))
+    output.wrote([out])

@@ -6,10 +6,12 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, seed_option
+
 DEFAULT_HTML_SAMPLE = 5
 
 
-@click.command("tokens")
+@click.command("tokens", cls=Command, aliases={"--max-seq-length": "--seq-len"})
 @click.argument(
     "files", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
@@ -44,7 +46,8 @@ DEFAULT_HTML_SAMPLE = 5
 )
 @click.option("--id", "id_column", metavar="COL", help="Id column naming examples (default: row).")
 @click.option(
-    "--max-seq-length",
+    "--seq-len",
+    "max_seq_length",
     type=int,
     metavar="N",
     help="Training length limit: count what it cuts (answers, stop tokens).",
@@ -67,7 +70,7 @@ DEFAULT_HTML_SAMPLE = 5
     type=click.Choice(["keep_start", "keep_end"]),
     default="keep_start",
     show_default=True,
-    help="What --max-seq-length keeps (TRL's names): the start, or the end.",
+    help="What --seq-len keeps (TRL's names): the start, or the end.",
 )
 @click.option(
     "--sample",
@@ -75,14 +78,8 @@ DEFAULT_HTML_SAMPLE = 5
     metavar="N",
     help=f"Examples per split shown in --html (default {DEFAULT_HTML_SAMPLE}).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample.")
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the whole report as JSON (docs/schemas/tokens-report.schema.json).",
-)
+@seed_option("Seed of the sample.")
+@json_option("Write the whole report as JSON (docs/schemas/tokens-report.schema.json)")
 @click.option(
     "--html",
     "html_path",
@@ -91,7 +88,7 @@ DEFAULT_HTML_SAMPLE = 5
     help="Write a page showing sampled examples token by token.",
 )
 @click.option("--force", is_flag=True, help="Overwrite the --json and --html files if they exist.")
-@click.option("--quiet", is_flag=True, help="Print nothing but errors; the exit code tells.")
+@quiet_option
 def tokens_command(
     files: tuple[Path, ...],
     tokenizer: Path,
@@ -135,16 +132,16 @@ def tokens_command(
       pad_is_eos              the pad token is a stop token (warn)
       special_tokens_in_text  text holds a special token's string (warn)
       empty_mask              an example has no supervised token (fail)
-      truncation              --max-seq-length cuts a whole answer or its
+      truncation              --seq-len cuts a whole answer or its
                               stop token (fail), or only the prompt (warn)
 
     Exit codes: 0 no check failed, 1 a check failed, 2 bad input (a missing
-    folder or column, no tokenizer files, --max-seq-length <= 0).
+    folder or column, no tokenizer files, --seq-len <= 0).
 
     \b
     Example:
       evalkit tokens split/ --tokenizer model/ --text messages --id ticket_id \\
-        --max-seq-length 512 --json tokens.json --html tokens.html
+        --seq-len 512 --json tokens.json --html tokens.html
     """
     from evalkit.command_files import CommandFiles
     from evalkit.errors import UsageError
@@ -154,8 +151,10 @@ def tokens_command(
 
     if sample is not None and html_path is None:
         raise UsageError("--sample: the sampled examples are shown in --html FILE; give it too")
+    output = Output(json_path, quiet)
     command_files = CommandFiles(force=force).reads(*files, tokenizer)
-    command_files.writes(json_path, option="--json").writes(html_path, option="--html").check()
+    command_files.writes(output.json_file, option="--json")
+    command_files.writes(html_path, option="--html").check()
     result = check_tokens(
         list(files),
         tokenizer=tokenizer,
@@ -171,18 +170,13 @@ def tokens_command(
         seed=seed,
     )
     report = result.report
-    if json_path is not None:
-        atomic_write_text(json_path, report.model_dump_json(indent=2) + "\n")
+    output.write_json(report.model_dump_json(indent=2) + "\n")
     if html_path is not None:
         from evalkit.report.html.tokens import render_tokens_html
 
         atomic_write_text(html_path, render_tokens_html(report, result.samples))
-    if not quiet:
-        click.echo(
-            render_tokens_summary(
-                report,
-                str(json_path) if json_path else None,
-                str(html_path) if html_path else None,
-            )
-        )
+    output.say(
+        render_tokens_summary(report, output.json_name, str(html_path) if html_path else None)
+    )
+    output.wrote([json_path, html_path])
     click.get_current_context().exit(1 if result.failed else 0)

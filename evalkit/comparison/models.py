@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalkit.comparison.record_models import (
     GoldSplit,
@@ -20,14 +20,15 @@ from evalkit.comparison.record_models import (
 )
 from evalkit.comparison.rules import GateRules
 from evalkit.comparison.suspect_models import SuspectLabel, SuspectLabelCheck
+from evalkit.persisted import Persisted
 
 REPORT_FORMAT_VERSION = 1
 
 Interval = tuple[float, float]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class ScopeComparison(_Model):
@@ -253,7 +254,7 @@ class Decision(_Model):
     """The candidate to adopt, when ``outcome`` is ``adopt``."""
     reason: str
     """One sentence for people."""
-    known_regressions: dict[str, list[str]] = {}
+    known_regressions: dict[str, list[str]] = Field(default_factory=dict)
     """Per candidate, its failed checks as ``rule@scope``."""
     test_split: GoldSplit | None = None
     """The test set the decision rests on: its file and the groups it covers."""
@@ -298,11 +299,11 @@ class CandidateReport(_Model):
     """Per contract slice, by name."""
     new_errors: list[NewError]
     """Errors the candidate makes where the baseline did not, by category."""
-    format_errors: list[FormatErrorCount] = []
+    format_errors: list[FormatErrorCount] = Field(default_factory=list)
     """Format-error categories of either side, most frequent in the candidate first."""
     confusion: ConfusionComparison | None = None
     """Both sides' confusion matrices (null when the results have no gold class)."""
-    flips: list[FlippedExample] = []
+    flips: list[FlippedExample] = Field(default_factory=list)
     """Some flipped examples to read: negative ones first, a few per class (ids in order)."""
     provenance: ProvenanceComparison | None = None
     """Bases and adapter settings of both sides (null when neither recorded any)."""
@@ -374,7 +375,7 @@ class ComparisonReport(_Model):
     """Per-class statistics of the top-ranked candidate."""
     candidates: list[CandidateReport]
     """The full report of every candidate, in ranking order."""
-    suspect_labels: list[SuspectLabel] = []
+    suspect_labels: list[SuspectLabel] = Field(default_factory=list)
     """Gold items whose class every result contradicts with the same format-valid answer,
     most agreeing results first: labels to read again (a hint, never a verdict)."""
     suspect_label_check: SuspectLabelCheck | None = None

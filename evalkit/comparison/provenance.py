@@ -24,7 +24,7 @@ from typing import Any
 from evalkit.comparison.models import RuleCheck
 from evalkit.comparison.record_models import ProvenanceComparison, SettingDifference
 from evalkit.comparison.results import ScoredResult
-from evalkit.errors import DifferentBases, UsageError
+from evalkit.errors import DifferentBases, ParameterError
 
 BASE_KEYS = ("id", "revision", "quantization")
 # Training keys that record where and how a run logged, not what it trained.
@@ -142,9 +142,10 @@ def resolve_factors(
         return []
     for side, result in (("baseline", baseline), ("candidate", candidate)):
         if not result.summary.card:
-            raise UsageError(
-                f"--factor needs the adapter card of both sides, but the {side} {result.path} "
-                "has none; score it with --card FILE or --adapter DIR"
+            raise ParameterError(
+                "factors",
+                f"needs the adapter card of both sides, but the {side} {result.path} "
+                "has none; score it with evalkit score --card FILE or --adapter DIR",
             )
     known = {
         f"{block}.{key}"
@@ -159,8 +160,8 @@ def resolve_factors(
         )
         if not matches:
             listing = ", ".join(sorted(known)[:30])
-            raise UsageError(
-                f"--factor {factor}: no such setting in the cards; they have: {listing}"
+            raise ParameterError(
+                "factors", f"{factor}: no such setting in the cards; they have: {listing}"
             )
         resolved.append(matches[0])
     return list(dict.fromkeys(resolved))

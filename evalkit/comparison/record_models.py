@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from evalkit.persisted import Persisted
 
 State = Literal["fresh", "seen", "reused", "burned", "unknown"]
 """A test set's state; ``unknown`` when no ledger counted its looks."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class SettingDifference(_Model):

@@ -27,7 +27,6 @@ from evalkit.io import hash_early, read_table, require_columns, sha256_file
 if TYPE_CHECKING:
     import polars as pl
 
-SUPPORTED_FORMAT_VERSION = 1
 EXAMPLE_COLUMNS = ("id", "class", "format_valid", "error", "content_correct")
 RERUN_HINT = "re-run evalkit score to write a complete result"
 
@@ -147,15 +146,13 @@ def _read_summary(path: Path) -> tuple[dict[str, Any], ResultSummary]:
         raise MalformedFile(f"{error.message}; {RERUN_HINT}") from error
     if not isinstance(raw, dict):
         raise MalformedFile(f"{path}: expected a JSON object; {RERUN_HINT}")
+    from evalkit.scoring.summary import SUMMARY_FORMAT
+
+    raw = SUMMARY_FORMAT.upgrade(raw, path, RERUN_HINT)
     try:
         summary = ResultSummary.model_validate(raw)
     except ValidationError as error:
         raise MalformedFile(f"{path}: {_first_error(error)}; {RERUN_HINT}") from error
-    if summary.format_version > SUPPORTED_FORMAT_VERSION:
-        raise MalformedFile(
-            f"{path}: format_version {summary.format_version} is newer than this evalkit "
-            f"understands ({SUPPORTED_FORMAT_VERSION}); upgrade evalkit"
-        )
     return raw, summary
 
 

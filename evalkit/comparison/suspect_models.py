@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
+
+from evalkit.persisted import Persisted
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class SuspectLabel(_Model):
@@ -29,7 +31,7 @@ class SuspectLabel(_Model):
     probability: float | None = None
     """The lowest probability of ``agreed`` among the results whose predictions ``evalkit
     generate`` wrote (from its recorded top logits; null when none did)."""
-    probabilities: dict[str, float] = {}
+    probabilities: dict[str, float] = Field(default_factory=dict)
     """That probability per result (by name), where it could be computed."""
 
 

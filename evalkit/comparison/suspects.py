@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.comparison.results import ScoredResult
 from evalkit.comparison.suspect_models import LabelChange, SuspectLabel, SuspectLabelCheck
-from evalkit.errors import EvalkitError, UnknownColumn, UsageError
+from evalkit.errors import EvalkitError, ParameterError, UnknownColumn
 
 if TYPE_CHECKING:
     import polars as pl
@@ -160,8 +160,9 @@ def find_suspects(
     count = len(results)
     wanted = count if min_agree is None else min_agree
     if not 2 <= wanted <= count:
-        raise UsageError(
-            f"--suspect-min-agree {wanted}: give a number from 2 to the {count} results compared"
+        raise ParameterError(
+            "suspect_min_agree",
+            f"{wanted}: give a number from 2 to the {count} results compared",
         )
     normalized = results[0].summary.contract.normalized
     column, field = class_field(normalized)

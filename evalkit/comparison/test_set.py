@@ -25,7 +25,7 @@ from evalkit.comparison.models import RuleCheck, ScopeComparison
 from evalkit.comparison.record_models import GoldSplit, LedgerStatus, State
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult
-from evalkit.errors import EvalkitError, IncompatibleResults
+from evalkit.errors import EvalkitError, IncompatibleResults, ParameterError
 from evalkit.provenance.ledger import LEDGER_NAME
 from evalkit.provenance.ledger_head import head_path
 from evalkit.provenance.ledger_state import FREEZE_ADVICE
@@ -90,9 +90,11 @@ def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
                     "without --ledger (a ledger elsewhere counts only when the gold file has none)"
                 )
         if given is not None and not _same_file(given, authoritative):
-            raise IncompatibleResults(
-                f"--ledger {given}: the ledger of the gold file {gold} is {authoritative}, which "
-                "counts the looks at this test set; leave --ledger out"
+            raise ParameterError(
+                "ledger",
+                f"{given}: the ledger of the gold file {gold} is {authoritative}, which "
+                "counts the looks at this test set; leave {ledger} out",
+                refs=["ledger"],
             )
         return authoritative
     named = [(f"{r.path / 'summary.json'} ({r.summary.ledger})", p) for r, p in recorded]

@@ -8,8 +8,7 @@ worker (which needs only :mod:`evalkit.contract.parse`) does not load pydantic.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from evalkit._lazy import lazy_exports
 
 _EXPORTS = {
     "Contract": "evalkit.contract.model",
@@ -18,10 +17,5 @@ _EXPORTS = {
     "normalized_contract": "evalkit.contract.fingerprint",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'evalkit.contract' has no attribute {name!r}")
+# Not cached: a name may also be a submodule's (rescore), rebound on import.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS, cache=False)

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import polars as pl
 
+from evalkit import params as checks
 from evalkit.chat import parse_roles
-from evalkit.errors import UsageError
+from evalkit.errors import ParameterError
 from evalkit.leakage import findings
 from evalkit.leakage import within as within_module
 from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups_per_split
@@ -90,21 +91,20 @@ def audit(
     ``engine="ray"`` runs the same stages on a Ray cluster (``ray`` says
     which, and how) and returns the same report; ``local`` is the reference.
     """
-    if near_dup is not None and not 0.0 < near_dup <= 1.0:
-        raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {near_dup}")
-    if seed < 0:
-        raise UsageError(f"--seed: must be >= 0, got {seed}")
-    if opening_words < 1:
-        raise UsageError(f"--opening-words: must be >= 1, got {opening_words}")
+    if near_dup is not None:
+        checks.near_dup(near_dup)
+    checks.seed(seed)
+    checks.at_least(opening_words, 1, "opening_words", "words")
     if engine not in ("local", "ray"):
-        raise UsageError(f"--engine: local or ray, got {engine!r}")
+        raise ParameterError("engine", f"must be local or ray, got {engine!r}")
     if ray is not None and engine != "ray":
-        raise UsageError("--ray-address needs --engine ray")
+        raise ParameterError("ray", "needs {engine} ray", refs=["engine"])
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
     if not text_columns or len(text_columns) > 3:
-        raise UsageError(
-            "--text: give one column, two (prompt and completion) or three (Alpaca's "
-            f"instruction, input and output); got {len(text_columns)}"
+        raise ParameterError(
+            "text",
+            "must name one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(text_columns)}",
         )
     compared_roles = parse_roles(roles)
     options = AuditOptions(
@@ -185,11 +185,13 @@ def audit(
 
 
 def require_conversations(roles_given: bool, conversations: bool, options: AuditOptions) -> None:
-    """Refuse --roles when no split's --text holds conversations (both engines)."""
+    """Refuse ``roles`` when no split's ``text`` holds conversations (both engines)."""
     if roles_given and not conversations:
-        raise UsageError(
-            f"--roles {','.join(options.roles)}: --text {' '.join(options.columns)} holds plain "
-            "text, not conversations; --roles chooses the conversation turns compared"
+        raise ParameterError(
+            "roles",
+            f"{','.join(options.roles)}: {{text}} {' '.join(options.columns)} holds plain "
+            "text, not conversations; {roles} chooses the conversation turns compared",
+            refs=["text", "roles"],
         )
 
 

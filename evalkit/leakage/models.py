@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalkit._version import __version__
 from evalkit.leakage.minhash import LshParameters
+from evalkit.persisted import Persisted
 from evalkit.table_input import source_field
 
 AUDIT_FORMAT_VERSION = 1
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class AuditOptions(_Model):

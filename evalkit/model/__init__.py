@@ -23,8 +23,7 @@ adapter reloaded in a fresh process).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from evalkit._lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "LoadedModel": "evalkit.model.load",
@@ -42,16 +41,4 @@ _EXPORTS: dict[str, str] = {
     "SmokeReport": "evalkit.model.smoke_records",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'evalkit.model' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

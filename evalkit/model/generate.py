@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalkit import params
 from evalkit._version import __version__
 from evalkit.errors import UsageError
 from evalkit.io import sha256_file
@@ -194,6 +195,8 @@ def generate(
     render ``evalkit tokens`` checks). ``progress`` draws a bar on stderr when
     it is a terminal.
     """
+    params.positive(max_new_tokens, "max_new_tokens", "tokens")
+    params.positive(batch_size, "batch_size", "sequences")
     from evalkit.leakage.progress import Progress
     from evalkit.model.decode import default_settings
     from evalkit.model.load import load_model
@@ -202,8 +205,6 @@ def generate(
     from evalkit.model.runtime import library_versions
     from evalkit.table_input import read_input
 
-    if max_new_tokens < 1 or batch_size < 1:
-        raise UsageError("--max-new-tokens and --batch-size must be at least 1")
     if id_column == OUTPUT_COLUMN:
         raise UsageError(
             f"--id {OUTPUT_COLUMN}: predictions.jsonl has an {OUTPUT_COLUMN!r} column "

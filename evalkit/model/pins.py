@@ -26,6 +26,7 @@ from evalkit.model.folders import (
 from evalkit.model.records import (
     PREDICTIONS_FILE,
     RUN_FILE,
+    RUN_FORMAT,
     TOKENS_FILE,
     AdapterPins,
     BasePins,
@@ -88,8 +89,12 @@ def read_run(run_dir: Path) -> RunRecord:
         raise UnreadableFile(
             f"{run_dir}: holds no {RUN_FILE}; pass the --out folder of evalkit generate"
         )
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise UnreadableFile(f"{path}: expected a JSON object; run evalkit generate again")
+    data = RUN_FORMAT.upgrade(data, path, "run evalkit generate again")
     try:
-        return RunRecord.model_validate(read_json(path))
+        return RunRecord.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "(top)"

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from evalkit.persisted import Persisted
 from evalkit.provenance.models import AdapterCard
 from evalkit.table_input import source_field
+from evalkit.versions import FileFormat
 
 RUN_VERSION = 1
 REPORT_VERSION = 1
+RUN_FORMAT = FileFormat("generate run record", RUN_VERSION)
 RUN_FILE = "run.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 TOKENS_FILE = "tokens.parquet"
@@ -24,8 +25,8 @@ TOKENS_FILE = "tokens.parquet"
 Id = str | int
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class FolderPins(_Model):

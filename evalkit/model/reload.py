@@ -13,7 +13,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from evalkit.errors import UsageError
+from evalkit.errors import ParameterError
 from evalkit.model.records import ReloadReport
 
 WORKER_MODULE = "evalkit.model.worker"
@@ -43,7 +43,7 @@ def reload_check(
     from evalkit.model.pins import merged_pins, read_run, verify_pins
 
     if n < 1:
-        raise UsageError(f"--n {n}: check at least one control example")
+        raise ParameterError("n", f"must be at least 1 (control examples checked), got {n}")
     folder = Path(run_dir)
     run = read_run(folder)
     merged_path = Path(merged) if merged is not None else None

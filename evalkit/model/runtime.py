@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from evalkit.errors import DeviceUnavailable, UsageError
+from evalkit.errors import DeviceUnavailable, ParameterError, UsageError
 
 DeviceChoice = Literal["auto", "cpu", "cuda"]
 DtypeChoice = Literal["auto", "float32", "bfloat16", "float16"]
@@ -88,7 +88,7 @@ def quiet_warnings() -> Iterator[None]:
 def resolve_device(choice: str) -> str:
     """``cpu`` or ``cuda`` for a ``--device`` choice; ``cuda`` must really be there."""
     if choice not in DEVICES:
-        raise UsageError(f"--device {choice!r}: use one of {', '.join(DEVICES)}")
+        raise ParameterError("device", f"{choice!r}: use one of {', '.join(DEVICES)}")
     torch = torch_module()
     available = bool(torch.cuda.is_available())
     if choice == "auto":
@@ -131,7 +131,7 @@ def _bf16_native(torch: Any) -> bool:
 def resolve_dtype(choice: str, device: str, config: dict[str, Any] | None = None) -> str:
     """The dtype name a model is loaded in, for a ``--dtype`` choice on ``device``."""
     if choice not in DTYPES:
-        raise UsageError(f"--dtype {choice!r}: use one of {', '.join(DTYPES)}")
+        raise ParameterError("dtype", f"{choice!r}: use one of {', '.join(DTYPES)}")
     torch = torch_module()
     if choice == "auto":
         if device != "cuda":

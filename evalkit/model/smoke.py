@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from evalkit import params
 from evalkit._version import __version__
-from evalkit.errors import UsageError
+from evalkit.errors import ParameterError, UsageError
 from evalkit.model.smoke_records import (
     PHASE_NAMES,
     SMOKE_VERSION,
@@ -63,13 +64,12 @@ class Prepared:
 
 
 def _check_numbers(steps: int, seq_len: int, batch: int, lr: float, max_new_tokens: int) -> None:
-    for value, option in ((steps, "--steps"), (seq_len, "--seq-len"), (batch, "--batch")):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{option}: must be a positive integer, got {value!r}")
-    if max_new_tokens < 1:
-        raise UsageError(f"--max-new-tokens: must be a positive integer, got {max_new_tokens!r}")
+    params.positive(steps, "steps")
+    params.positive(seq_len, "seq_len", "tokens")
+    params.positive(batch, "batch", "sequences")
+    params.positive(max_new_tokens, "max_new_tokens", "tokens")
     if not (isinstance(lr, float | int) and math.isfinite(lr) and lr > 0):
-        raise UsageError(f"--lr: must be a positive finite number, got {lr!r}")
+        raise ParameterError("lr", f"must be a positive finite number, got {lr!r}")
 
 
 def _refuse_quantized(config: dict[str, Any], base: Path) -> None:
@@ -95,9 +95,11 @@ def _check_context(config: dict[str, Any], base: Path, seq_len: int) -> None:
     context = context_length(config)
     if context is not None and seq_len > context[1]:
         key, limit = context
-        raise UsageError(
-            f"--seq-len {seq_len}: beyond the context of {limit} tokens of "
-            f"{base / 'config.json'} ({key}); use --seq-len {limit} or less"
+        raise ParameterError(
+            "seq_len",
+            f"{seq_len}: beyond the context of {limit} tokens of "
+            f"{base / 'config.json'} ({key}); use {{seq_len}} {limit} or less",
+            refs=["seq_len"],
         )
 
 
@@ -155,11 +157,10 @@ def prepare(
     )
 
     if method not in METHODS:
-        raise UsageError(f"--method {method!r}: smoke trains one of {', '.join(METHODS)}")
+        raise ParameterError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
     chosen_method = cast(SmokeMethod, method)
     _check_numbers(steps, seq_len, batch, lr, max_new_tokens)
-    if seed < 0:
-        raise UsageError(f"--seed: must be >= 0, got {seed}")
+    params.seed(seed)
     base_path = Path(base)
     config = check_model_folder(base_path)
     _refuse_quantized(config, base_path)

@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from evalkit.model.memory import MeasureKind
 from evalkit.model.records import DeviceInfo
+from evalkit.persisted import Persisted
 from evalkit.plan.models import PlanResult
 from evalkit.table_input import source_field
+from evalkit.versions import FileFormat
 
 SMOKE_VERSION = 1
+SMOKE_FORMAT = FileFormat("smoke report", SMOKE_VERSION)
 PHASE_NAMES = ("load", "train", "eval", "export")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class SmokeData(_Model):

@@ -6,6 +6,7 @@ GPU class that holds the largest; :func:`phase_bounds` gives the per-phase
 bytes alone, for a measured run (``evalkit smoke``) to be compared with.
 """
 
+import inspect
 import sys
 import types
 from typing import Any
@@ -42,3 +43,5 @@ class _CallablePackage(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallablePackage
+# help() and editors show plan's parameters, not (*args, **kwargs).
+sys.modules[__name__].__signature__ = inspect.signature(plan)  # type: ignore[attr-defined]

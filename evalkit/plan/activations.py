@@ -170,7 +170,7 @@ class Activations:
 
 
 def activations(shape: ModelShape, options: Options, sizes: Dtypes) -> Activations:
-    """Saved activations and logits of one step of ``--batch`` x ``--seq-len`` tokens."""
+    """Saved activations and logits of one step of ``--batch-size`` x ``--seq-len`` tokens."""
     tokens = options.seq_len * options.batch
     block = block_terms(shape, options, sizes)
     layers = shape.num_layers

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import MalformedFile, UsageError
+from evalkit.errors import MalformedFile, ParameterError
 from evalkit.plan.gpus import GpuSpec, for_device
 from evalkit.plan.time_models import Campaign, MeasuredRates
 
@@ -31,17 +31,17 @@ def parse_window(text: str) -> float:
     """``--window``: ``7d``, ``36h``, ``90m`` (or ``1.5d``) -> hours."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhm])\s*", str(text))
     if not match:
-        raise UsageError(f"--window {text!r}: use a duration such as 7d, 36h or 90m")
+        raise ParameterError("window", f"{text!r}: use a duration such as 7d, 36h or 90m")
     hours = float(match.group(1)) * _UNITS[match.group(2)]
     if not hours > 0:
-        raise UsageError(f"--window {text!r}: must be longer than zero")
+        raise ParameterError("window", f"{text!r}: must be longer than zero")
     return hours
 
 
 def check_recovery(recovery: float) -> float:
     """``--recovery``: the share of the window kept for reruns, in [0, 1)."""
     if not (isinstance(recovery, float | int) and math.isfinite(recovery) and 0 <= recovery < 1):
-        raise UsageError(f"--recovery {recovery!r}: a share of the window from 0 to below 1")
+        raise ParameterError("recovery", f"{recovery!r}: a share of the window from 0 to below 1")
     return float(recovery)
 
 
@@ -50,7 +50,7 @@ def check_price(price: float | None) -> float | None:
     if price is None:
         return None
     if not (isinstance(price, float | int) and math.isfinite(price) and price >= 0):
-        raise UsageError(f"--price-per-hour {price!r}: must be a number of at least 0")
+        raise ParameterError("price_per_hour", f"{price!r}: must be a number of at least 0")
     return float(price)
 
 
@@ -76,12 +76,13 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
     from pydantic import ValidationError
 
     from evalkit.io import sha256_file
-    from evalkit.model.smoke_records import SmokeReport
+    from evalkit.model.smoke_records import SMOKE_FORMAT, SmokeReport
     from evalkit.provenance.folder_files import read_json_file
 
     data = read_json_file(path)
     if not isinstance(data, dict) or "verdict" not in data or "settings" not in data:
         raise _not_smoke(path, "no verdict or settings")
+    data = SMOKE_FORMAT.upgrade(data, path, "pass the file smoke wrote with --json")
     try:
         report = SmokeReport.model_validate(data)
     except ValidationError as error:
@@ -90,20 +91,23 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
         raise _not_smoke(path, f"{where}: {first['msg']}") from None
     throughput = report.throughput
     if throughput is None:
-        raise UsageError(
-            f"--measured {path}: this smoke report has no throughput (written before smoke "
-            "measured it); run evalkit smoke again"
+        raise ParameterError(
+            "measured",
+            f"{path}: this smoke report has no throughput (written before smoke "
+            "measured it); run evalkit smoke again",
         )
     if throughput.train_tokens_per_second is None or throughput.eval_tokens_per_second is None:
         missing = "training" if throughput.train_tokens_per_second is None else "evaluation"
-        raise UsageError(
-            f"--measured {path}: no {missing} rate was measured (training needs --steps 2 or "
-            "more: the first step is a warm-up); run evalkit smoke again"
+        raise ParameterError(
+            "measured",
+            f"{path}: no {missing} rate was measured (training needs --steps 2 or "
+            "more: the first step is a warm-up); run evalkit smoke again",
         )
     if throughput.save_seconds is None:
-        raise UsageError(
-            f"--measured {path}: the smoke run stopped before saving ({'; '.join(report.problems)}"
-            "): its rates are incomplete; run evalkit smoke again"
+        raise ParameterError(
+            "measured",
+            f"{path}: the smoke run stopped before saving ({'; '.join(report.problems)}"
+            "): its rates are incomplete; run evalkit smoke again",
         )
     device = throughput.device
     match = for_device(device.name, gpus) if device.type == "cuda" else None
@@ -152,9 +156,10 @@ def measured_campaign(
     train = train_tokens / rates.train_tokens_per_second / 3600
     evaluation = eval_tokens / rates.eval_tokens_per_second / 3600
     if window_hours < train + evaluation:
-        raise UsageError(
-            f"--window: {window_hours:g} h is shorter than one run ({train + evaluation:.3g} h "
-            f"of training and evaluation at the rates of {rates.path}); rent a longer window"
+        raise ParameterError(
+            "window",
+            f"{window_hours:g} h is shorter than one run ({train + evaluation:.3g} h "
+            f"of training and evaluation at the rates of {rates.path}); rent a longer window",
         )
     export = rates.save_seconds / 3600
     reload = (rates.reload_seconds or 0.0) / 3600

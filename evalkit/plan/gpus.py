@@ -19,7 +19,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from evalkit.errors import UsageError
+from evalkit.errors import ParameterError
 
 
 @dataclass(frozen=True)
@@ -125,9 +125,10 @@ def find(name: str, gpus: tuple[GpuSpec, ...] = SHIPPED) -> GpuSpec:
     for gpu in gpus:
         if _key(gpu.name) == wanted:
             return gpu
-    raise UsageError(
-        f"--gpu {name!r}: not a GPU of the table; use one of {names(gpus)}, "
-        "or add one as NAME:MEMORY_GB:TFLOPS[:BANDWIDTH_GBPS]"
+    raise ParameterError(
+        "gpu",
+        f"{name!r}: not a GPU of the table; use one of {names(gpus)}, "
+        "or add one as NAME:MEMORY_GB:TFLOPS[:BANDWIDTH_GBPS]",
     )
 
 
@@ -141,7 +142,7 @@ def _positive(text: str, what: str, spec: str) -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
-        raise UsageError(f"--gpu {spec!r}: {what} must be a positive number, got {text!r}")
+        raise ParameterError("gpu", f"{spec!r}: {what} must be a positive number, got {text!r}")
     return value
 
 
@@ -151,13 +152,14 @@ def parse_gpu(spec: str, gpus: tuple[GpuSpec, ...] = SHIPPED) -> GpuSpec:
         return find(spec, gpus)
     parts = spec.split(":")
     if len(parts) not in (3, 4) or not parts[0].strip():
-        raise UsageError(
-            f"--gpu {spec!r}: expected NAME:MEMORY_GB:TFLOPS or NAME:MEMORY_GB:TFLOPS:"
-            "BANDWIDTH_GBPS (peak dense bf16 TFLOP/s, GB/s), e.g. 'RTX 6000 Ada:48:364.2:960'"
+        raise ParameterError(
+            "gpu",
+            f"{spec!r}: expected NAME:MEMORY_GB:TFLOPS or NAME:MEMORY_GB:TFLOPS:"
+            "BANDWIDTH_GBPS (peak dense bf16 TFLOP/s, GB/s), e.g. 'RTX 6000 Ada:48:364.2:960'",
         )
     name = parts[0].strip()
     if any(_key(gpu.name) == _key(name) for gpu in gpus):
-        raise UsageError(f"--gpu {spec!r}: {name!r} is already in the table; use another name")
+        raise ParameterError("gpu", f"{spec!r}: {name!r} is already in the table; use another name")
     return GpuSpec(
         name=name,
         memory_gb=_positive(parts[1], "MEMORY_GB", spec),
@@ -178,7 +180,7 @@ def choose(specs: tuple[str, ...]) -> tuple[GpuSpec, ...]:
     chosen: list[GpuSpec] = []
     for gpu in added:
         if gpu.name in {other.name for other in chosen}:
-            raise UsageError(f"--gpu {gpu.name!r}: given twice")
+            raise ParameterError("gpu", f"{gpu.name!r}: given twice")
         chosen.append(gpu)
     new_only = all(gpu.source == "given with --gpu" for gpu in chosen)
     return (*SHIPPED, *chosen) if new_only else tuple(chosen)

@@ -8,15 +8,16 @@ GB = 10^9 bytes, per GPU.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from evalkit.persisted import Persisted
 from evalkit.plan.time_models import TimePlan
 
 PLAN_FORMAT_VERSION = 1
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class ModelSummary(_Model):

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypedDict, get_args
 
-from evalkit.errors import UsageError
+from evalkit import params
+from evalkit.errors import ParameterError, UsageError
 from evalkit.plan.config import ModelShape
 
 Method = Literal["full", "lora", "qlora"]
@@ -81,16 +82,12 @@ class Options:
         return self.method != "full"
 
 
-def _choice(value: object, allowed: object, option: str) -> None:
+def _choice(value: object, allowed: object, parameter: str) -> None:
     choices = get_args(allowed)
     if value not in choices:
-        raise UsageError(f"{option}: {value!r} is not one of {', '.join(map(str, choices))}")
-
-
-def _at_least_one(value: int, option: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UsageError(f"{option}: must be a positive integer, got {value!r}")
-    return value
+        raise ParameterError(
+            parameter, f"must be one of {', '.join(map(str, choices))}, got {value!r}"
+        )
 
 
 def resolve_targets(shape: ModelShape, spec: str | None) -> tuple[tuple[str, ...], str]:
@@ -103,13 +100,14 @@ def resolve_targets(shape: ModelShape, spec: str | None) -> tuple[tuple[str, ...
         return tuple(names), ALL_LINEAR
     asked = [name.strip() for name in spec.split(",") if name.strip()]
     if not asked:
-        raise UsageError(f"--targets: no module names in {spec!r}; use e.g. q_proj,v_proj")
+        raise ParameterError("targets", f"has no module names in {spec!r}; use e.g. q_proj,v_proj")
     for name in asked:
         if name not in names:
             head = " (the output head is never a target: all-linear leaves it out, as PEFT does)"
-            raise UsageError(
-                f"--targets: {name!r} is not a linear of a {shape.model_type} block; use "
-                f"{', '.join(names)} or all-linear{head if name == 'lm_head' else ''}"
+            raise ParameterError(
+                "targets",
+                f"{name!r} is not a linear of a {shape.model_type} block; use "
+                f"{', '.join(names)} or all-linear{head if name == 'lm_head' else ''}",
             )
     chosen = tuple(name for name in names if name in asked)
     return chosen, ",".join(chosen)
@@ -142,9 +140,11 @@ def _quant_of_stored(shape: ModelShape, method: str, quant: Quant | None) -> Qua
             "config"
         )
     if quant is not None and (quant == "int8") != (expected == "int8"):
-        raise UsageError(
-            f"--quant {quant}: {source} stores the linears in bitsandbytes {stored}; use "
-            f"--quant {expected} or leave it out"
+        raise ParameterError(
+            "quant",
+            f"{quant}: {source} stores the linears in bitsandbytes {stored}; use "
+            f"{{quant}} {expected} or leave it out",
+            refs=["quant"],
         )
     return quant if quant is not None else expected  # type: ignore[return-value]
 
@@ -169,33 +169,34 @@ def resolve_options(
     export: Export | None = None,
 ) -> Options:
     """Check every option against the method and the model, and fill in the defaults."""
-    _choice(method, Method, "--method")
-    _choice(optimizer, Optimizer, "--optimizer")
-    _choice(precision, Precision, "--precision")
-    _choice(attention, Attention, "--attention")
+    _choice(method, Method, "method")
+    _choice(optimizer, Optimizer, "optimizer")
+    _choice(precision, Precision, "precision")
+    _choice(attention, Attention, "attention")
     if method == "full":
-        for given, option in ((r, "--r"), (targets, "--targets"), (export, "--export")):
+        for given, parameter in ((r, "r"), (targets, "targets"), (export, "export")):
             if given is not None:
-                raise UsageError(
-                    f"{option} applies to lora and qlora; full fine-tuning trains (and saves) "
-                    "the weights themselves"
+                raise ParameterError(
+                    parameter,
+                    "applies to lora and qlora; full fine-tuning trains (and saves) "
+                    "the weights themselves",
                 )
     if method != "qlora":
-        for given, option in ((quant, "--quant"), (kbit_prep, "--kbit-prep")):
+        for given, parameter in ((quant, "quant"), (kbit_prep, "kbit_prep")):
             if given is not None:
-                raise UsageError(
-                    f"{option} applies to qlora only; {method} keeps the base at --precision"
+                raise ParameterError(
+                    parameter, f"applies to qlora only; {method} keeps the base at its precision"
                 )
     if quant is not None:
-        _choice(quant, Quant, "--quant")
+        _choice(quant, Quant, "quant")
     quant = _quant_of_stored(shape, method, quant)
     if export is not None:
-        _choice(export, Export, "--export")
-    rank = 0 if method == "full" else _at_least_one(DEFAULT_RANK if r is None else r, "--r")
+        _choice(export, Export, "export")
+    rank = 0 if method == "full" else params.positive(DEFAULT_RANK if r is None else r, "r")
     chosen, spec = ((), "") if method == "full" else resolve_targets(shape, targets)
     qlora = method == "qlora"
     prepared = (True if kbit_prep is None else kbit_prep) if qlora else False
-    seq_len = _at_least_one(seq_len, "--seq-len")
+    seq_len = params.positive(seq_len, "seq_len", "tokens")
     return Options(
         method=method,
         r=rank,
@@ -204,14 +205,16 @@ def resolve_options(
         quant=(quant or "nf4-dq") if qlora else None,
         kbit_prep=prepared,
         seq_len=seq_len,
-        batch=_at_least_one(batch, "--batch"),
+        batch=params.positive(batch, "batch", "sequences"),
         # prepare_model_for_kbit_training turns gradient checkpointing on by default.
         grad_checkpointing=prepared if grad_checkpointing is None else grad_checkpointing,
         optimizer=optimizer,
         precision=precision,
         attention=attention,
-        gpus=_at_least_one(gpus, "--gpus"),
-        eval_batch=_at_least_one(eval_batch, "--eval-batch"),
-        eval_tokens=_at_least_one(seq_len if eval_tokens is None else eval_tokens, "--eval-tokens"),
+        gpus=params.positive(gpus, "gpus", "GPUs"),
+        eval_batch=params.positive(eval_batch, "eval_batch", "sequences"),
+        eval_tokens=params.positive(
+            seq_len if eval_tokens is None else eval_tokens, "eval_tokens", "tokens"
+        ),
         export=None if method == "full" else (export or "merge"),
     )

@@ -113,7 +113,7 @@ def _way_down(phase: str, options: Options, size: int, replan: Replan) -> str | 
         if _fits(replan(**change), size):
             return advice
     batch = _largest_fitting(options.batch, size, replan, "batch")
-    return None if batch is None else f"train with --batch {batch} (and gradient accumulation)"
+    return None if batch is None else f"train with --batch-size {batch} (and gradient accumulation)"
 
 
 def recommend(phases: Mapping[str, int], options: Options, replan: Replan) -> Recommendation:
@@ -161,5 +161,5 @@ def recommend(phases: Mapping[str, int], options: Options, replan: Replan) -> Re
         needs_gb,
         f"the {phase} phase does not fit even when sharded over {MAX_GPUS} GPUs: what "
         "sharding cannot split (activations, logits, the KV cache) exceeds one GPU; "
-        "lower --batch, --seq-len or --eval-batch, or turn on --grad-checkpointing",
+        "lower --batch-size, --seq-len or --eval-batch, or turn on --grad-checkpointing",
     )

@@ -12,7 +12,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalkit.errors import UsageError
+from evalkit import params
+from evalkit.errors import ParameterError
 from evalkit.plan.campaign import (
     Measured,
     bound_campaign,
@@ -66,12 +67,14 @@ class TimeRequest:
 
 def _tokens(request: TimeRequest) -> TrainTokens:
     if (request.train_tokens is None) == (request.tokens_report is None):
-        raise UsageError(
-            "time: give the tokens of an epoch with --train-tokens N or --tokens-report FILE "
-            "(one of them)"
+        raise ParameterError(
+            "train_tokens",
+            "N or {tokens_report} FILE gives the tokens of an epoch, for the time: "
+            "give one of them",
+            refs=["tokens_report"],
         )
     if request.tokens_split is not None and request.tokens_report is None:
-        raise UsageError("--tokens-split applies to --tokens-report")
+        raise ParameterError("tokens_split", "applies to {tokens_report}", refs=["tokens_report"])
     if request.train_tokens is not None:
         return from_count(request.train_tokens)
     return from_report(Path(request.tokens_report or ""), request.tokens_split)
@@ -81,7 +84,7 @@ def _epochs(epochs: float) -> float:
     if isinstance(epochs, bool) or not (
         isinstance(epochs, float | int) and math.isfinite(epochs) and epochs > 0
     ):
-        raise UsageError(f"--epochs: must be a positive number, got {epochs!r}")
+        raise ParameterError("epochs", f"must be a positive number, got {epochs!r}")
     return float(epochs)
 
 
@@ -111,10 +114,11 @@ def _differences(measured: Measured, options: Options) -> list[str]:
 
 def _check_same_model(measured: Measured, config_sha256: str, config_path: str) -> None:
     if measured.config_sha256 != config_sha256:
-        raise UsageError(
-            f"--measured {measured.rates.path}: measured {measured.config_path}, a different "
+        raise ParameterError(
+            "measured",
+            f"{measured.rates.path}: measured {measured.config_path}, a different "
             f"model config than {config_path} (sha256 differs): its rates are another model's; "
-            "run evalkit smoke on this model"
+            "run evalkit smoke on this model",
         )
 
 
@@ -156,19 +160,27 @@ def _gpu_time(
 def _campaign_inputs(request: TimeRequest, work: EvalWork | None) -> CampaignInputs | None:
     asked = request.runs is not None or request.window is not None or request.measured
     if not asked:
-        for value, option in ((request.recovery, "--recovery"),
-                              (request.price_per_hour, "--price-per-hour")):  # fmt: skip
+        for value, parameter in ((request.recovery, "recovery"),
+                                 (request.price_per_hour, "price_per_hour")):  # fmt: skip
             if value:
-                raise UsageError(f"{option} applies to a campaign: give --runs K --window 7d")
+                raise ParameterError(
+                    parameter,
+                    "applies to a campaign: give {runs} K {window} 7d",
+                    refs=["runs", "window"],
+                )
         return None
     if request.runs is None or request.window is None:
-        raise UsageError("a campaign needs both --runs K and --window (e.g. 7d)")
-    if isinstance(request.runs, bool) or not isinstance(request.runs, int) or request.runs < 1:
-        raise UsageError(f"--runs: must be a positive integer, got {request.runs!r}")
+        raise ParameterError(
+            "runs" if request.runs is None else "window",
+            "is needed: a campaign needs both {runs} K and {window} (e.g. 7d)",
+            refs=["runs", "window"],
+        )
+    params.positive(request.runs, "runs")
     if work is None:
-        raise UsageError(
-            "a campaign evaluates each run and the baseline: give --eval-examples M "
-            "--eval-new-tokens T"
+        raise ParameterError(
+            "eval_examples",
+            "M {eval_new_tokens} T is needed: a campaign evaluates each run and the baseline",
+            refs=["eval_new_tokens"],
         )
     return CampaignInputs(
         runs=request.runs,
@@ -249,9 +261,11 @@ def plan_time(
             for time in times.values()
         )
         if inputs.window_hours < fastest:
-            raise UsageError(
-                f"--window: {inputs.window_hours:g} h is shorter than one run on any card of the "
-                f"table (at least {fastest:.3g} h of training and evaluation); rent a longer window"
+            raise ParameterError(
+                "window",
+                f"{inputs.window_hours:g} h is shorter than one run on any card of the "
+                f"table (at least {fastest:.3g} h of training and evaluation); "
+                "rent a longer window",
             )
     measured_rates = campaign = None
     if request.measured:

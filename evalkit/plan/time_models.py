@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from evalkit.persisted import Persisted
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class FlopTerm(_Model):

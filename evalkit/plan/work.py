@@ -16,7 +16,7 @@ always hold the total, so:
   have at least that many tokens; the maximum is one example. Summing each
   tier at its floor bounds the total from below (usually about half of it).
 
-With ``--max-seq-length`` in the report, sequences longer than the limit are
+With ``--seq-len`` in the report, sequences longer than the limit are
 cut to it, so the ``over_limit`` examples can lose at most ``max − limit``
 tokens each: that much is taken off. Supervised tokens are reported beside
 the total; the FLOPs are per token processed, supervised or not (the model
@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import MalformedFile, UsageError
+from evalkit import params
+from evalkit.errors import MalformedFile, ParameterError
 
 RATIO_HALF_STEP = 5e-7  # supervised_ratio is rounded to 6 digits
 
@@ -59,7 +60,7 @@ class EvalWork:
 def from_count(tokens: int) -> TrainTokens:
     """``--train-tokens N``: as given."""
     if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1:
-        raise UsageError(f"--train-tokens: must be a positive number of tokens, got {tokens!r}")
+        raise ParameterError("train_tokens", f"must be a positive number of tokens, got {tokens!r}")
     return TrainTokens(tokens, None, True, "--train-tokens", "as given")
 
 
@@ -92,13 +93,15 @@ def _split(report: dict[str, Any], path: Path, split: str | None) -> tuple[str, 
         elif len(splits) == 1:
             split = next(iter(splits))
         else:
-            raise UsageError(
-                f"--tokens-report {path}: splits {', '.join(splits)} and none is 'train'; "
-                "name the training split with --tokens-split"
+            raise ParameterError(
+                "tokens_report",
+                f"{path}: splits {', '.join(splits)} and none is 'train'; "
+                "name the training split with {tokens_split}",
+                refs=["tokens_split"],
             )
     if split not in splits:
-        raise UsageError(
-            f"--tokens-split {split!r}: {path} has splits {', '.join(splits)}; use one of them"
+        raise ParameterError(
+            "tokens_split", f"{split!r}: {path} has splits {', '.join(splits)}; use one of them"
         )
     figures = splits[split]
     if not isinstance(figures, dict):
@@ -132,8 +135,8 @@ def from_report(path: Path, split: str | None = None) -> TrainTokens:
     n = _count(figures, "n")
     tokens = figures.get("tokens")
     if n is None or not isinstance(tokens, dict) or not isinstance(tokens.get("total"), dict):
-        raise UsageError(
-            f"--tokens-report {path}: split {name!r} has no tokens (n = {figures.get('n')!r})"
+        raise ParameterError(
+            "tokens_report", f"{path}: split {name!r} has no tokens (n = {figures.get('n')!r})"
         )
     quantiles: dict[str, Any] = tokens["total"]
     raw_ratio = figures.get("supervised_ratio")
@@ -162,7 +165,7 @@ def from_report(path: Path, split: str | None = None) -> TrainTokens:
         cut = int(truncation["over_limit"]) * max(0, int(quantiles["max"]) - limit)
         total = max(n, total - cut)
         how += (
-            f"; less at most {cut:,} cut by --max-seq-length {limit} "
+            f"; less at most {cut:,} cut by --seq-len {limit} "
             f"({truncation['over_limit']} examples over it)"
         )
         exact = False
@@ -178,15 +181,18 @@ def eval_work(
     if examples is None and new_tokens is None:
         return None
     if examples is None or new_tokens is None:
-        given = "--eval-examples" if examples is not None else "--eval-new-tokens"
-        missing = "--eval-new-tokens" if examples is not None else "--eval-examples"
-        raise UsageError(f"{given} needs {missing} too: the evaluation's work is both")
-    for value, option in ((examples, "--eval-examples"), (new_tokens, "--eval-new-tokens")):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{option}: must be a positive integer, got {value!r}")
+        given = "eval_examples" if examples is not None else "eval_new_tokens"
+        missing = "eval_new_tokens" if examples is not None else "eval_examples"
+        raise ParameterError(
+            given, f"needs {{{missing}}} too: the evaluation's work is both", refs=[missing]
+        )
+    params.positive(examples, "eval_examples")
+    params.positive(new_tokens, "eval_new_tokens")
     if new_tokens >= eval_tokens:
-        raise UsageError(
-            f"--eval-new-tokens {new_tokens}: --eval-tokens {eval_tokens} is the prompt plus the "
-            "new tokens, so it must be larger; raise --eval-tokens"
+        raise ParameterError(
+            "eval_new_tokens",
+            f"{new_tokens}: {{eval_tokens}} {eval_tokens} is the prompt plus the "
+            "new tokens, so it must be larger; raise {eval_tokens}",
+            refs=["eval_tokens"],
         )
     return EvalWork(examples, eval_tokens - new_tokens, new_tokens, batch)

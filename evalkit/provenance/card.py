@@ -32,6 +32,7 @@ from evalkit.provenance.base_checks import (
 )
 from evalkit.provenance.folder_files import hash_files, tokenizer_info, training_settings
 from evalkit.provenance.models import (
+    CARD_FORMAT,
     AdapterCard,
     BaseInfo,
     FullTensor,
@@ -313,11 +314,18 @@ def load_card(path: str | os.PathLike[str]) -> AdapterCard:
             "(pass an adapter folder with --adapter)"
         )
     if not file.is_file():
-        raise NotAnAdapter(f"{file}: no such file; write one with evalkit card ADAPTER_DIR --out")
+        raise NotAnAdapter(
+            f"{file}: no such file; write one with evalkit card ADAPTER_DIR --json card.json"
+        )
     try:
         raw = read_json_file(file)
     except MalformedFile as error:
         raise MalformedFile(f"{error.message}; write the card again with evalkit card") from error
+    if not isinstance(raw, dict):
+        raise MalformedFile(
+            f"{file}: expected a JSON object; write the card again with evalkit card"
+        )
+    raw = CARD_FORMAT.upgrade(raw, file, "write the card again with evalkit card")
     try:
         return AdapterCard.model_validate(raw)
     except ValidationError as error:

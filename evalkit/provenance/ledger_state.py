@@ -24,10 +24,11 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import Field
 
 from evalkit._version import __version__
 from evalkit.errors import MalformedFile, UnreadableFile
+from evalkit.persisted import Persisted
 from evalkit.provenance.ledger import LEDGER_NAME, look_key
 from evalkit.provenance.ledger_head import head_path
 from evalkit.provenance.ledger_read import LedgerScan, scan_ledger
@@ -49,8 +50,8 @@ def selection_bias_se(looks: int) -> float:
     return SELECTION_BIAS_PER_SQRT_LOOK * math.sqrt(looks) if looks >= REUSED_FROM else 0.0
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class ContractSeen(_Model):
@@ -87,7 +88,7 @@ class GoldState(_Model):
     """Worst-case selection bias of its figures in standard errors (0.45·√looks; 0 below 2)."""
     last_time: str | None
     """Time of the last line."""
-    same_rows: list[str] = []
+    same_rows: list[str] = Field(default_factory=list)
     """Other gold files (sha256) with the same ids and gold values, whose looks count here."""
 
 

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from evalkit.persisted import Persisted
+from evalkit.versions import FileFormat
 
 CARD_VERSION = 1
+CARD_FORMAT = FileFormat("adapter card", CARD_VERSION, key="card_version")
 
 Severity = Literal["error", "warning"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class BaseInfo(_Model):

@@ -8,8 +8,7 @@ process starts without loading what it does not use.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from evalkit._lazy import lazy_exports
 
 _EXPORTS = {
     "ScoreResult": "evalkit.scoring.result",
@@ -20,10 +19,5 @@ _EXPORTS = {
     "write_score": "evalkit.scoring.write",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'evalkit.scoring' has no attribute {name!r}")
+# Not cached: a name may also be a submodule's (rescore), rebound on import.
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS, cache=False)

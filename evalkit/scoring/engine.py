@@ -147,7 +147,7 @@ def _require_a_match(
     if unknown_ids == predictions.height:
         raise InvalidTable(
             f"{pred_path}: none of its {predictions.height:,} ids is an id of {gold_path} "
-            f"(e.g. {example!r} here, {gold['id'][0]!r} there); check --id-col and that "
+            f"(e.g. {example!r} here, {gold['id'][0]!r} there); check --id and that "
             "these predictions are for this gold file"
         )
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit import jsonl
-from evalkit.errors import MalformedFile, UnknownColumn, UnreadableFile, UsageError
+from evalkit.errors import MalformedFile, ParameterError, UnknownColumn, UnreadableFile, UsageError
 from evalkit.io import sha256_file, sha256_input
 from evalkit.scoring.harness import json_array, read_lm_eval, read_openai_batch
 from evalkit.scoring.prediction_source import (
@@ -389,9 +389,15 @@ def read_predictions(
     if fmt == "hf" and loaded is not None:
         raise UsageError(f"{source}: a pipe cannot hold a Hugging Face dataset folder")
     if fmt in ("openai-batch", "lm-eval") and output_col is not None:
-        raise UsageError(f"--output-col does not apply to --pred-format {fmt}")
+        raise ParameterError(
+            "output_col", f"does not apply to {{pred_format}} {fmt}", refs=["pred_format"]
+        )
     if fmt == "openai-batch" and id_col not in (None, "custom_id"):
-        raise UsageError("--id-col does not apply to --pred-format openai-batch (custom_id is)")
+        raise ParameterError(
+            "id_col",
+            "does not apply to {pred_format} openai-batch (custom_id is)",
+            refs=["pred_format"],
+        )
     output = output_col or DEFAULT_OUTPUT_COLUMN
     if fmt == "lm-eval":
         id_col = id_col or f"doc.{default_id}"

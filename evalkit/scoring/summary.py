@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from evalkit.persisted import Persisted
 from evalkit.table_input import source_field
+from evalkit.versions import FileFormat
 
 FORMAT_VERSION = 1
+SUMMARY_FORMAT = FileFormat("score summary", FORMAT_VERSION)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class Evaluator(_Model):
@@ -98,9 +101,9 @@ class PredictionsInfo(_Model):
     request_errors: int
     """Records whose request failed (OpenAI Batch), scored as ``missing``."""
     id_col: str | None = None
-    """``--id-col`` as given (null: the default), so the outputs can be read again."""
+    """The id column as given (null: the default), so the outputs can be read again."""
     output_col: str | None = None
-    """``--output-col`` as given (null: the default), so the outputs can be read again."""
+    """The output column as given (null: the default), so the outputs can be read again."""
 
 
 class Rates(_Model):

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Literal, SupportsIndex
 import numpy as np
 import polars as pl
 
+from evalkit import params
 from evalkit._version import __version__
-from evalkit.errors import InfeasibleSplit, UsageError
+from evalkit.errors import InfeasibleSplit, ParameterError, UsageError
 from evalkit.io import TableFormat, sha256_file
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
@@ -181,7 +182,7 @@ def split(
     )
     _check_options(options)
     if ray is not None and engine != "ray":
-        raise UsageError("--ray-address needs --engine ray")
+        raise ParameterError("ray", "needs {engine} ray", refs=["engine"])
     given = read_input(data, name="data", ids=[id_column] if id_column else ())
     frame, path, source = given.frame, given.path, given.label
     loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
@@ -190,9 +191,11 @@ def split(
     )
     chat = _read_chat(frame, text_columns, source, path, system, tools) if text_columns else None
     if chat is not None and roles is not None and not chat.is_conversation:
-        raise UsageError(
-            f"--roles {','.join(compared_roles)}: --text {' '.join(text_columns)} holds plain "
-            "text, not conversations; --roles chooses the conversation turns compared"
+        raise ParameterError(
+            "roles",
+            f"{','.join(compared_roles)}: {{text}} {' '.join(text_columns)} holds plain "
+            "text, not conversations; {roles} chooses the conversation turns compared",
+            refs=["text", "roles"],
         )
     lengths = row_lengths(chat, loaded_tokenizer, source) if chat is not None else None
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
@@ -267,8 +270,8 @@ def _text_columns(text: str | Sequence[str] | None) -> list[str]:
         return []
     columns = [text] if isinstance(text, str) else list(text)
     if len(columns) > 2:
-        raise UsageError(
-            f"--text: give one column, or two (prompt and completion); got {len(columns)}"
+        raise ParameterError(
+            "text", f"must name one column, or two (prompt and completion); got {len(columns)}"
         )
     return columns
 
@@ -314,28 +317,30 @@ def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
 def _check_options(options: SplitOptions) -> None:
     """Option values and combinations, checked before any data is read."""
     check_names(options.names)
-    if options.seed < 0:
-        raise UsageError(f"--seed: must be >= 0, got {options.seed}")
-    if options.tolerance is not None and options.tolerance < 0:
-        raise UsageError(f"--tolerance: must be >= 0 items, got {options.tolerance}")
-    if options.near_dup is not None and not 0.0 < options.near_dup <= 1.0:
-        raise UsageError(f"--near-dup: a Jaccard threshold in (0, 1], got {options.near_dup}")
-    if options.near_dup is not None and options.text is None:
-        raise UsageError("--near-dup needs --text COL: the column whose texts are compared")
-    if options.tokenizer is not None and options.text is None:
-        raise UsageError("--tokenizer needs --text COL: the column whose tokens are counted")
-    if options.engine not in ("local", "ray"):
-        raise UsageError(f"--engine: local or ray, got {options.engine!r}")
-    if options.engine == "ray" and options.near_dup is None:
-        raise UsageError(
-            "--engine ray runs the --near-dup search on Ray: give --near-dup T (a split "
-            "without it needs no cluster)"
-        )
-    if options.roles is not None and options.text is None:
-        raise UsageError("--roles needs --text COL: a conversation column whose turns are compared")
-    for option, value in (("--system", options.system), ("--tools", options.tools)):
+    params.seed(options.seed)
+    if options.tolerance is not None:
+        params.at_least(options.tolerance, 0, "tolerance", "items")
+    if options.near_dup is not None:
+        params.near_dup(options.near_dup)
+    needs_text = (
+        ("near_dup", options.near_dup, "the column whose texts are compared"),
+        ("tokenizer", options.tokenizer, "the column whose tokens are counted"),
+        ("roles", options.roles, "a conversation column whose turns are compared"),
+        ("system", options.system, "the conversation column it goes with"),
+        ("tools", options.tools, "the conversation column it goes with"),
+    )
+    for parameter, value, why in needs_text:
         if value is not None and options.text is None:
-            raise UsageError(f"{option} needs --text COL: the conversation column it goes with")
+            raise ParameterError(parameter, f"needs {{text}} COL: {why}", refs=["text"])
+    if options.engine not in ("local", "ray"):
+        raise ParameterError("engine", f"must be local or ray, got {options.engine!r}")
+    if options.engine == "ray" and options.near_dup is None:
+        raise ParameterError(
+            "engine",
+            "ray runs the {near_dup} search on Ray: give {near_dup} T (a split "
+            "without it needs no cluster)",
+            refs=["near_dup"],
+        )
 
 
 @dataclass(frozen=True)

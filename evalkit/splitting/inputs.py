@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from evalkit.errors import InvalidTable, UsageError
+from evalkit.errors import InvalidTable, ParameterError
 from evalkit.io import require_columns
 from evalkit.splitting.state import IntArray
 
@@ -31,15 +31,16 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 def check_names(names: Sequence[str]) -> None:
     """Split names must be distinct, usable as file names, and not reserved."""
     if len(names) < 2:
-        raise UsageError(f"--names: need at least two splits, got {list(names)!r}")
+        raise ParameterError("names", f"must name at least two splits, got {list(names)!r}")
     for name in names:
         if not _NAME.match(name) or name in RESERVED_NAMES:
-            raise UsageError(
-                f"--names: {name!r} cannot name a split; use letters, digits, '_', '-', '.' "
-                f"(and not {sorted(RESERVED_NAMES)})"
+            raise ParameterError(
+                "names",
+                f"{name!r} cannot name a split; use letters, digits, '_', '-', '.' "
+                f"(and not {sorted(RESERVED_NAMES)})",
             )
     if len(set(names)) != len(names):
-        raise UsageError(f"--names: split names must be distinct, got {list(names)!r}")
+        raise ParameterError("names", f"must be distinct, got {list(names)!r}")
 
 
 def resolve_targets(
@@ -51,34 +52,42 @@ def resolve_targets(
 ) -> IntArray:
     """Items per split from ``sizes`` or ``ratios`` (largest-remainder rounding)."""
     if (sizes is None) == (ratios is None):
-        raise UsageError(
-            "give exactly one of --sizes (e.g. 840,180,180) or --ratios (0.7,0.15,0.15)"
+        raise ParameterError(
+            "sizes",
+            "(e.g. 840,180,180) or {ratios} (0.7,0.15,0.15): give exactly one of them",
+            refs=["ratios"],
         )
     values: Sequence[float] = sizes if sizes is not None else ratios  # type: ignore[assignment]
-    option = "--sizes" if sizes is not None else "--ratios"
+    parameter = "sizes" if sizes is not None else "ratios"
     if len(values) != len(names):
-        raise UsageError(
-            f"{option}: {len(values)} values for {len(names)} splits {list(names)!r}; "
-            "give one per split (or change --names)"
+        raise ParameterError(
+            parameter,
+            f"has {len(values)} values for {len(names)} splits {list(names)!r}; "
+            "give one per split (or change {names})",
+            refs=["names"],
         )
     if sizes is not None:
         if any(size < 0 for size in sizes):
-            raise UsageError(f"--sizes: sizes cannot be negative, got {list(sizes)!r}")
+            raise ParameterError("sizes", f"cannot be negative, got {list(sizes)!r}")
         total = sum(sizes)
         if total > n_items:
-            raise UsageError(
-                f"--sizes: {','.join(map(str, sizes))} add up to {total} items but {source} "
-                f"has only {n_items}; lower the sizes or use --ratios"
+            raise ParameterError(
+                "sizes",
+                f"{','.join(map(str, sizes))} add up to {total} items but {source} "
+                f"has only {n_items}; lower the sizes or use {{ratios}}",
+                refs=["ratios"],
             )
         return np.asarray(sizes, dtype=np.int64)
     assert ratios is not None
     if any(not math.isfinite(r) or r < 0 for r in ratios):
-        raise UsageError(f"--ratios: ratios must be finite and >= 0, got {list(ratios)!r}")
+        raise ParameterError("ratios", f"must be finite and >= 0, got {list(ratios)!r}")
     total_ratio = math.fsum(ratios)
     if abs(total_ratio - 1.0) > 1e-6:
-        raise UsageError(
-            f"--ratios: {','.join(map(str, ratios))} sum to {total_ratio:g}, not 1; "
-            "give shares like 0.7,0.15,0.15 (or item counts with --sizes)"
+        raise ParameterError(
+            "ratios",
+            f"{','.join(map(str, ratios))} sum to {total_ratio:g}, not 1; "
+            "give shares like 0.7,0.15,0.15 (or item counts with {sizes})",
+            refs=["sizes"],
         )
     exact = np.asarray(ratios, dtype=np.float64) * n_items
     targets = np.floor(exact).astype(np.int64)
@@ -104,7 +113,7 @@ def check_table(
     report words the error (so the messages are pandera's findings, as always).
     """
     if not group:
-        raise UsageError("--group: give at least one group column")
+        raise ParameterError("group", "must name at least one group column")
     named = [*group, *(c for c in (id_column, stratify) if c is not None), *text]
     require_columns(frame, named, source)
     if frame.height == 0:

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalkit.leakage.models import WithinSplit
+from evalkit.persisted import Persisted
 from evalkit.splitting.record import MANIFEST_FORMAT_VERSION
 from evalkit.table_input import source_field
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class InputInfo(_Model):

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.errors import UsageError
+from evalkit import params
+from evalkit.errors import ParameterError
 from evalkit.table_input import FRAME_SOURCE
 from evalkit.tokens.checks import (
     Context,
@@ -77,18 +78,15 @@ class TokensResult:
 
 def _check_options(text: Sequence[str], max_seq_length: int | None, sample: int, seed: int) -> None:
     if not 1 <= len(text) <= 3:
-        raise UsageError(
-            "--text: give one column, two (prompt and completion) or three (Alpaca's "
-            f"instruction, input and output); got {len(text)}"
+        raise ParameterError(
+            "text",
+            "must name one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(text)}",
         )
-    if max_seq_length is not None and max_seq_length <= 0:
-        raise UsageError(
-            f"--max-seq-length: must be a positive number of tokens, got {max_seq_length}"
-        )
-    if sample < 0:
-        raise UsageError(f"--sample: must be >= 0 examples per split, got {sample}")
-    if seed < 0:
-        raise UsageError(f"--seed: must be >= 0, got {seed}")
+    if max_seq_length is not None:
+        params.positive(max_seq_length, "max_seq_length", "tokens")
+    params.at_least(sample, 0, "sample", "examples per split")
+    params.seed(seed)
 
 
 def _tokenizer_info(tokenizer: Any, folder: Path, stops: list[int]) -> TokenizerInfo:

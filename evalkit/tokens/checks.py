@@ -269,10 +269,10 @@ def empty_mask_check(context: Context, splits: Sequence[Measured]) -> CheckResul
 
 
 def truncation_check(context: Context, splits: Sequence[Measured]) -> CheckResult:
-    """``truncation``: --max-seq-length cuts answers (fail) or only prompts (warn)."""
+    """``truncation``: --seq-len cuts answers (fail) or only prompts (warn)."""
     limit = context.max_seq_length
     if limit is None:
-        return skipped("truncation", splits, "no --max-seq-length given")
+        return skipped("truncation", splits, "no --seq-len given")
     lost = []
     for split in splits:
         figures = split.figures

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalkit._version import __version__
+from evalkit.persisted import Persisted
 from evalkit.table_input import source_field
 
 TOKENS_FORMAT_VERSION = 1
@@ -42,8 +43,8 @@ Encode = Literal["template", "text"]
 TruncationMode = Literal["keep_start", "keep_end"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Model(Persisted):
+    """The models of this file, on the one persisted base."""
 
 
 class TokenizerInfo(_Model):
@@ -110,7 +111,7 @@ class TokenCounts(_Model):
 
 
 class Truncation(_Model):
-    """What --max-seq-length does to a split."""
+    """What the length limit (``max_seq_length``) does to a split."""
 
     max_seq_length: int = Field(description="The limit.")
     over_limit: int = Field(description="Examples longer than the limit.")
@@ -171,7 +172,9 @@ class SplitTokens(_Model):
     arguments: ArgumentsHanded | None = Field(
         description="How those calls' arguments reached the chat template; null for text data.",
     )
-    truncation: Truncation | None = Field(description="Null without --max-seq-length.")
+    truncation: Truncation | None = Field(
+        description="Null without a length limit (max_seq_length)."
+    )
 
 
 class ExampleRef(_Model):

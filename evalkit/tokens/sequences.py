@@ -173,7 +173,7 @@ def choose_sequences(
         raise UsageError(
             f"{data.split.path or 'data frame'}: {every} keeps a supervised token "
             f"(loss: {data.loss}) within the first {seq_len} tokens; raise --seq-len "
-            f"(evalkit tokens --max-seq-length {seq_len} shows the truncation)"
+            f"(evalkit tokens --seq-len {seq_len} shows the truncation)"
         )
     chosen = [usable[index % len(usable)] for index in range(wanted)]
     return Chosen(chosen, skipped)

@@ -5,7 +5,7 @@ self-contained file, no script, byte-identical for the same inputs. Each
 sampled example shows its training sequence and its inference prompt side
 by side, one box per token with its id under it: supervised tokens have a
 tinted box *and* a thick underline, special tokens are bold and purple,
-tokens beyond --max-seq-length are struck through, and the first token
+tokens beyond --seq-len are struck through, and the first token
 where the prompt leaves the training sequence is outlined in both columns
 (a meaning never rests on colour alone). Whitespace is drawn (``·`` space,
 ``↵`` newline, ``→`` tab).
@@ -182,7 +182,7 @@ def render_tokens_html(report: TokensReport, samples: Sequence[Sample]) -> str:
         element("span", "supervised", element("sub", "id"), class_="tok sup"),
         element("span", "not supervised", element("sub", "id"), class_="tok"),
         element("span", "special", element("sub", "id"), class_="tok spc"),
-        element("span", "beyond --max-seq-length", element("sub", "id"), class_="tok cut"),
+        element("span", "beyond --seq-len", element("sub", "id"), class_="tok cut"),
         element("span", "first divergence", element("sub", "id"), class_="tok div"),
         " · space, ↵ newline, → tab",
         class_="legend",

@@ -1,0 +1,235 @@
+"""The one vocabulary of the command line: shared options, deprecated spellings, outputs.
+
+Every concept has one spelling on every command (``--id``, ``--seq-len``,
+``--batch-size``, ``--json FILE``, ``-q/--quiet``, ``--seed``);
+``tests/test_cli_vocabulary.py`` walks every command's options and fails on a
+concept spelled two ways. An older spelling stays accepted as a *deprecated
+alias*: it is not in the option list, the ``--help`` epilog names it, and
+using it prints one line on stderr. :class:`Command` does that by rewriting
+the alias to the current spelling before click parses the line, so an alias
+means exactly what the option means (same type, same checks, same errors).
+
+``-q/--quiet`` has one meaning everywhere: print only errors (and warnings)
+on stderr and the path of what was written on stdout; no summary, no
+progress. ``--json -`` writes the JSON report to stdout, and then everything
+else a command prints goes to stderr, so the output can be piped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from evalkit import params
+from evalkit.errors import ParameterError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STDOUT = Path("-")
+QUIET_HELP = "Print only errors and the path of what was written: no summary, no progress."
+
+
+class Command(click.Command):
+    """A click command whose options may keep deprecated spellings (``aliases``).
+
+    ``aliases`` maps an old spelling to the option's current one, e.g.
+    ``{"--batch": "--batch-size"}``. The epilog of ``--help`` lists them.
+    """
+
+    def __init__(self, *args: Any, aliases: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.aliases: dict[str, str] = dict(aliases or {})
+        if self.aliases:
+            listed = ", ".join(f"{old} (use {new})" for old, new in self.aliases.items())
+            note = f"Deprecated spellings, still accepted with a note on stderr: {listed}."
+            self.epilog = f"{self.epilog}\n\n{note}" if self.epilog else note
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if self.aliases:
+            args = _rewrite_aliases(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ParameterError as error:
+            raise error.naming(lambda name: flag_of(self, name) or name) from None
+
+
+def flag_of(command: click.Command, parameter: str) -> str | None:
+    """The flag that sets the library's ``parameter`` (None: no option of ``command`` does).
+
+    The one place where a parameter's name becomes a flag: an option's
+    Python name is the parameter it is passed to (``--seq-len`` ->
+    ``max_seq_length``), so the option list itself is the table.
+    """
+    options = [param for param in command.params if isinstance(param, click.Option)]
+    for option in options:
+        if option.name == parameter:
+            longs = [opt for opt in option.opts if opt.startswith("--")]
+            return (longs or option.opts)[0]
+    for option in options:  # an option whose Python name differs (--format -> fmt)
+        for opt in option.opts:
+            if opt.startswith("--") and opt[2:].replace("-", "_") == parameter:
+                return opt
+    return None
+
+
+class Checked(click.ParamType):
+    """A click type that runs a library check (:mod:`evalkit.params`) on the value.
+
+    The check is the library's own, so a command refuses a value with the
+    words the library uses, naming the flag, before anything is read.
+    """
+
+    def __init__(self, base: click.ParamType, check: Callable[[Any], Any]) -> None:
+        self.base = base
+        self.check = check
+        self.name = base.name
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        value = self.base.convert(value, param, ctx)
+        try:
+            return self.check(value)
+        except ParameterError as error:
+            self.fail(error.problem_text, param, ctx)
+
+
+def _takes_value(command: click.Command, ctx: click.Context) -> set[str]:
+    """The option spellings of ``command`` that consume the next word as their value."""
+    names: set[str] = set()
+    for param in command.get_params(ctx):
+        if isinstance(param, click.Option) and not param.is_flag and not param.count:
+            names.update(param.opts)
+    return names
+
+
+def _rewrite_aliases(command: Command, ctx: click.Context, args: list[str]) -> list[str]:
+    """``args`` with every deprecated spelling replaced by its option's current one."""
+    valued = _takes_value(command, ctx)
+    rewritten: list[str] = []
+    used: dict[str, str] = {}
+    given: set[str] = set()
+    skip_next = False
+    for position, word in enumerate(args):
+        if skip_next:
+            rewritten.append(word)
+            skip_next = False
+            continue
+        if word == "--":
+            rewritten += args[position:]
+            break
+        name, equals, value = word.partition("=")
+        if name in command.aliases:
+            new = command.aliases[name]
+            used[name] = new
+            word = f"{new}={value}" if equals else new
+            name = new
+        elif name.startswith("-"):
+            given.add(name)
+        skip_next = name in valued and not equals
+        rewritten.append(word)
+    for old, new in used.items():
+        if new in given:
+            raise click.UsageError(f"give {new} only ({old} is its deprecated spelling)", ctx)
+        click.echo(f"evalkit: warning: {old} is deprecated; use {new}", err=True)
+    return rewritten
+
+
+def quiet_option(function: F) -> F:
+    """``-q/--quiet``, with its one meaning."""
+    return click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)(function)
+
+
+def json_option(help: str) -> Callable[[F], F]:
+    """``--json FILE`` (``-``: stdout) for a command's JSON report."""
+    return click.option(
+        "--json",
+        "json_path",
+        type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
+        metavar="FILE",
+        help=f"{help} (- for stdout).",
+    )
+
+
+def near_dup_option(help: str, *, default: float | None = None) -> Callable[[F], F]:
+    """``--near-dup T``, a Jaccard threshold in (0, 1], checked as the library checks it."""
+    return click.option(
+        "--near-dup",
+        type=Checked(click.FLOAT, params.near_dup),
+        default=default,
+        show_default=default is not None,
+        metavar="T",
+        help=help,
+    )
+
+
+def seed_option(help: str, *, default: int | None = 0) -> Callable[[F], F]:
+    """``--seed N``, a whole number >= 0 on every command."""
+    return click.option(
+        "--seed",
+        type=Checked(click.INT, params.seed),
+        default=default,
+        show_default=default is not None,
+        metavar="N",
+        help=help,
+    )
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where a command's words go, given ``--json`` and ``--quiet``.
+
+    The JSON report goes to its file, or to stdout for ``--json -``; then the
+    summary and the paths go to stderr, so that stdout holds the JSON alone.
+    With ``quiet`` the summary is left out and the written paths are printed.
+    """
+
+    json_path: Path | None = None
+    quiet: bool = False
+
+    @property
+    def json_to_stdout(self) -> bool:
+        """Whether ``--json -`` asked for the report on stdout."""
+        return self.json_path == STDOUT
+
+    @property
+    def json_file(self) -> Path | None:
+        """The ``--json`` file to write (None when there is none, or it is stdout)."""
+        return None if self.json_to_stdout else self.json_path
+
+    @property
+    def json_name(self) -> str | None:
+        """How a summary names where the JSON went (None: nowhere)."""
+        if self.json_path is None:
+            return None
+        return "stdout" if self.json_to_stdout else str(self.json_path)
+
+    def write_json(self, text: str | bytes) -> None:
+        """Write the JSON report where ``--json`` says (atomically for a file)."""
+        if self.json_path is None:
+            return
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        if self.json_to_stdout:
+            click.echo(data, nl=False)
+            return
+        from evalkit.io import atomic_write_bytes
+
+        atomic_write_bytes(self.json_path, data)
+
+    def say(self, text: str) -> None:
+        """Print a summary line (not with ``quiet``)."""
+        if not self.quiet:
+            click.echo(text, err=self.json_to_stdout)
+
+    def wrote(self, paths: Iterable[Path | str | None]) -> None:
+        """With ``quiet``: the paths written, one a line (the JSON file included)."""
+        if not self.quiet:
+            return
+        for path in paths:
+            if path is not None and Path(path) != STDOUT:
+                click.echo(str(path), err=self.json_to_stdout)

@@ -1,0 +1,49 @@
+"""Checks of parameter values shared by the library and the command line.
+
+Each check is defined once, here. A library entry calls it on its
+arguments; the command line's options call the same function while click
+parses the line (:func:`evalkit.cli._vocabulary.checked`), so ``--near-dup
+1.5`` is refused before anything is read, with the library's words and the
+flag's name: one definition, one message, whichever way evalkit is called.
+The errors name parameters (``near_dup``), never flags.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+from evalkit.errors import ParameterError
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def seed(value: object, parameter: str = "seed") -> int:
+    """A random seed: a whole number >= 0 (numpy refuses negative seeds)."""
+    if not _is_int(value) or int(value) < 0:  # type: ignore[call-overload]
+        raise ParameterError(parameter, f"must be a whole number >= 0, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def positive(value: object, parameter: str, unit: str = "") -> int:
+    """A whole number >= 1 (a count of steps, tokens, sequences)."""
+    if not _is_int(value) or int(value) < 1:  # type: ignore[call-overload]
+        what = f"a positive number of {unit}" if unit else "a positive integer"
+        raise ParameterError(parameter, f"must be {what}, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def at_least(value: object, minimum: int, parameter: str, unit: str = "") -> int:
+    """A whole number >= ``minimum``."""
+    if not _is_int(value) or int(value) < minimum:  # type: ignore[call-overload]
+        what = f" {unit}" if unit else ""
+        raise ParameterError(parameter, f"must be >= {minimum}{what}, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def near_dup(value: object, parameter: str = "near_dup") -> float:
+    """A Jaccard threshold for near duplicates, in (0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 < float(value) <= 1.0:
+        raise ParameterError(parameter, f"must be a Jaccard threshold in (0, 1], got {value!r}")
+    return float(value)
