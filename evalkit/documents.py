@@ -126,18 +126,18 @@ def json_depth_exceeded(text: str, limit: int = MAX_DEPTH) -> int | None:
     return None
 
 
-def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) != len(pairs):
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _RepeatedKey(key)
+                raise RepeatedKey(key)
             seen.add(key)
     return result
 
 
-class _RepeatedKey(Exception):
+class RepeatedKey(Exception):
     """A key occurs twice in one JSON object (carries the key)."""
 
 
@@ -149,14 +149,14 @@ def parse_json(data: bytes | str, source: str) -> Any:
     """The value of a JSON document: nesting bounded, keys unique, NaN/Infinity refused."""
     text = _text(data, source)
     try:
-        value = json.loads(text, object_pairs_hook=_unique_object, parse_constant=_no_constant)
+        value = json.loads(text, object_pairs_hook=unique_object, parse_constant=_no_constant)
     except RecursionError:  # Python's parser stops at its recursion limit: far too deep
         value = _TOO_DEEP
     except json.JSONDecodeError as error:
         raise DocumentError(
             source, error.lineno, f"not valid JSON ({error.msg} at column {error.colno})"
         ) from error
-    except _RepeatedKey as repeated:
+    except RepeatedKey as repeated:
         line = _line_of_key(text, str(repeated.args[0]))
         raise DocumentError(
             source, line, f"key {repeated.args[0]!r} is given twice; keep one"

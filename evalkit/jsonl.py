@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.documents import MAX_DEPTH, nesting_depth
+from evalkit.documents import MAX_DEPTH, RepeatedKey, nesting_depth, unique_object
 from evalkit.errors import InvalidTable, MalformedFile
 
 if TYPE_CHECKING:
@@ -61,21 +61,6 @@ class _FloatText(float):
         return value
 
 
-class _RepeatedKey(Exception):
-    """A key occurs twice in one JSON object (carries the key)."""
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _RepeatedKey(key)
-            seen.add(key)
-    return result
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -91,11 +76,11 @@ def parse_record(line: bytes | str, where: str, *, lenient_unicode: bool = False
     try:
         value = json.loads(
             line,
-            object_pairs_hook=_unique,
+            object_pairs_hook=unique_object,
             parse_float=_FloatText,
             parse_constant=_no_constant,
         )
-    except _RepeatedKey as repeated:
+    except RepeatedKey as repeated:
         raise MalformedFile(
             f"{where}: key {repeated.args[0]!r} is given twice in one record; keep one"
         ) from None

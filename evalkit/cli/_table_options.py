@@ -1,4 +1,5 @@
-"""The option that picks one split of a Hugging Face DatasetDict folder, defined once."""
+"""Options about the table a command reads, each defined once: the DatasetDict split, and
+the columns that hold a conversation's system prompt and tools."""
 
 from __future__ import annotations
 
@@ -16,6 +17,28 @@ HF_SPLIT_HELP = (
 def hf_split_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """``--hf-split NAME``, in the style of the commands that read one table."""
     return click.option("--hf-split", "hf_split", metavar="NAME", help=HF_SPLIT_HELP)(function)
+
+
+def system_option(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``--system COL``: the column of system prompts (LLaMA-Factory's ``system``)."""
+    return click.option(
+        "--system",
+        metavar="COL",
+        help="Column of system prompts, put first in each conversation that has none "
+        "[default: a column named system, if any].",
+    )(function)
+
+
+def tools_option(use: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--tools COL``: the column of each conversation's tools; ``use`` says what the
+    command does with them."""
+    return click.option(
+        "--tools",
+        "tools",
+        metavar="COL",
+        help="Column of each conversation's tools (a list of function schemas, or its JSON "
+        f"text), {use} [default: a column named tools, if any].",
+    )
 
 
 def one_table(path: Path, hf_split: str | None) -> Path:

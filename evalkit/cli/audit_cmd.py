@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from evalkit.cli._engine_options import engine_options, ray_options
+from evalkit.cli._table_options import system_option, tools_option
 from evalkit.cli._vocabulary import (
     Command,
     Output,
@@ -39,19 +40,8 @@ from evalkit.cli._vocabulary import (
     "arguments), comma-separated [default: user,assistant,tool - every role but system]. "
     "Exit 2 when --text holds plain text.",
 )
-@click.option(
-    "--system",
-    metavar="COL",
-    help="Column of system prompts, put first in each conversation that has none "
-    "[default: a column named system, if any].",
-)
-@click.option(
-    "--tools",
-    "tools",
-    metavar="COL",
-    help="Column of each conversation's tools, checked (a list of function schemas, or its "
-    "JSON text) [default: a column named tools, if any].",
-)
+@system_option
+@tools_option("checked")
 @click.option(
     "--group",
     multiple=True,

@@ -7,7 +7,7 @@ from typing import cast
 
 import click
 
-from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.cli._table_options import hf_split_option, one_table, system_option, tools_option
 from evalkit.cli._vocabulary import Command, Output, quiet_option
 
 
@@ -23,19 +23,8 @@ from evalkit.cli._vocabulary import Command, Output, quiet_option
     "column; twice for prompt-completion (--text prompt --text completion), three times "
     "for Alpaca (--text instruction --text input --text output).",
 )
-@click.option(
-    "--system",
-    metavar="COL",
-    help="Column of system prompts, put first in each conversation that has none "
-    "[default: a column named system, if any].",
-)
-@click.option(
-    "--tools",
-    "tools",
-    metavar="COL",
-    help="Column of each conversation's tools (a list of function schemas, or its JSON "
-    "text), sent as body.tools [default: a column named tools, if any].",
-)
+@system_option
+@tools_option("sent as body.tools")
 @click.option(
     "--out",
     required=True,

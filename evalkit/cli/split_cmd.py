@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from evalkit.cli._engine_options import engine_options, ray_options
-from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.cli._table_options import hf_split_option, one_table, system_option, tools_option
 from evalkit.cli._vocabulary import Command, Output, near_dup_option, quiet_option, seed_option
 
 
@@ -88,19 +88,8 @@ class _NumberList(click.ParamType):
     help="Conversation turns compared by --near-dup (their text and their tool calls' names "
     "and arguments), comma-separated [default: user,assistant,tool - every role but system].",
 )
-@click.option(
-    "--system",
-    metavar="COL",
-    help="Column of system prompts, put first in each conversation that has none "
-    "[default: a column named system, if any].",
-)
-@click.option(
-    "--tools",
-    "tools",
-    metavar="COL",
-    help="Column of each conversation's tools (a list of function schemas, or its JSON text), "
-    "checked and rendered with --tokenizer [default: a column named tools, if any].",
-)
+@system_option
+@tools_option("checked and rendered with --tokenizer")
 @click.option(
     "--format",
     "fmt",

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._table_options import system_option, tools_option
 from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, seed_option
 
 DEFAULT_HTML_SAMPLE = 5
@@ -31,19 +32,8 @@ DEFAULT_HTML_SAMPLE = 5
     help="Conversation or text column; twice for prompt and completion columns, three times "
     "for Alpaca (--text instruction --text input --text output).",
 )
-@click.option(
-    "--system",
-    metavar="COL",
-    help="Column of system prompts, put first in each conversation that has none "
-    "[default: a column named system, if any].",
-)
-@click.option(
-    "--tools",
-    "tools",
-    metavar="COL",
-    help="Column of each conversation's tools (a list of function schemas, or its JSON text), "
-    "passed to the chat template [default: a column named tools, if any].",
-)
+@system_option
+@tools_option("passed to the chat template")
 @click.option("--id", "id_column", metavar="COL", help="Id column naming examples (default: row).")
 @click.option(
     "--seq-len",

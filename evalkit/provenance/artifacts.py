@@ -247,7 +247,8 @@ def tokenizer_sha256(folder: Path, known: Mapping[str, str] | None = None) -> st
     return files_sha256(tokenizer_hashes(folder, known))
 
 
-def _read_text(path: Path) -> str:
+def read_text_file(path: Path) -> str:
+    """A UTF-8 text file's content, or one clear error naming it (never a decode traceback)."""
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
@@ -283,9 +284,9 @@ def chat_templates(folder: Path) -> dict[str, str]:
     templates: dict[str, str] = {}
     jinja = folder / CHAT_TEMPLATE_FILE
     if jinja.is_file():
-        templates["default"] = _read_text(jinja)
+        templates["default"] = read_text_file(jinja)
     for name in named_template_files(folder):
-        templates[PurePosixPath(name).stem] = _read_text(folder / name)
+        templates[PurePosixPath(name).stem] = read_text_file(folder / name)
     if templates:  # template files replace the config's templates, as in transformers
         return templates_of(templates)
     config = folder / TOKENIZER_CONFIG

@@ -41,18 +41,6 @@ def read_json_file(path: Path) -> Any:
     return load_json(path)
 
 
-def read_text_file(path: Path) -> str:
-    """A UTF-8 text file's content, or one clear error naming it (never a decode traceback)."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise MalformedFile(
-            f"{path}: not UTF-8 text (byte {error.start}); save it again as UTF-8"
-        ) from error
-    except OSError as error:
-        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
-
-
 def tokenizer_length(tokenizer_json: Any) -> tuple[int, int | None]:
     """(added tokens, distinct token ids) of a tokenizer.json, as ``len(tokenizer)`` counts."""
     if not isinstance(tokenizer_json, dict):
