@@ -41,6 +41,10 @@ import vendor_tokenizers
 from evalkit.tokens.api import check_tokens
 from evalkit.tokens.load import load_tokenizer
 
+# Four tokenizer families, every example held to transformers: ~40 CPU-s in all, so the
+# edit-test loop (make unit-fast) leaves them to make test.
+pytestmark = pytest.mark.slow
+
 N = 20  # four of each of tool_rows' five shapes
 FAMILIES = ("qwen3", "llama3_2", "own", "own-plain")
 
