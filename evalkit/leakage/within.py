@@ -100,23 +100,43 @@ def summarize(
     for index, name in enumerate(names):
         n, in_exact, in_near = counts.get(index, (0, 0, 0))
         mine = clusters.filter(pl.col("split") == index)
-        top = starts.filter(pl.col("split") == index).head(TOP_OPENINGS)
-        result[name] = {
-            "n": int(n),
-            "exact_share": in_exact / n if n else 0.0,
-            "near_share": (in_near / n if n else 0.0) if near else None,
-            "in_exact_clusters": int(in_exact),
-            "in_near_clusters": int(in_near) if near else None,
-            "n_clusters": mine.height,
-            "clusters": [
-                {"size": int(size), "example_id": str(example)}
-                for size, example in mine.head(TOP_CLUSTERS).select("size", "example_id").rows()
-            ],
-            "openings": [
-                {"text": text, "n": int(count)} for text, count in top.select("opening", "n").rows()
-            ],
-        }
+        top = starts.filter(pl.col("split") == index)
+        result[name] = split_entry(
+            int(n), int(in_exact), int(in_near), mine.height, mine, top, near
+        )
     return result
+
+
+def split_entry(
+    n: int,
+    in_exact: int,
+    in_near: int,
+    n_clusters: int,
+    clusters: pl.DataFrame,
+    starts: pl.DataFrame,
+    near: bool,
+) -> dict[str, object]:
+    """One split's ``within`` entry of the audit report, as both engines write it.
+
+    ``clusters`` (size, example_id) and ``starts`` (opening, n) are the split's,
+    largest first; only the top ones are kept.
+    """
+    return {
+        "n": n,
+        "exact_share": in_exact / n if n else 0.0,
+        "near_share": (in_near / n if n else 0.0) if near else None,
+        "in_exact_clusters": in_exact,
+        "in_near_clusters": in_near if near else None,
+        "n_clusters": n_clusters,
+        "clusters": [
+            {"size": int(size), "example_id": str(example)}
+            for size, example in clusters.head(TOP_CLUSTERS).select("size", "example_id").rows()
+        ],
+        "openings": [
+            {"text": text, "n": int(count)}
+            for text, count in starts.head(TOP_OPENINGS).select("opening", "n").rows()
+        ],
+    }
 
 
 def split_clusters(

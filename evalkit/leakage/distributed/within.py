@@ -26,7 +26,7 @@ import polars as pl
 
 from evalkit.leakage.distributed.checks import CheckedPairs
 from evalkit.leakage.distributed.partitions import hash_part, split_by_part
-from evalkit.leakage.within import TOP_CLUSTERS, TOP_OPENINGS, components, openings
+from evalkit.leakage.within import TOP_CLUSTERS, TOP_OPENINGS, components, openings, split_entry
 
 OPENING_SCHEMA = {"split": pl.Int64, "opening": pl.String, "n": pl.UInt32}
 CLUSTER_SCHEMA = {"split": pl.Int64, "size": pl.UInt32, "example_id": pl.String}
@@ -161,20 +161,6 @@ def summaries(
         if not near:  # the clusters are the exact ones
             near_items = exact
         mine = clusters.filter(pl.col("split") == index)
-        top = starts.filter(pl.col("split") == index).head(TOP_OPENINGS)
-        result[name] = {
-            "n": n,
-            "exact_share": exact / n if n else 0.0,
-            "near_share": (near_items / n if n else 0.0) if near else None,
-            "in_exact_clusters": exact,
-            "in_near_clusters": near_items if near else None,
-            "n_clusters": int(n_clusters[index]),
-            "clusters": [
-                {"size": int(size), "example_id": str(example)}
-                for size, example in mine.head(TOP_CLUSTERS).select("size", "example_id").rows()
-            ],
-            "openings": [
-                {"text": text, "n": int(count)} for text, count in top.select("opening", "n").rows()
-            ],
-        }
+        top = starts.filter(pl.col("split") == index)
+        result[name] = split_entry(n, exact, near_items, int(n_clusters[index]), mine, top, near)
     return result
