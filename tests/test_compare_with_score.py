@@ -11,32 +11,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from ticket_gold import gold_rows
 
 from evalkit import compare, gate, score
 from evalkit.errors import IncompatibleResults
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT = ROOT / "contracts" / "ticket-triage.yaml"
-
-# (category, count): three common classes and a rare one.
-GOLD_CLASSES = [("billing", 30), ("shipping", 30), ("account", 24), ("legal_threat", 6)]
-
-
-def gold_rows() -> list[dict]:
-    rows, number = [], 0
-    for category, count in GOLD_CLASSES:
-        for _ in range(count):
-            number += 1
-            rows.append(
-                {
-                    "ticket_id": f"T{number:04d}",
-                    "category": category,
-                    "priority": "high" if category == "legal_threat" else "normal",
-                    "order_id": f"ORD-{number:06d}" if category == "billing" else None,
-                    "amount": None,
-                }
-            )
-    return rows
 
 
 def output(row: dict, category: str | None = None) -> str:

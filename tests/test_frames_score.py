@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from ticket_gold import gold_rows
 
 import evalkit
 from evalkit.errors import ArtifactChanged, DuplicateIds, UnknownColumn, UsageError
@@ -22,24 +23,10 @@ from evalkit.table_input import frame_sha256, read_input
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT = ROOT / "contracts" / "ticket-triage.yaml"
-CLASSES = [("billing", 30), ("shipping", 30), ("account", 24), ("legal_threat", 6)]
 
 
 def _gold() -> pl.DataFrame:
-    rows, number = [], 0
-    for category, count in CLASSES:
-        for _ in range(count):
-            number += 1
-            rows.append(
-                {
-                    "ticket_id": f"T{number:04d}",
-                    "category": category,
-                    "priority": "high" if category == "legal_threat" else "normal",
-                    "order_id": f"ORD-{number:06d}" if category == "billing" else None,
-                    "amount": None,
-                }
-            )
-    return pl.DataFrame(rows, schema_overrides={"amount": pl.Float64})
+    return pl.DataFrame(gold_rows(), schema_overrides={"amount": pl.Float64})
 
 
 def _predictions(gold: pl.DataFrame, wrong: range) -> pl.DataFrame:
