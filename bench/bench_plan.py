@@ -79,7 +79,8 @@ def validation_table() -> tuple[str, float, int]:
     return "\n".join(lines), statistics.median(train), over
 
 
-def _best_of(command: list[str], runs: int) -> float:
+def best_of(command: list[str], runs: int) -> float:
+    """The fastest of ``runs`` whole-process runs of ``command``, in seconds."""
     best = float("inf")
     for _ in range(runs):
         started = time.perf_counter()
@@ -109,8 +110,8 @@ def main() -> None:
         timings.append(time.perf_counter() - started)
     print(f"library plan() in process: median {1000 * statistics.median(timings):.2f} ms")
     python = [sys.executable, "-m", "evalkit"]
-    floor = _best_of([*python, "--help"], 5)
-    whole = _best_of([*python, "plan", "--config", str(config), "--method", "qlora"], 5)
+    floor = best_of([*python, "--help"], 5)
+    whole = best_of([*python, "plan", "--config", str(config), "--method", "qlora"], 5)
     print(f"python -m evalkit --help (start-up floor): {floor:.3f} s")
     print(f"python -m evalkit plan --config llama-2-13b --method qlora: {whole:.3f} s")
     print(f"plan / floor: {whole / floor:.1f}x")

@@ -20,7 +20,6 @@ import argparse
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from datetime import date
@@ -28,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench_plan import best_of  # noqa: E402  (bench/ is the script's folder)
 
 from evalkit.plan import TimeRequest, plan  # noqa: E402
 from evalkit.plan.measured_time import check_time_measurements  # noqa: E402
@@ -82,15 +83,6 @@ def validation_table() -> tuple[str, float, int]:
     return "\n".join(lines), statistics.median(train), under
 
 
-def _best_of(command: list[str], runs: int) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True, env={**os.environ})
-        best = min(best, time.perf_counter() - started)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print the validation table only")
@@ -117,8 +109,8 @@ def main() -> None:
         timings.append(time.perf_counter() - started)
     print(f"library plan(time=...) in process: median {1000 * statistics.median(timings):.1f} ms")
     python = [sys.executable, "-m", "evalkit"]
-    floor = _best_of([*python, "--help"], 5)
-    whole = _best_of([*python, "plan", "--config", str(config), *WORK_ARGUMENTS], 5)
+    floor = best_of([*python, "--help"], 5)
+    whole = best_of([*python, "plan", "--config", str(config), *WORK_ARGUMENTS], 5)
     print(f"python -m evalkit --help (start-up floor): {floor:.3f} s")
     print(f"python -m evalkit plan --config llama-2-7b (with time): {whole:.3f} s")
     print(f"plan / floor: {whole / floor:.1f}x")
