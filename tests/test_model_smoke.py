@@ -119,6 +119,24 @@ def test_a_lora_smoke_run_passes_on_the_cpu(lora_run: dict[str, Any]) -> None:
     assert generation["prompts"] == BATCH and 1 <= generation["new_tokens"] <= 16
 
 
+def test_smoke_from_python_with_keywords_runs_what_the_command_ran(
+    lora_run: dict[str, Any], tiny: TinyModels
+) -> None:
+    """The command passes one SmokeParams; keywords build the same one, and the same run."""
+    from evalkit.model.options import SmokeParams
+    from evalkit.model.smoke import smoke
+
+    keywords = {"text": "messages", "seq_len": SEQ_LEN, "batch": BATCH, "steps": STEPS}
+    report = smoke(tiny.base, tiny.data, device="cpu", **keywords).model_dump(mode="json")
+    given = SmokeParams(device="cpu", **keywords)  # type: ignore[arg-type]
+    assert given == SmokeParams.build(None, {"device": "cpu", **keywords})
+    ran = lora_run["report"]
+    for key in ("settings", "plan", "losses", "batches", "targets", "trainable_params"):
+        assert report[key] == ran[key], key
+    assert report["reload"]["max_logit_diff"] == ran["reload"]["max_logit_diff"]
+    assert report["verdict"] == ran["verdict"] == "pass"
+
+
 def test_rows_without_a_supervised_token_within_seq_len_are_passed_over(
     lora_run: dict[str, Any], tiny: TinyModels
 ) -> None:
@@ -425,8 +443,8 @@ def _plain_text(tmp_path: Path) -> Path:
     [
         ({"--base": "EMPTY"}, ["holds no model"]),
         ({"--text": "nope"}, ["no column 'nope'"]),
-        ({"--steps": 0}, ["--steps must be a positive integer, got 0"]),
-        ({"--seq-len": 0}, ["--seq-len must be a positive number of tokens, got 0"]),
+        ({"--steps": 0}, ["'--steps': must be a positive integer, got 0"]),
+        ({"--seq-len": 0}, ["'--seq-len': must be a positive number of tokens, got 0"]),
         ({"--seq-len": 2}, ["no row keeps a supervised token", "raise --seq-len"]),
         ({"--data": "TEXT"}, ["holds plain text, not conversations"]),
         ({"--data": "FOLDER"}, ["is a folder; pass one split file"]),

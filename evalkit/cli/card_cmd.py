@@ -6,36 +6,20 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._params import params_options
 from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
+from evalkit.provenance.card_options import CardParams
 
 
 @click.command("card", cls=Command, aliases={"--out": "--json"})
 @click.argument("adapter_dir", type=click.Path(path_type=Path))
-@click.option(
-    "--base",
-    "base_dir",
-    type=click.Path(path_type=Path),
-    help="Local base model folder: check shapes, target coverage and vocabulary against it.",
-)
-@click.option(
-    "--base-revision",
-    metavar="SHA",
-    help="The base's commit (40 hex), when adapter_config.json has no revision.",
-)
-@click.option(
-    "--training",
-    type=click.Path(path_type=Path),
-    help="JSON or YAML of training settings (learning rate, steps, batch size, seed, data "
-    "sha256, …); training_args.json and trainer_state.json in the folder are read anyway.",
-)
+@params_options(CardParams)
 @json_option("Write the card (card.json)")
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
 @quiet_option
 def card_command(
     adapter_dir: Path,
-    base_dir: Path | None,
-    base_revision: str | None,
-    training: Path | None,
+    params: CardParams,
     json_path: Path | None,
     force: bool,
     quiet: bool,
@@ -76,9 +60,9 @@ def card_command(
     from evalkit.report.card_summary import render_card_summary
 
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads(adapter_dir, base_dir, training)
+    files = CommandFiles(force=force).reads(adapter_dir, params.base, params.training)
     files.writes(output.json_file, option="--json").check()
-    card = adapter_card(adapter_dir, base=base_dir, base_revision=base_revision, training=training)
+    card = adapter_card(adapter_dir, params)
     output.write_json(card_json(card))
     output.say(render_card_summary(card, output.json_name))
     output.wrote([json_path])

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli._model_options import device_options
-from evalkit.cli._table_options import hf_split_option, one_table
+from evalkit.cli._params import params_options
 from evalkit.cli._vocabulary import Command, Output, quiet_option
+from evalkit.model.options import GenerateParams
 
 
 @click.command("generate", cls=Command)
@@ -19,68 +19,26 @@ from evalkit.cli._vocabulary import Command, Output, quiet_option
     help="Base model folder (config.json + weights), or a merged model folder.",
 )
 @click.option(
-    "--adapter",
-    type=click.Path(path_type=Path),
-    help="PEFT adapter folder, loaded on --base in eval mode (omit: the base alone).",
-)
-@click.option(
-    "--tokenizer",
-    type=click.Path(path_type=Path),
-    help="Tokenizer folder (default: the adapter folder if it has one, else --base).",
-)
-@click.option(
     "--data",
     required=True,
     type=click.Path(path_type=Path),
     help="The split to answer (JSONL, CSV, Parquet, .json or a Hugging Face save_to_disk "
     "folder), e.g. a test split of evalkit split.",
 )
-@hf_split_option
-@click.option("--id", "id_column", required=True, metavar="COL", help="Id column of the split.")
-@click.option(
-    "--text",
-    "text_columns",
-    required=True,
-    multiple=True,
-    metavar="COL",
-    help="Conversation column; twice for TRL's prompt/completion pair.",
-)
+@params_options(GenerateParams)
 @click.option(
     "--out",
     required=True,
     type=click.Path(path_type=Path),
     help="Output folder for predictions.jsonl, tokens.parquet, run.json.",
 )
-@click.option(
-    "--max-new-tokens",
-    default=256,
-    show_default=True,
-    type=int,
-    help="At most this many tokens per output.",
-)
-@click.option(
-    "--batch-size",
-    default=8,
-    show_default=True,
-    type=int,
-    help="Prompts decoded together (left-padded).",
-)
-@device_options
 @click.option("--force", is_flag=True, help="Replace an existing --out folder written by generate.")
 @quiet_option
 def generate_command(
     base: Path,
-    adapter: Path | None,
-    tokenizer: Path | None,
     data: Path,
-    hf_split: str | None,
-    id_column: str,
-    text_columns: tuple[str, ...],
+    params: GenerateParams,
     out: Path,
-    max_new_tokens: int,
-    batch_size: int,
-    device: str,
-    dtype: str,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -118,22 +76,9 @@ def generate_command(
     from evalkit.model.records import RUN_FILE
     from evalkit.report.model_summary import render_generate_summary
 
-    files = CommandFiles(force=force).reads(base, adapter, tokenizer, data)
+    files = CommandFiles(force=force).reads(base, params.adapter, params.tokenizer, data)
     files.writes(out, option="--out", marker=RUN_FILE).check()
-    data = one_table(data, hf_split)
-    result = generate(
-        base,
-        data,
-        id_column=id_column,
-        text_columns=text_columns,
-        adapter=adapter,
-        tokenizer=tokenizer,
-        max_new_tokens=max_new_tokens,
-        batch_size=batch_size,
-        device=device,
-        dtype=dtype,
-        progress=not quiet,
-    )
+    result = generate(base, data, params, progress=not quiet)
     run = result.write(out, force=force)
     output = Output(quiet=quiet)
     output.say(render_generate_summary(run, result.batches, str(out)))

@@ -6,45 +6,20 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli._model_options import DEVICES, DTYPES
-from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, seed_option
+from evalkit.cli._params import params_options
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
+from evalkit.model.options import ReloadCheckParams
 
 
 @click.command("reload-check", cls=Command)
 @click.argument("run_dir", metavar="RUN_DIR", type=click.Path(path_type=Path))
-@click.option(
-    "--n",
-    default=16,
-    show_default=True,
-    type=int,
-    help="Control examples to regenerate.",
-)
-@seed_option("Seed of the choice.")
-@click.option(
-    "--merged",
-    type=click.Path(path_type=Path),
-    help="A merged model folder to check instead of the run's base + adapter.",
-)
-@click.option(
-    "--device",
-    type=click.Choice(DEVICES),
-    help="Where to reload (default: the run's device).",
-)
-@click.option(
-    "--dtype",
-    type=click.Choice(DTYPES),
-    help="dtype to load in (default: the run's).",
-)
+@params_options(ReloadCheckParams)
 @json_option("Write the whole report as JSON")
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
 @quiet_option
 def reload_check_command(
     run_dir: Path,
-    n: int,
-    seed: int,
-    merged: Path | None,
-    device: str | None,
-    dtype: str | None,
+    params: ReloadCheckParams,
     json_path: Path | None,
     force: bool,
     quiet: bool,
@@ -79,18 +54,9 @@ def reload_check_command(
     from evalkit.report.model_summary import render_reload_summary
 
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads_all(run_inputs(run_dir)).reads(merged)
+    files = CommandFiles(force=force).reads_all(run_inputs(run_dir)).reads(params.merged)
     files.writes(output.json_file, option="--json").check()
-    report = reload_check(
-        run_dir,
-        n=n,
-        seed=seed,
-        merged=merged,
-        device=device,
-        dtype=dtype,
-        progress=not quiet,
-        debug=debug_enabled(),
-    )
+    report = reload_check(run_dir, params, progress=not quiet, debug=debug_enabled())
     output.write_json(report.model_dump_json(indent=2) + "\n")
     output.say(render_reload_summary(report))
     output.wrote([json_path])

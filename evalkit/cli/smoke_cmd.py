@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli._model_options import device_options
-from evalkit.cli._table_options import hf_split_option, one_table
-from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, seed_option
+from evalkit.cli._params import params_options
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
+from evalkit.model.options import SmokeParams
 
 
-@click.command("smoke", cls=Command, aliases={"--batch": "--batch-size"})
+@click.command("smoke", cls=Command)
 @click.option(
     "--base",
     required=True,
@@ -25,90 +25,14 @@ from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, 
     help="A split of conversations (JSONL, CSV, Parquet, .json or a Hugging Face "
     "save_to_disk folder), e.g. the train split.",
 )
-@hf_split_option
-@click.option(
-    "--text",
-    "text_columns",
-    required=True,
-    multiple=True,
-    metavar="COL",
-    help="Conversation column; twice for TRL's prompt/completion pair.",
-)
-@click.option(
-    "--method",
-    type=click.Choice(["lora", "full"]),
-    default="lora",
-    show_default=True,
-    help="lora: a new PEFT adapter trains; full: every weight does.",
-)
-@click.option("--r", type=int, help="LoRA rank (default 8, PEFT's).")
-@click.option(
-    "--targets",
-    metavar="all-linear|NAMES",
-    help="Linears the adapter wraps (default: PEFT's for the family, e.g. q_proj,v_proj).",
-)
-@click.option(
-    "--steps",
-    default=3,
-    show_default=True,
-    type=int,
-    help="Optimizer steps; the first is a warm-up the training throughput leaves out.",
-)
-@click.option(
-    "--seq-len",
-    default=2048,
-    show_default=True,
-    type=int,
-    help="Tokens per sequence: each is cut (start kept) and padded to it, as planned.",
-)
-@click.option(
-    "--batch-size", "batch", default=1, show_default=True, type=int, help="Sequences per step."
-)
-@click.option("--lr", default=1e-4, show_default=True, type=float, help="AdamW learning rate.")
-@click.option(
-    "--grad-checkpointing", is_flag=True, help="Checkpoint every decoder layer (as planned)."
-)
-@click.option(
-    "--loss",
-    type=click.Choice(["assistant", "completion", "all"]),
-    help="Supervised tokens, as evalkit tokens --loss (default: the assistant turns).",
-)
-@click.option(
-    "--max-new-tokens",
-    default=16,
-    show_default=True,
-    type=int,
-    help="New tokens of the short generation (eval phase).",
-)
-@click.option(
-    "--tokenizer",
-    type=click.Path(path_type=Path),
-    help="Tokenizer folder (default: --base).",
-)
-@device_options
-@seed_option("Seeds the rows' order and the adapter's initialisation.")
+@params_options(SmokeParams)
 @json_option("Write the whole report (plan included) as JSON")
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
 @quiet_option
 def smoke_command(
     base: Path,
     data: Path,
-    hf_split: str | None,
-    text_columns: tuple[str, ...],
-    method: str,
-    r: int | None,
-    targets: str | None,
-    steps: int,
-    seq_len: int,
-    batch: int,
-    lr: float,
-    grad_checkpointing: bool,
-    loss: str | None,
-    max_new_tokens: int,
-    tokenizer: Path | None,
-    device: str,
-    dtype: str,
-    seed: int,
+    params: SmokeParams,
     json_path: Path | None,
     force: bool,
     quiet: bool,
@@ -151,30 +75,9 @@ def smoke_command(
     from evalkit.report.smoke_summary import render_smoke_summary
 
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads(base, data, tokenizer)
+    files = CommandFiles(force=force).reads(base, data, params.tokenizer)
     files.writes(output.json_file, option="--json").check()
-    data = one_table(data, hf_split)
-    report = smoke(
-        base,
-        data,
-        text=text_columns,
-        method=method,
-        r=r,
-        targets=targets,
-        steps=steps,
-        seq_len=seq_len,
-        batch=batch,
-        lr=lr,
-        max_new_tokens=max_new_tokens,
-        grad_checkpointing=grad_checkpointing,
-        device=device,
-        dtype=dtype,
-        seed=seed,
-        tokenizer=tokenizer,
-        loss=loss,  # type: ignore[arg-type]
-        progress=not quiet,
-        debug=debug_enabled(),
-    )
+    report = smoke(base, data, params, progress=not quiet, debug=debug_enabled())
     output.write_json(report.model_dump_json(indent=2) + "\n")
     output.say(render_smoke_summary(report))
     output.wrote([json_path])

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit import params
 from evalkit._version import __version__
-from evalkit.errors import UsageError
+from evalkit.errors import ParameterError, UsageError
 from evalkit.io import sha256_file
 from evalkit.model.decode import DecodeSettings, Generation, decode_batches, plan_batches
 from evalkit.model.load import LoadedModel
+from evalkit.model.options import GenerateParams
 from evalkit.model.prompts import PromptSet
 from evalkit.model.records import (
     PREDICTIONS_FILE,
@@ -35,6 +35,7 @@ from evalkit.model.records import (
     RunRecord,
     TokenizerPins,
 )
+from evalkit.options import takes
 
 if TYPE_CHECKING:
     from evalkit.table_input import TableLike
@@ -170,49 +171,56 @@ def device_record(device: str) -> DeviceInfo:
     )
 
 
+@takes(GenerateParams)
 def generate(
     base: Path | str,
     data: TableLike,
+    params: GenerateParams | None = None,
+    /,
     *,
-    id_column: str,
-    text_columns: Sequence[str],
-    adapter: Path | str | None = None,
-    tokenizer: Path | str | None = None,
-    max_new_tokens: int = 256,
-    batch_size: int = 8,
-    device: str = "auto",
-    dtype: str = "auto",
     progress: bool = False,
+    **values: Any,
 ) -> GenerateResult:
     """Greedy outputs of ``base`` (+ ``adapter``) for every conversation of ``data``.
 
-    ``data`` is a split file, or a polars, pandas or pyarrow frame (then
-    ``run.json`` records ``path: null`` and ``source: "frame"``, and
-    ``reload-check``, which reads the data again, needs the run made from a file).
+    ``data`` is a split file (``hf_split`` picks a DatasetDict folder's
+    split), or a polars, pandas or pyarrow frame (then ``run.json`` records
+    ``path: null`` and ``source: "frame"``, and ``reload-check``, which reads
+    the data again, needs the run made from a file). ``params`` is a
+    :class:`~evalkit.model.options.GenerateParams` (the command's options),
+    or its fields as keywords (``id_column`` and ``text_columns`` required).
 
     Each prompt is the conversation without its last assistant turn, rendered
     by the tokenizer's chat template with the generation prompt added (the
     render ``evalkit tokens`` checks). ``progress`` draws a bar on stderr when
     it is a terminal.
     """
-    params.positive(max_new_tokens, "max_new_tokens", "tokens")
-    params.positive(batch_size, "batch_size", "sequences")
+    given = GenerateParams.build(params, values)
+    id_column, text_columns = given.id_column, given.text_columns
+    max_new_tokens, batch_size = given.max_new_tokens, given.batch_size
+    from evalkit.containers import resolve_hf_split
     from evalkit.leakage.progress import Progress
     from evalkit.model.decode import default_settings
     from evalkit.model.load import load_model
     from evalkit.model.pins import adapter_record, base_pins, tokenizer_files
     from evalkit.model.prompts import read_prompts
     from evalkit.model.runtime import library_versions
-    from evalkit.table_input import read_input
+    from evalkit.table_input import is_path, read_input
 
+    if is_path(data):
+        data = resolve_hf_split(Path(data), given.hf_split)
+    elif given.hf_split is not None:
+        raise ParameterError("hf_split", "applies to a DatasetDict folder, not to a frame")
     if id_column == OUTPUT_COLUMN:
         raise UsageError(
             f"--id {OUTPUT_COLUMN}: predictions.jsonl has an {OUTPUT_COLUMN!r} column "
             "of its own; rename the id column"
         )
     base_path = Path(base)
-    adapter_path = Path(adapter) if adapter is not None else None
-    loaded = load_model(base_path, adapter_path, tokenizer=tokenizer, device=device, dtype=dtype)
+    adapter_path = given.adapter
+    loaded = load_model(
+        base_path, adapter_path, tokenizer=given.tokenizer, device=given.device, dtype=given.dtype
+    )
     table = read_input(data, name="data", ids=[id_column])
     prompts = read_prompts(
         table,

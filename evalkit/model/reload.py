@@ -12,23 +12,24 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
-from evalkit.errors import ParameterError
+from evalkit.model.options import ReloadCheckParams
 from evalkit.model.records import ReloadReport
+from evalkit.options import takes
 
 WORKER_MODULE = "evalkit.model.worker"
 
 
+@takes(ReloadCheckParams)
 def reload_check(
     run_dir: Path | str,
+    params: ReloadCheckParams | None = None,
+    /,
     *,
-    n: int = 16,
-    seed: int = 0,
-    merged: Path | str | None = None,
-    device: str | None = None,
-    dtype: str | None = None,
     progress: bool = False,
     debug: bool = False,
+    **values: Any,
 ) -> ReloadReport:
     """Reload what ``run_dir/run.json`` pins in a new process and compare tokens.
 
@@ -37,27 +38,28 @@ def reload_check(
     examples chosen by ``seed`` are regenerated, each in its run batch, and
     compared id for id. ``merged`` loads a merged model folder instead of the
     run's base and adapter; ``device``/``dtype`` default to the run's.
+    ``params`` is a :class:`~evalkit.model.options.ReloadCheckParams` (the
+    command's options), or its fields as keywords.
     """
     from evalkit.model.folders import check_model_folder
     from evalkit.model.fresh import run_worker
     from evalkit.model.pins import merged_pins, read_run, verify_pins
 
-    if n < 1:
-        raise ParameterError("n", f"must be at least 1 (control examples checked), got {n}")
+    given = ReloadCheckParams.build(params, values)
     folder = Path(run_dir)
     run = read_run(folder)
-    merged_path = Path(merged) if merged is not None else None
+    merged_path = given.merged
     if merged_path is not None:
         check_model_folder(merged_path, "merged model")
     checked = verify_pins(run, folder, merged=merged_path)
     request = {
         "run_dir": str(folder),
-        "n": n,
-        "seed": seed,
+        "n": given.n,
+        "seed": given.seed,
         "merged": str(merged_path) if merged_path is not None else None,
         "merged_pins": (merged_pins(merged_path).model_dump() if merged_path is not None else None),
-        "device": device,
-        "dtype": dtype,
+        "device": given.device,
+        "dtype": given.dtype,
         "progress": progress,
         "debug": debug,
         "pins_checked": checked,

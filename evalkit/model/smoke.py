@@ -11,14 +11,13 @@ wrong with the input is found before the model loads.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any
 
-from evalkit import params
 from evalkit._version import __version__
 from evalkit.errors import ParameterError, UsageError
+from evalkit.model.options import SmokeMethod, SmokeParams
 from evalkit.model.smoke_records import (
     PHASE_NAMES,
     SMOKE_VERSION,
@@ -29,16 +28,14 @@ from evalkit.model.smoke_records import (
     SmokeSettings,
     Throughput,
 )
+from evalkit.options import takes
 from evalkit.plan.models import PlanResult
-from evalkit.tokens.models import Loss
 from evalkit.tokens.sequences import Batch, TrainingData
 
 if TYPE_CHECKING:
     from evalkit.model.smoke_run import Outcome
     from evalkit.table_input import TableLike
 
-SmokeMethod = Literal["lora", "full"]
-METHODS: tuple[str, ...] = ("lora", "full")
 # The plan's --precision for the dtype the run trains in (pure 16-bit, or fp32).
 PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 GB = 10**9
@@ -61,15 +58,6 @@ class Prepared:
     plan: PlanResult
     bounds: dict[str, int]
     settings: SmokeSettings
-
-
-def _check_numbers(steps: int, seq_len: int, batch: int, lr: float, max_new_tokens: int) -> None:
-    params.positive(steps, "steps")
-    params.positive(seq_len, "seq_len", "tokens")
-    params.positive(batch, "batch", "sequences")
-    params.positive(max_new_tokens, "max_new_tokens", "tokens")
-    if not (isinstance(lr, float | int) and math.isfinite(lr) and lr > 0):
-        raise ParameterError("lr", f"must be a positive finite number, got {lr!r}")
 
 
 def _refuse_quantized(config: dict[str, Any], base: Path) -> None:
@@ -122,27 +110,14 @@ def _tokenizer(base: Path, tokenizer: Path | None) -> tuple[Any, Path]:
     return loaded, folder
 
 
+@takes(SmokeParams)
 def prepare(
-    base: Path | str,
-    data: TableLike,
-    *,
-    text: Sequence[str],
-    method: str,
-    r: int | None,
-    targets: str | None,
-    steps: int,
-    seq_len: int,
-    batch: int,
-    lr: float,
-    max_new_tokens: int,
-    grad_checkpointing: bool,
-    device: str,
-    dtype: str,
-    seed: int,
-    tokenizer: Path | str | None,
-    loss: Loss | None,
+    base: Path | str, data: TableLike, params: SmokeParams | None = None, /, **values: Any
 ) -> Prepared:
-    """Read and check every input, choose the rows, and plan exactly this run."""
+    """Read and check every input, choose the rows, and plan exactly this run.
+
+    ``data`` is the one table (a DatasetDict's split already chosen).
+    """
     from evalkit.model import runtime
     from evalkit.model.folders import check_model_folder
     from evalkit.plan import load_model_shape, phase_bounds, plan_shape, resolve_options
@@ -156,53 +131,44 @@ def prepare(
         read_training_split,
     )
 
-    if method not in METHODS:
-        raise ParameterError("method", f"must be one of {', '.join(METHODS)}, got {method!r}")
-    chosen_method = cast(SmokeMethod, method)
-    _check_numbers(steps, seq_len, batch, lr, max_new_tokens)
-    params.seed(seed)
+    given = SmokeParams.build(params, values)
+    method, seq_len, batch = given.method, given.seq_len, given.batch
     base_path = Path(base)
     config = check_model_folder(base_path)
     _refuse_quantized(config, base_path)
     _check_context(config, base_path, seq_len)
     shape = load_model_shape(base_path)
     # The plan's own checks, before anything slow: --r/--targets with full, an unknown target.
-    resolve_options(shape, method=chosen_method, r=r, targets=targets, seq_len=seq_len)
-    resolved_device = runtime.resolve_device(device)
-    resolved_dtype = runtime.resolve_dtype(dtype, resolved_device, config)
-    loaded_tokenizer, folder = _tokenizer(
-        base_path, Path(tokenizer) if tokenizer is not None else None
-    )
+    planned = given.plan_params()
+    resolve_options(shape, planned)
+    resolved_device = runtime.resolve_device(given.device)
+    resolved_dtype = runtime.resolve_dtype(given.dtype, resolved_device, config)
+    loaded_tokenizer, folder = _tokenizer(base_path, given.tokenizer)
     stops = stop_token_ids(loaded_tokenizer, folder)
     settings = measure_settings(loaded_tokenizer, stops, seq_len, "keep_start")
     training = read_training_split(
         data,
-        text,
+        list(given.text),
         loaded_tokenizer,
         settings=settings,
         markers=has_generation_markers(chat_template(loaded_tokenizer)),
-        loss=loss,
+        loss=given.loss,
     )
     chosen = choose_sequences(
-        training, loaded_tokenizer, steps=steps, batch=batch, seq_len=seq_len, seed=seed
+        training, loaded_tokenizer, steps=given.steps, batch=batch, seq_len=seq_len, seed=given.seed
     )
     pad = settings.pad_id if settings.pad_id is not None else 0
     batches = make_batches(chosen, batch=batch, seq_len=seq_len, pad_id=pad)
     prompts = prompt_ids(training, loaded_tokenizer, batches[0].rows)
     options = resolve_options(
         shape,
-        method=chosen_method,
-        r=r,
-        targets=targets,
-        seq_len=seq_len,
-        batch=batch,
-        grad_checkpointing=grad_checkpointing,
+        planned,
         precision=PRECISION[resolved_dtype],
         # torch.optim.AdamW's default on a GPU: the foreach kernel, with its sqrt temporary.
         optimizer="adamw-foreach",
         attention="sdpa",
         eval_batch=len(prompts),
-        eval_tokens=max(len(ids) for ids in prompts) + max_new_tokens,
+        eval_tokens=max(len(ids) for ids in prompts) + given.max_new_tokens,
         export="adapter" if method == "lora" else None,
     )
     return Prepared(
@@ -210,7 +176,7 @@ def prepare(
         tokenizer_folder=folder,
         device=resolved_device,
         dtype=resolved_dtype,
-        method=chosen_method,
+        method=method,
         data=training,
         batches=batches,
         skipped_rows=chosen.without_targets,
@@ -218,18 +184,30 @@ def prepare(
         plan=plan_shape(shape, options),
         bounds=phase_bounds(shape, options),
         settings=SmokeSettings(
-            method=chosen_method,
+            method=method,
             r=options.r,
             targets=list(options.targets),
             seq_len=seq_len,
             batch=batch,
-            lr=float(lr),
-            grad_checkpointing=grad_checkpointing,
+            lr=float(given.lr),
+            grad_checkpointing=given.grad_checkpointing,
             dtype=resolved_dtype,  # type: ignore[arg-type]
-            max_new_tokens=max_new_tokens,
-            seed=seed,
+            max_new_tokens=given.max_new_tokens,
+            seed=given.seed,
         ),
     )
+
+
+def _one_table(data: TableLike, hf_split: str | None) -> TableLike:
+    """The table ``data`` names once ``hf_split`` picked a DatasetDict folder's split."""
+    from evalkit.containers import resolve_hf_split
+    from evalkit.table_input import is_path
+
+    if is_path(data):
+        return resolve_hf_split(Path(data), hf_split)
+    if hf_split is not None:
+        raise ParameterError("hf_split", "applies to a DatasetDict folder, not to a frame")
+    return data
 
 
 def _gb(amount: int | None) -> float | None:
@@ -286,31 +264,23 @@ def throughput(prepared: Prepared, outcome: Outcome) -> Throughput:
     )
 
 
+@takes(SmokeParams)
 def smoke(
     base: Path | str,
     data: TableLike,
+    params: SmokeParams | None = None,
+    /,
     *,
-    text: str | Sequence[str],
-    method: str = "lora",
-    r: int | None = None,
-    targets: str | None = None,
-    steps: int = 3,
-    seq_len: int = 2048,
-    batch: int = 1,
-    lr: float = 1e-4,
-    max_new_tokens: int = 16,
-    grad_checkpointing: bool = False,
-    device: str = "auto",
-    dtype: str = "auto",
-    seed: int = 0,
-    tokenizer: Path | str | None = None,
-    loss: Loss | None = None,
     progress: bool = False,
     debug: bool = False,
+    **values: Any,
 ) -> SmokeReport:
     """Run ``steps`` real optimizer steps of ``method`` on ``data`` and measure every phase.
 
-    ``data`` is one split file, or a polars, pandas or pyarrow frame.
+    ``data`` is one split file (``hf_split`` picks a DatasetDict folder's
+    split), or a polars, pandas or pyarrow frame. ``params`` is a
+    :class:`~evalkit.model.options.SmokeParams` (the command's options), or
+    its fields as keywords.
 
     The base in ``base`` is loaded on ``device`` in ``dtype``; a new LoRA
     adapter of rank ``r`` (PEFT's default targets unless ``targets``), or
@@ -328,26 +298,9 @@ def smoke(
     from evalkit.model.smoke_run import run_phases
     from evalkit.table_input import FRAME_SOURCE
 
-    columns = [text] if isinstance(text, str) else list(text)
-    prepared = prepare(
-        base,
-        data,
-        text=columns,
-        method=method,
-        r=r,
-        targets=targets,
-        steps=steps,
-        seq_len=seq_len,
-        batch=batch,
-        lr=lr,
-        max_new_tokens=max_new_tokens,
-        grad_checkpointing=grad_checkpointing,
-        device=device,
-        dtype=dtype,
-        seed=seed,
-        tokenizer=tokenizer,
-        loss=loss,
-    )
+    given = SmokeParams.build(params, values)
+    columns = list(given.text)
+    prepared = prepare(base, _one_table(data, given.hf_split), given)
     outcome = run_phases(prepared, progress=progress, debug=debug)
     measured = list(outcome.peaks.values())
     split = prepared.data.split
@@ -373,7 +326,7 @@ def smoke(
         ),
         measured_peak_gb=_gb(max(measured)) if measured else None,
         phases=_phases(prepared, outcome.peaks, outcome.comparable),
-        steps=steps,
+        steps=given.steps,
         losses=[value if math.isfinite(value) else None for value in outcome.losses],
         batches=[list(b.rows) for b in prepared.batches],
         targets=[b.targets for b in prepared.batches],

@@ -13,9 +13,11 @@ import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from evalkit._version import __version__
 from evalkit.errors import NotAnAdapter, UsageError
+from evalkit.options import takes
 from evalkit.provenance.adapter_config import (
     HEX_COMMIT,
     AdapterConfig,
@@ -30,6 +32,7 @@ from evalkit.provenance.base_checks import (
     read_base,
     shape_problems,
 )
+from evalkit.provenance.card_options import CardParams
 from evalkit.provenance.folder_files import hash_files, tokenizer_info, training_settings
 from evalkit.provenance.models import (
     CARD_FORMAT,
@@ -232,24 +235,24 @@ def _sha256_view(view: memoryview) -> str:
     return hashlib.sha256(view).hexdigest()
 
 
+@takes(CardParams)
 def adapter_card(
-    adapter: str | os.PathLike[str],
-    *,
-    base: str | os.PathLike[str] | None = None,
-    base_revision: str | None = None,
-    training: str | os.PathLike[str] | None = None,
+    adapter: str | os.PathLike[str], params: CardParams | None = None, /, **values: Any
 ) -> AdapterCard:
     """The card of a PEFT adapter folder (see ``docs/provenance.md``).
 
     ``base`` is a local model folder to check shapes, coverage and
     vocabulary against; ``base_revision`` pins the base when the adapter's
     config does not; ``training`` is a JSON or YAML file of training settings.
+    ``params`` is a :class:`~evalkit.provenance.card_options.CardParams` (the
+    command's options), or its fields as keywords.
     Bad input raises an :class:`~evalkit.errors.EvalkitError`; problems of the
     adapter itself are listed in the card.
     """
+    given = CardParams.build(params, values)
     folder = Path(adapter)
     config = read_config(folder)
-    base_dir = Path(base) if base is not None else None
+    base_dir = given.base
     base_folder = read_base(base_dir) if base_dir is not None else None
     weights = _weights_path(folder)
     if weights.name == LEGACY_WEIGHTS_NAME:
@@ -265,7 +268,7 @@ def adapter_card(
         known = {weights.name: file_hash.result()} if file_hash else {}
     files = hash_files(folder, known)
     own_tokenizer = tokenizer_info(folder, files)
-    base_info = _base_info(config, _revision(config, base_revision, base_dir), base_folder)
+    base_info = _base_info(config, _revision(config, given.base_revision, base_dir), base_folder)
     problems = _config_problems(config, base_info) + report.problems
     if base_folder is not None:
         problems += shape_problems(report.modules, config, base_folder)
@@ -288,7 +291,7 @@ def adapter_card(
         weights_sha256=weights_sha256,
         files=files,
         tokenizer=own_tokenizer,
-        training=training_settings(folder, Path(training) if training is not None else None),
+        training=training_settings(folder, given.training),
         problems=problems,
     )
 

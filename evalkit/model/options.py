@@ -1,0 +1,215 @@
+"""The options of the commands that run a model: ``generate``, ``reload-check``, ``smoke``.
+
+One frozen object per command (:class:`GenerateParams`,
+:class:`ReloadCheckParams`, :class:`SmokeParams`): the library takes it, the
+click command is built from it (:mod:`evalkit.options`). Where a model runs
+and in what dtype is :class:`ModelParams`, the one definition that
+``generate`` and ``smoke`` share; ``reload-check``'s device and dtype take
+the same choices but default to the run's. ``smoke``'s rank, targets,
+sequence length and batch are the plan's fields (:class:`PlanParams`): the
+same flags, checks and deprecated spellings, since smoke measures exactly
+what ``evalkit plan`` bounds.
+
+Stdlib and evalkit's light modules only: ``evalkit smoke --help`` must not
+import torch, transformers or peft (nor pydantic).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from evalkit import params
+from evalkit.errors import ParameterError
+from evalkit.model.runtime import DeviceChoice, DtypeChoice
+from evalkit.options import Params, option, spec_of
+from evalkit.plan.options import PlanParams
+from evalkit.vocabulary import hf_split_field, id_field, seed_field
+
+SmokeMethod = Literal["lora", "full"]
+SmokeLoss = Literal["assistant", "completion", "all"]
+"""``evalkit tokens --loss``'s choices (:data:`evalkit.tokens.models.Loss`, a pydantic module)."""
+
+_TOKENS = functools.partial(params.positive, unit="tokens")
+
+
+def _as_paths(obj: Params, *names: str) -> None:
+    """Keep a path given as text as a :class:`~pathlib.Path` (the library takes both)."""
+    for name in names:
+        value = getattr(obj, name)
+        if isinstance(value, str):
+            object.__setattr__(obj, name, Path(value))
+
+
+def max_new_tokens_field(default: int, help: str) -> Any:
+    """``max_new_tokens``: how many tokens a greedy pass may add (``--max-new-tokens N``)."""
+    return option(default, metavar="N", check=_TOKENS, help=help)
+
+
+def text_field() -> Any:
+    """``text``/``text_columns``: the conversation column(s) (``--text COL``, repeatable)."""
+    return option(
+        flag="--text",
+        metavar="COL",
+        help="Conversation column; twice for TRL's prompt/completion pair.",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelParams(Params):
+    """Where a model runs and in what dtype, with the rules of ``docs/generate.md``."""
+
+    device: DeviceChoice = option("auto", help="auto: CUDA when torch sees a GPU, else the CPU.")
+    dtype: DtypeChoice = option(
+        "auto", help="auto: float32 on the CPU; on CUDA the saved 16-bit dtype, else float32."
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerateParams(ModelParams):
+    """The options of ``evalkit.generate`` and ``evalkit generate``."""
+
+    adapter: Path | None = option(
+        None,
+        help="PEFT adapter folder, loaded on --base in eval mode (omit: the base alone).",
+    )
+    tokenizer: Path | None = option(
+        None, help="Tokenizer folder (default: the adapter folder if it has one, else --base)."
+    )
+    hf_split: str | None = hf_split_field()
+    id_column: str = id_field("Id column of the split.", required=True)
+    text_columns: tuple[str, ...] = text_field()
+    max_new_tokens: int = max_new_tokens_field(256, "At most this many tokens per output.")
+    batch_size: int = option(
+        8,
+        metavar="N",
+        check=functools.partial(params.positive, unit="sequences"),
+        help="Prompts decoded together (left-padded).",
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text_columns, str):
+            object.__setattr__(self, "text_columns", (self.text_columns,))
+        _as_paths(self, "adapter", "tokenizer")
+        super().__post_init__()
+
+
+def _control_examples(value: Any, parameter: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ParameterError(
+            parameter, f"must be at least 1 (control examples checked), got {value!r}"
+        )
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReloadCheckParams(Params):
+    """The options of ``evalkit.reload_check`` and ``evalkit reload-check``.
+
+    ``device`` and ``dtype`` take :class:`ModelParams`' choices; unset, they
+    are the run's (what ``run.json`` records), so the check reloads as the
+    run loaded.
+    """
+
+    n: int = option(16, check=_control_examples, help="Control examples to regenerate.")
+    seed: int = seed_field("Seed of the choice.")
+    merged: Path | None = option(
+        None, help="A merged model folder to check instead of the run's base + adapter."
+    )
+    device: DeviceChoice | None = option(None, help="Where to reload (default: the run's device).")
+    dtype: DtypeChoice | None = option(None, help="dtype to load in (default: the run's).")
+
+    def __post_init__(self) -> None:
+        _as_paths(self, "merged")
+        super().__post_init__()
+
+
+def _learning_rate(value: Any, parameter: str) -> float:
+    if isinstance(value, bool) or not (
+        isinstance(value, float | int) and math.isfinite(value) and value > 0
+    ):
+        raise ParameterError(parameter, f"must be a positive finite number, got {value!r}")
+    return value
+
+
+def _plan_field(name: str, help: str, **changes: Any) -> Any:
+    """The plan's field ``name`` (flag, check, deprecated spellings, default) in smoke's words.
+
+    Smoke runs what the plan bounds, so a value the plan refuses is refused
+    here by the same check; only the help (and, where given, the metavar)
+    is smoke's.
+    """
+    field = next(field for field in dataclasses.fields(PlanParams) if field.name == name)
+    spec = spec_of(field)
+    return option(
+        field.default,
+        help=help,
+        flag=spec.flag,
+        metavar=changes.get("metavar", spec.metavar),
+        check=spec.check,
+        aliases=spec.aliases,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeParams(ModelParams):
+    """The options of ``evalkit.smoke`` and ``evalkit smoke``.
+
+    ``r``, ``targets``, ``seq_len`` and ``batch`` are :class:`PlanParams`'
+    fields, checked as the plan checks them; the plan of the run is made
+    from this object (:meth:`plan_params`).
+    """
+
+    hf_split: str | None = hf_split_field()
+    text: tuple[str, ...] = text_field()
+    method: SmokeMethod = option(
+        "lora", help="lora: a new PEFT adapter trains; full: every weight does."
+    )
+    r: int | None = _plan_field("r", "LoRA rank (default 8, PEFT's).")
+    targets: str | None = _plan_field(
+        "targets",
+        "Linears the adapter wraps (default: PEFT's for the family, e.g. q_proj,v_proj).",
+        metavar="all-linear|NAMES",
+    )
+    steps: int = option(
+        3,
+        metavar="N",
+        check=params.positive,
+        help="Optimizer steps; the first is a warm-up the training throughput leaves out.",
+    )
+    seq_len: int = _plan_field(
+        "seq_len", "Tokens per sequence: each is cut (start kept) and padded to it, as planned."
+    )
+    batch: int = _plan_field("batch", "Sequences per step.")
+    lr: float = option(1e-4, check=_learning_rate, help="AdamW learning rate.")
+    grad_checkpointing: bool = option(False, help="Checkpoint every decoder layer (as planned).")
+    loss: SmokeLoss | None = option(
+        None,
+        help="Supervised tokens, as evalkit tokens --loss (default: the assistant turns).",
+    )
+    max_new_tokens: int = max_new_tokens_field(
+        16, "New tokens of the short generation (eval phase)."
+    )
+    tokenizer: Path | None = option(None, help="Tokenizer folder (default: --base).")
+    seed: int = seed_field("Seeds the rows' order and the adapter's initialisation.")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text, str):
+            object.__setattr__(self, "text", (self.text,))
+        _as_paths(self, "tokenizer")
+        super().__post_init__()
+
+    def plan_params(self) -> PlanParams:
+        """The plan's options for this run, as given (checked again by the plan with the model)."""
+        return PlanParams(
+            method=self.method,
+            r=self.r,
+            targets=self.targets,
+            seq_len=self.seq_len,
+            batch=self.batch,
+            grad_checkpointing=self.grad_checkpointing,
+        )
