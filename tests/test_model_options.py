@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import math
 from pathlib import Path
 
@@ -179,6 +180,28 @@ def test_card_with_the_object_or_keywords_is_the_same_card(tmp_path: Path) -> No
         adapter_card(ADAPTER, base_dir=BASE)
 
 
+@pytest.mark.parametrize("entry", ["generate", "smoke"])
+def test_hf_split_is_refused_where_there_is_no_dataset_dict(entry: str, tmp_path: Path) -> None:
+    """Checked before any model loads: a frame, or a file, has no splits to choose from."""
+    import polars as pl
+
+    from evalkit.model.generate import generate
+    from evalkit.model.smoke import smoke
+
+    def call(data: object) -> object:
+        if entry == "generate":
+            return generate(BASE, data, hf_split="test", id_column="i", text_columns=["m"])
+        return smoke(BASE, data, text="m", hf_split="test")
+
+    frame = pl.DataFrame({"ticket_id": ["a"], "messages": ["x"]})
+    with pytest.raises(ParameterError, match=r"^hf_split applies to a DatasetDict folder"):
+        call(frame)
+    split = tmp_path / "test.jsonl"
+    split.write_text('{"ticket_id": "a", "messages": "x"}\n')
+    with pytest.raises(ParameterError, match=r"^hf_split test: .* not a Hugging Face DatasetDict"):
+        call(split)
+
+
 @pytest.mark.slow  # two greedy runs and two fresh-process reloads of a tiny model
 def test_generate_and_reload_check_with_the_object_or_keywords_agree(tiny, tmp_path) -> None:
     pytest.importorskip("torch")
@@ -199,6 +222,13 @@ def test_generate_and_reload_check_with_the_object_or_keywords_agree(tiny, tmp_p
     assert by_keywords.predictions.equals(by_object.predictions)
     assert by_keywords.tokens.equals(by_object.tokens)
     assert by_keywords.run == by_object.run
+    # hf_split: the library picks a DatasetDict folder's split itself, as --hf-split does
+    datasets = pytest.importorskip("datasets")
+    rows = [json.loads(line) for line in tiny.data.read_text().splitlines()]
+    folder = tmp_path / "dd"
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(folder))
+    by_split = generate(tiny.base, folder, hf_split="test", **keywords)
+    assert by_split.predictions.equals(by_keywords.predictions)
     one = reload_check(tiny.run, n=2, seed=1, device="cpu")
     other = reload_check(tiny.run, ReloadCheckParams(n=2, seed=1, device="cpu"))
     assert one.model_dump() == other.model_dump()
