@@ -24,7 +24,7 @@ from evalkit.comparison.results import ScoredResult, load_result
 from evalkit.contract.model import Contract
 from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
 from evalkit.scoring.result import ScoreResult
-from evalkit.scoring.summary import BaseModelInfo, RescoredFrom
+from evalkit.scoring.summary import BaseModelInfo, RescoredFrom, ScoreSummary
 
 
 @dataclass(frozen=True)
@@ -87,12 +87,12 @@ def recorded_inputs(result: str | os.PathLike[str] | ScoredResult) -> RecordedIn
     return RecordedInputs(loaded, predictions, gold, ledger)
 
 
-def _base(summary: Any) -> BaseModelInfo | None:
+def _base(summary: ScoreSummary) -> BaseModelInfo | None:
     """The base of a prompt-only run (an adapter's base comes from its card, as in score)."""
     base = summary.base
-    if not base or summary.card or base.get("source") != "options":
+    if base is None or summary.card is not None or base.source != "options":
         return None
-    return BaseModelInfo(**base)
+    return base
 
 
 def rescore(
