@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT, assert_one_line_error
 
+from evalkit.chat.prompt_options import PromptsParams
 from evalkit.cli import cli
 from evalkit.errors import ParameterError
 from evalkit.tokens.options import TokensParams
@@ -44,9 +45,18 @@ def test_every_tokens_option_is_a_field_of_its_options_object() -> None:
     assert _fields(TokensParams) <= names
 
 
+def test_every_prompts_option_is_a_field_of_its_options_object() -> None:
+    from evalkit.cli.prompts_cmd import prompts_command
+
+    names = {param.name for param in prompts_command.params}
+    assert names - _fields(PromptsParams) == {"split", "out", "force", "quiet"}
+    assert _fields(PromptsParams) <= names
+
+
 def test_the_options_modules_load_no_library() -> None:
     code = (
-        "import sys, evalkit.tokens.options, evalkit.cli.tokens_cmd; "
+        "import sys, evalkit.tokens.options, evalkit.chat.prompt_options, evalkit.cli.tokens_cmd, "
+        "evalkit.cli.prompts_cmd; "
         "print(sorted({'polars', 'pydantic', 'numpy', 'pyarrow'} & set(sys.modules)))"
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -68,6 +78,14 @@ def test_the_objects_check_their_values_naming_parameters() -> None:
         TokensParams(text="m", seed=-2)
     with pytest.raises(ParameterError, match=r"^loss must be one of assistant, completion, all"):
         TokensParams(text="m", loss="prompt")  # type: ignore[arg-type]
+    base = {"id_column": "id", "text": "messages"}
+    with pytest.raises(ParameterError, match=r"^max_tokens must be at least 1, got 0$"):
+        PromptsParams(**base, max_tokens=0)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"^temperature must be between 0 and 2, got 3$"):
+        PromptsParams(**base, temperature=3)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match=r"^format must be one of openai-batch, jsonl"):
+        PromptsParams(**base, format="csv")  # type: ignore[arg-type]
+    assert PromptsParams(**base, temperature=1).temperature == 1  # type: ignore[arg-type]
 
 
 def test_check_tokens_takes_its_options_object_or_keywords(tmp_path: Path) -> None:
@@ -108,6 +126,46 @@ def test_the_deprecated_seq_len_spelling_writes_the_same_report(run_cli, tmp_pat
     assert_one_line_error(
         run_cli(*args, "--text", "a", "--text", "b", "--text", "c"), "--text must name", "got 4"
     )
+
+
+def test_prompts_takes_its_options_object_or_keywords(tmp_path: Path) -> None:
+    import evalkit
+    from evalkit.chat.prompts import prompts
+
+    data = _chat(tmp_path)
+    options = {"id_column": "ticket_id", "text": "messages", "model": "m", "max_tokens": 64}
+    by_keywords = prompts(data, **options)
+    by_object = prompts(data, PromptsParams(**options))  # type: ignore[arg-type]
+    assert by_keywords == by_object
+    assert by_keywords.n == 24
+    changed = prompts(data, PromptsParams(**options), format="jsonl", model=None, max_tokens=None)  # type: ignore[arg-type]
+    assert changed.format == "jsonl" and changed.n == 24
+    with pytest.raises(TypeError, match="unexpected keyword argument 'fmt'"):
+        prompts(data, **options, fmt="jsonl")
+    with pytest.raises(ParameterError, match=r"^model must be given"):
+        prompts(data, id_column="ticket_id", text="messages")
+    signature = inspect.signature(prompts)
+    assert list(signature.parameters)[:2] == ["split", "params"]
+    assert signature.parameters["format"].default == "openai-batch"
+    assert inspect.signature(evalkit.prompts) == signature
+
+
+def test_prompts_reads_a_dataset_dict_split_from_python_too(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    from evalkit.chat.prompts import prompts
+
+    data = _chat(tmp_path)
+    records = [json.loads(line) for line in data.read_text().splitlines()]
+    folder = tmp_path / "dd"
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(records)}).save_to_disk(str(folder))
+    options = {"id_column": "ticket_id", "text": "messages", "model": "m"}
+    assert prompts(folder, **options, hf_split="test").data == prompts(data, **options).data
+    with pytest.raises(ParameterError, match=r"^hf_split no: .* is not a Hugging Face Data"):
+        prompts(data, **options, hf_split="no")
+    import polars as pl
+
+    with pytest.raises(ParameterError, match=r"^hf_split test: the split is a frame"):
+        prompts(pl.DataFrame(records), **options, hf_split="test")
 
 
 def test_a_zero_default_is_shown_in_help() -> None:
