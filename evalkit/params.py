@@ -52,7 +52,7 @@ def near_dup(value: object, parameter: str = "near_dup") -> float:
 def text_columns(value: object, parameter: str = "text") -> tuple[str, ...]:
     """The column(s) of a text option: one, two (prompt and completion) or three (Alpaca's
     instruction, input and output), each named once; one name may be given as a string."""
-    names = (value,) if isinstance(value, str) else tuple(value)  # type: ignore[call-overload]
+    names: tuple[str, ...] = (value,) if isinstance(value, str) else tuple(value)  # type: ignore[arg-type]
     if not names or len(names) > 3:
         raise ParameterError(
             parameter,

@@ -31,11 +31,9 @@ def _max_tokens(value: object, parameter: str) -> int:
 
 def _temperature(value: object, parameter: str) -> float:
     """A request's ``temperature``, in the API's range; kept as given (1 stays 1 in JSON)."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, Real)
-        or not (math.isfinite(value) and 0.0 <= value <= MAX_TEMPERATURE)
-    ):
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ParameterError(parameter, f"must be between 0 and 2, got {value}")
+    if not (math.isfinite(value) and 0.0 <= float(value) <= MAX_TEMPERATURE):
         raise ParameterError(parameter, f"must be between 0 and 2, got {value}")
     return value  # type: ignore[return-value]
 
