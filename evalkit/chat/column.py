@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalkit import params
 from evalkit.chat.alpaca import read_alpaca
 from evalkit.chat.extras import (
     DEFAULT_SYSTEM,
@@ -262,17 +263,7 @@ def require_compared_roles(chats: Sequence[ChatColumn], roles: Sequence[Role]) -
 
 
 def _text_columns(columns: str | Sequence[str]) -> tuple[str, ...]:
-    names = (columns,) if isinstance(columns, str) else tuple(columns)
-    if not names or len(names) > 3:
-        raise ParameterError(
-            "text",
-            "must name one column, two (prompt and completion) or three (Alpaca's "
-            f"instruction, input and output); got {len(names)}",
-        )
-    if len(set(names)) != len(names):
-        repeated = next(name for name in names if names.count(name) > 1)
-        raise ParameterError("text", f"names column {repeated!r} twice")
-    return names
+    return params.text_columns(columns, "text")
 
 
 def _conversation_columns(
