@@ -37,10 +37,11 @@ def id_field(help: str, *, required: bool = False, aliases: tuple[str, ...] = ()
     return option(None, flag="--id", metavar="COL", help=help, aliases=aliases)
 
 
-def text_field(help: str) -> Any:
+def text_field(help: str, *, flag: str | None = None) -> Any:
     """``text``: the column(s) of text or conversations (``--text COL``, once to three
-    times); one name may be given as a string in Python."""
-    return option(metavar="COL", check=params.text_columns, help=help)
+    times); one name may be given as a string in Python. ``flag="--text"`` keeps that
+    spelling for a parameter named otherwise (``generate``'s ``text_columns``)."""
+    return option(metavar="COL", check=params.text_columns, help=help, flag=flag)
 
 
 def system_field() -> Any:

@@ -21,7 +21,6 @@ from evalkit.model.options import (
     GenerateParams,
     ModelParams,
     ReloadCheckParams,
-    SmokeLoss,
     SmokeParams,
 )
 from evalkit.options import Params, spec_of
@@ -99,14 +98,6 @@ def test_smokes_plan_options_are_the_plans_fields() -> None:
     )
     with pytest.raises(ParameterError, match=r"^batch must be a positive number of sequences"):
         SmokeParams(text="m", batch=0)
-
-
-def test_smokes_loss_choices_are_the_tokens_loss() -> None:
-    from typing import get_args
-
-    from evalkit.tokens.models import Loss
-
-    assert get_args(SmokeLoss) == get_args(Loss)
 
 
 @pytest.mark.parametrize(

@@ -28,11 +28,10 @@ from evalkit.errors import ParameterError
 from evalkit.model.runtime import DeviceChoice, DtypeChoice
 from evalkit.options import Params, option, spec_of
 from evalkit.plan.options import PlanParams
-from evalkit.vocabulary import hf_split_field, id_field, seed_field
+from evalkit.tokens.options import Loss
+from evalkit.vocabulary import hf_split_field, id_field, seed_field, text_field
 
 SmokeMethod = Literal["lora", "full"]
-SmokeLoss = Literal["assistant", "completion", "all"]
-"""``evalkit tokens --loss``'s choices (:data:`evalkit.tokens.models.Loss`, a pydantic module)."""
 
 _TOKENS = functools.partial(params.positive, unit="tokens")
 
@@ -50,13 +49,7 @@ def max_new_tokens_field(default: int, help: str) -> Any:
     return option(default, metavar="N", check=_TOKENS, help=help)
 
 
-def text_field() -> Any:
-    """``text``/``text_columns``: the conversation column(s) (``--text COL``, repeatable)."""
-    return option(
-        flag="--text",
-        metavar="COL",
-        help="Conversation column; twice for TRL's prompt/completion pair.",
-    )
+TEXT_HELP = "Conversation column; twice for TRL's prompt/completion pair."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,7 +75,7 @@ class GenerateParams(ModelParams):
     )
     hf_split: str | None = hf_split_field()
     id_column: str = id_field("Id column of the split.", required=True)
-    text_columns: tuple[str, ...] = text_field()
+    text_columns: tuple[str, ...] = text_field(TEXT_HELP, flag="--text")
     max_new_tokens: int = max_new_tokens_field(256, "At most this many tokens per output.")
     batch_size: int = option(
         8,
@@ -92,8 +85,6 @@ class GenerateParams(ModelParams):
     )
 
     def __post_init__(self) -> None:
-        if isinstance(self.text_columns, str):
-            object.__setattr__(self, "text_columns", (self.text_columns,))
         _as_paths(self, "adapter", "tokenizer")
         super().__post_init__()
 
@@ -165,7 +156,7 @@ class SmokeParams(ModelParams):
     """
 
     hf_split: str | None = hf_split_field()
-    text: tuple[str, ...] = text_field()
+    text: tuple[str, ...] = text_field(TEXT_HELP)
     method: SmokeMethod = option(
         "lora", help="lora: a new PEFT adapter trains; full: every weight does."
     )
@@ -187,7 +178,7 @@ class SmokeParams(ModelParams):
     batch: int = _plan_field("batch", "Sequences per step.")
     lr: float = option(1e-4, check=_learning_rate, help="AdamW learning rate.")
     grad_checkpointing: bool = option(False, help="Checkpoint every decoder layer (as planned).")
-    loss: SmokeLoss | None = option(
+    loss: Loss | None = option(
         None,
         help="Supervised tokens, as evalkit tokens --loss (default: the assistant turns).",
     )
@@ -198,8 +189,6 @@ class SmokeParams(ModelParams):
     seed: int = seed_field("Seeds the rows' order and the adapter's initialisation.")
 
     def __post_init__(self) -> None:
-        if isinstance(self.text, str):
-            object.__setattr__(self, "text", (self.text,))
         _as_paths(self, "tokenizer")
         super().__post_init__()
 
