@@ -17,7 +17,7 @@ else a command prints goes to stderr, so the output can be piped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,11 +52,11 @@ class Command(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if self.aliases:
             args = _rewrite_aliases(self, ctx, args)
-        with flags_named(self):
+        with flags_named(ctx):
             return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        with flags_named(self):
+        with flags_named(ctx):
             return super().invoke(ctx)
 
 
@@ -66,32 +66,46 @@ class Group(click.Group):
     command_class = Command
 
     def invoke(self, ctx: click.Context) -> Any:
-        with flags_named(self):
+        with flags_named(ctx):
             return super().invoke(ctx)
 
 
 @contextmanager
-def flags_named(command: click.Command) -> Iterator[None]:
-    """Re-raise an :class:`EvalkitError` with its parameters named as ``command``'s flags.
+def flags_named(ctx: click.Context) -> Iterator[None]:
+    """Re-raise an :class:`EvalkitError` with its parameters named as flags of ``ctx``'s line.
 
     The one place the library's words become the command line's: an error
-    says ``pass force=True`` from Python and ``pass --force`` here.
+    says ``pass force=True`` from Python and ``pass --force`` here. A
+    parameter is looked up in the running command's options, then in those
+    of the groups above it (``--debug`` of ``evalkit``).
     """
     try:
         yield
     except EvalkitError as error:
-        raise error.naming(lambda name, value: spelling(command, name, value)) from None
+        commands = []
+        context: click.Context | None = ctx
+        while context is not None:
+            commands.append(context.command)
+            context = context.parent
+        raise error.naming(lambda name, value: spelling(commands, name, value)) from None
 
 
-def spelling(command: click.Command, parameter: str, value: Any = NO_VALUE) -> str:
-    """How ``command``'s line writes ``parameter`` (set to ``value``, when one is given).
+def spelling(
+    commands: click.Command | Sequence[click.Command], parameter: str, value: Any = NO_VALUE
+) -> str:
+    """How a command line writes ``parameter`` (set to ``value``, when one is given).
 
     ``force`` -> ``--force``; ``{"force": True}`` -> ``--force``; ``{"ledger":
     False}`` -> ``--no-ledger`` for a ``--ledger/--no-ledger`` pair;
-    ``{"null_group": "singleton"}`` -> ``--null-group singleton``. A parameter
-    no option of ``command`` sets keeps the library's words.
+    ``{"null_group": "singleton"}`` -> ``--null-group singleton``. The
+    option is the first of ``commands`` (the running command, then its
+    groups) that sets the parameter; a parameter none sets keeps the
+    library's words.
     """
-    option = option_of(command, parameter)
+    if isinstance(commands, click.Command):
+        commands = [commands]
+    found = (option_of(command, parameter) for command in commands)
+    option = next((option for option in found if option is not None), None)
     if option is None:
         return python_name(parameter, value)
     flag = _long(option.opts)
