@@ -9,6 +9,7 @@ turns them into a message on stderr and an exit code.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Self
 
 #: The value of a ref that names a parameter only (``{tolerance}``), no value.
@@ -18,6 +19,15 @@ NO_VALUE: Any = type("NoValue", (), {"__repr__": lambda self: "NO_VALUE"})()
 Naming = Callable[[str, Any], str]
 
 Refs = Mapping[str, Any] | Iterable[str]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A ref that names a parameter other than its placeholder, for two values of one
+    parameter in one message: ``{"cuda": Ref("device", "cuda"), "cpu": Ref("device", "cpu")}``."""
+
+    parameter: str
+    value: Any = NO_VALUE
 
 
 def python_name(parameter: str, value: Any = NO_VALUE) -> str:
@@ -31,7 +41,8 @@ class EvalkitError(Exception):
     The library knows parameters, not flags. A message that names one (``pass
     {force} to overwrite it``) writes it as ``{name}`` and lists it in
     ``refs``: a name alone (``tolerance``), or a name and the value the advice
-    is about (``{"force": True}``, ``{"null_group": "singleton"}``). From
+    is about (``{"force": True}``, ``{"null_group": "singleton"}``), or a
+    :class:`Ref` where the placeholder is not the parameter's name. From
     Python the message reads ``pass force=True to overwrite it``; the command
     line, which knows which flag sets which parameter, renders the same error
     with flags (``pass --force``) through :meth:`naming`, called in one
@@ -53,7 +64,10 @@ class EvalkitError(Exception):
     def _render(self, name: Naming) -> str:
         message = self.template
         for ref, value in self.refs.items():
-            message = message.replace("{" + ref + "}", name(ref, value))
+            parameter, value = (
+                (value.parameter, value.value) if isinstance(value, Ref) else (ref, value)
+            )
+            message = message.replace("{" + ref + "}", name(parameter, value))
         return message
 
     def naming(self, name: Naming) -> Self:
