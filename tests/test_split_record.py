@@ -130,7 +130,7 @@ def test_a_fractional_size_is_refused() -> None:
     from evalkit.errors import UsageError
 
     frame = pl.DataFrame({"id": range(10), "g": range(10)})
-    with pytest.raises(UsageError, match=r"--sizes: a whole number, got 5\.5"):
+    with pytest.raises(UsageError, match=r"^sizes: a whole number, got 5\.5"):
         split(frame, group=["g"], sizes=[5.5, 4.5], names=["a", "b"])  # type: ignore[list-item]
 
 

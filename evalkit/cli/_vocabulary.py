@@ -96,7 +96,8 @@ def spelling(
     """How a command line writes ``parameter`` (set to ``value``, when one is given).
 
     ``force`` -> ``--force``; ``{"force": True}`` -> ``--force``; ``{"ledger":
-    False}`` -> ``--no-ledger`` for a ``--ledger/--no-ledger`` pair;
+    False}`` -> ``--no-ledger`` for a ``--ledger/--no-ledger`` pair, or where
+    the command has a ``--no-ledger`` flag beside ``--ledger PATH``;
     ``{"null_group": "singleton"}`` -> ``--null-group singleton``. The
     option is the first of ``commands`` (the running command, then its
     groups) that sets the parameter; a parameter none sets keeps the
@@ -104,17 +105,27 @@ def spelling(
     """
     if isinstance(commands, click.Command):
         commands = [commands]
-    found = (option_of(command, parameter) for command in commands)
-    option = next((option for option in found if option is not None), None)
-    if option is None:
-        return python_name(parameter, value)
+    for command in commands:
+        option = option_of(command, parameter)
+        if option is not None:
+            return _spelled(command, option, value)
+    return python_name(parameter, value)
+
+
+def _spelled(command: click.Command, option: click.Option, value: Any) -> str:
     flag = _long(option.opts)
     if value is NO_VALUE:
         return flag
-    if option.is_flag and isinstance(value, bool):
-        if value is False and option.secondary_opts:
+    if isinstance(value, bool):
+        if value is False and option.is_flag and option.secondary_opts:
             return _long(option.secondary_opts)
-        return flag
+        if (
+            value is False
+            and (negative := flag_of(command, "no_" + flag[2:].replace("-", "_"))) is not None
+        ):
+            return negative
+        if option.is_flag:
+            return flag
     if isinstance(value, list | tuple):
         value = ",".join(str(item) for item in value)
     return f"{flag} {value}"

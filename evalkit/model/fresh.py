@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import NO_VALUE, EvalkitError, WorkerFailed
+from evalkit.errors import NO_VALUE, EvalkitError, Ref, WorkerFailed
 
 
 def worker_error(error: dict[str, Any], what: str) -> EvalkitError:
@@ -31,8 +31,7 @@ def worker_error(error: dict[str, Any], what: str) -> EvalkitError:
             f"internal error in the {what} process: {message} (rerun with {{debug}})",
             refs={"debug": True},
         )
-    refs = {name: NO_VALUE for name in error.get("refs", ())} | dict(error.get("values", {}))
-    failure = EvalkitError(str(error.get("template", message)), refs=refs)
+    failure = EvalkitError(str(error.get("template", message)), refs=_refs(error.get("refs", [])))
     failure.exit_code = code
     return failure
 
@@ -70,14 +69,23 @@ def run_worker(module: str, request: dict[str, Any], scratch: Path, *, what: str
 
 def _error_record(error: EvalkitError) -> dict[str, Any]:
     """What the parent needs to raise ``error`` again: its words, and its parameters as refs
-    (so that the command line there names them as flags)."""
+    (so that the command line there names them as flags): ``[placeholder, parameter]``, or
+    ``[placeholder, parameter, value]``."""
     record: dict[str, Any] = {"message": error.message, "exit_code": error.exit_code}
-    plain = (NO_VALUE, None, True, False)
-    if all(isinstance(v, str | int | float) or v in plain for v in error.refs.values()):
-        record["template"] = error.template
-        record["refs"] = [name for name, v in error.refs.items() if v is NO_VALUE]
-        record["values"] = {name: v for name, v in error.refs.items() if v is not NO_VALUE}
-    return record
+    refs = []
+    for placeholder, value in error.refs.items():
+        ref = value if isinstance(value, Ref) else Ref(placeholder, value)
+        if ref.value is NO_VALUE:
+            refs.append([placeholder, ref.parameter])
+        elif ref.value is None or isinstance(ref.value, str | int | float):
+            refs.append([placeholder, ref.parameter, ref.value])
+        else:
+            return record  # a value JSON cannot carry: the words alone
+    return {**record, "template": error.template, "refs": refs}
+
+
+def _refs(record: list[list[Any]]) -> dict[str, Ref]:
+    return {ref[0]: Ref(ref[1], ref[2] if len(ref) > 2 else NO_VALUE) for ref in record}
 
 
 def worker_main(argv: list[str], compute: Callable[[dict[str, Any]], Any]) -> int:

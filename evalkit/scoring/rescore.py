@@ -45,7 +45,7 @@ def _found(recorded: str | None, folder: Path, what: str, key: str) -> Path:
     if not recorded:
         raise UsageError(
             f"{folder}: summary.json records no {what} ({key}), so there is nothing to "
-            "re-score; score the predictions with evalkit score --contract NEW instead"
+            "re-score; score the predictions under the new contract with evalkit score instead"
         )
     path = locate(recorded, folder)
     if path is None:
