@@ -72,7 +72,7 @@ def resolve_hf_split(path: Path, hf_split: str | None) -> Path:
             raise UsageError(
                 f"{path}: is a Hugging Face DatasetDict with splits {', '.join(splits)}; "
                 "choose one with {hf_split}",
-                refs=["hf_split"],
+                refs={"hf_split": "NAME"},
             )
         if hf_split not in splits:
             raise UsageError(
@@ -115,7 +115,7 @@ def hf_dataset(folder: Path) -> HfDataset:
         raise UsageError(
             f"{folder}: is a Hugging Face DatasetDict with splits {', '.join(hf_splits(folder))}; "
             "choose one with {hf_split}",
-            refs=["hf_split"],
+            refs={"hf_split": "NAME"},
         )
     state_path = folder / STATE
     if not state_path.is_file():

@@ -23,6 +23,7 @@ CSS = "a CSS custom property of the HTML report, not a flag"
 PERSISTED = "written into an output file that users and checks read; it stays byte-identical"
 CLI_ONLY = "a renderer only the command line calls (no library entry uses it)"
 OTHER_TOOL = "another tool's flag, quoted as the command to run"
+QUOTED = "a whole evalkit command line to run, quoted as the walkthrough shows it"
 
 _PAGE_CSS = ("--blue", "--fail-bg", "--ink", "--line", "--muted", "--orange", "--pass-bg",
              "--rare-bg", "--sky", "--soft", "--vermillion")  # fmt: skip
@@ -65,6 +66,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("report/prompts_summary.py", "--pred"): f"{CLI_ONLY} (prompts: the next command)",
     ("report/score_summary.py", "--on-duplicate"): f"{CLI_ONLY} (score, rescore)",
     ("report/split_summary.py", "--near-dup"): f"{CLI_ONLY} (split)",
+    ("comparison/results.py", "--contract"): f"{QUOTED} (evalkit rescore)",
+    ("comparison/results.py", "--out"): f"{QUOTED} (evalkit rescore)",
     ("leakage/distributed/session.py", "--head"): f"{OTHER_TOOL} (ray start --head)",
     ("tokens/load.py", "--local-dir"): f"{OTHER_TOOL} (huggingface-cli download)",
 }

@@ -272,7 +272,7 @@ def check_compatible(baseline: ScoredResult, candidate: ScoredResult) -> None:
             f"{base.contract.name} v{base.contract.version} ({base.contract.fingerprint}) vs "
             f"{cand.contract.name} v{cand.contract.version} ({cand.contract.fingerprint}); "
             "re-score the results of the older version under the newer contract with "
-            "evalkit rescore RESULT... (or evalkit.rescore), then compare those"
+            "evalkit rescore RESULT... --contract NEW.yaml --out DIR, then compare those"
         )
     if base.gold.sha256 != cand.gold.sha256:
         raise IncompatibleResults(

@@ -87,8 +87,8 @@ def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
                     f"{result.path / 'summary.json'}: its look was recorded in "
                     f"{result.summary.ledger}, but the ledger of its gold file {gold} is "
                     f"{authoritative}, which counts the looks at this test set; score it again "
-                    "without a ledger path (a ledger elsewhere counts only when the gold file has "
-                    "none)"
+                    "without {ledger} (a ledger elsewhere counts only when the gold file has none)",
+                    refs=["ledger"],
                 )
         if given is not None and not _same_file(given, authoritative):
             raise ParameterError(

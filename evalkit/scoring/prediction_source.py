@@ -60,7 +60,8 @@ def check_source(path: Path) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise UnreadableFile(
             f"{path}: is {special_kind(mode)}, not a regular file; {NOT_REGULAR_FIX} "
-            "(or pipe it in: /dev/stdin)"
+            "(or pipe it in as {predictions})",
+            refs={"predictions": "/dev/stdin"},
         )
 
 
