@@ -134,11 +134,11 @@ echo
 echo "== 4. before renting a GPU: plan the memory of a QLoRA cycle on Llama-2-13B"
 echo "   (examples/plan/llama-2-13b holds its published config.json; no weights are read)"
 evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
-  --eval-batch 8 --eval-tokens 1024 --export merge --json "$OUT/plan/llama-2-13b-qlora.json"
+  --eval-batch-size 8 --eval-tokens 1024 --export merge --json "$OUT/plan/llama-2-13b-qlora.json"
 echo
 echo "   the same cycle exporting the adapter alone:"
 evalkit plan --config examples/plan/llama-2-13b --method qlora --seq-len 2048 \
-  --eval-batch 8 --eval-tokens 1024 --export adapter | tail -n 1
+  --eval-batch-size 8 --eval-tokens 1024 --export adapter | tail -n 1
 
 echo
 echo "   and the hours of a campaign on Llama-2-7B (QLoRA, 2 epochs of 20M tokens, 500"

@@ -37,6 +37,7 @@ CONCEPTS = {
     "id column": Concept("--id", ("--id-col", "--id-column")),
     "sequence length": Concept("--seq-len", ("--max-seq-length", "--max-seq-len", "--seq-length")),
     "batch size": Concept("--batch-size", ("--batch", "--bs")),
+    "evaluation batch size": Concept("--eval-batch-size", ("--eval-batch",)),
     "JSON report": Concept("--json", ("--json-out", "--report")),
     "quiet": Concept("--quiet", ("--silent",)),
     "seed": Concept("--seed", ("--random-seed", "--random-state")),
@@ -49,6 +50,7 @@ SCORE_REQUIRED = ["--contract", "c.yaml", "--gold", "g.jsonl", "--pred", "p.json
 ALIAS_LINES = {
     ("card", "--out"): (["adapter", "--out", "c.json"], "json_path", Path("c.json")),
     ("plan", "--batch"): (["--config", "c.json", "--batch", "2"], "batch", 2),
+    ("plan", "--eval-batch"): (["--config", "c.json", "--eval-batch", "4"], "eval_batch", 4),
     ("smoke", "--batch"): (
         ["--base", "b", "--data", "d.jsonl", "--text", "t", "--batch", "2"],
         "batch",

@@ -56,7 +56,7 @@ def test_every_option_of_the_design_line_is_accepted(run_cli, tmp_path: Path) ->
         "plan", "--config", LLAMA7, "--method", "qlora", "--r", "16",
         "--targets", "all-linear", "--quant", "int8", "--seq-len", "512", "--batch-size", "2",
         "--grad-checkpointing", "--optimizer", "paged-adamw-8bit", "--precision", "amp",
-        "--attention", "eager", "--gpus", "2", "--eval-batch", "4", "--eval-tokens", "256",
+        "--attention", "eager", "--gpus", "2", "--eval-batch-size", "4", "--eval-tokens", "256",
         "--export", "adapter", "--json", target,
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -98,7 +98,7 @@ def test_a_missing_key_is_exit_2_naming_it(run_cli, tmp_path: Path) -> None:
         (["--targets", " , "], ["no module names"]),
         (["--r", "0"], ["--r"]),
         (["--seq-len", "0"], ["--seq-len"]),
-        (["--eval-batch", "-1"], ["--eval-batch"]),
+        (["--eval-batch-size", "-1"], ["--eval-batch-size"]),
         (["--method", "dora"], ["--method", "dora"]),
         (["--optimizer", "adam"], ["--optimizer"]),
     ],

@@ -273,8 +273,8 @@ def test_the_recommendation_names_the_largest_phase(changes, phase) -> None:
 def test_eval_advice_finds_the_batch_that_fits() -> None:
     result = plan(EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch=64)
     advice = result.recommendation.advice
-    assert "--eval-batch" in advice
-    batch = int(advice.split("--eval-batch ")[1].split(")")[0])
+    assert "--eval-batch-size" in advice
+    batch = int(advice.split("--eval-batch-size ")[1].split(")")[0])
     smaller = plan(EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch=batch)
     larger = plan(EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch=batch + 1)
     stay = int(advice.rsplit("to stay on ", 1)[1].split(" ")[0])

@@ -43,7 +43,12 @@ class Command(click.Command):
 
     def __init__(self, *args: Any, aliases: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.aliases: dict[str, str] = dict(aliases or {})
+        from evalkit.cli._params import ALIASES_ATTRIBUTE
+
+        self.aliases: dict[str, str] = {
+            **getattr(self.callback, ALIASES_ATTRIBUTE, {}),
+            **(aliases or {}),
+        }
         if self.aliases:
             listed = ", ".join(f"{old} (use {new})" for old, new in self.aliases.items())
             note = f"Deprecated spellings, still accepted with a note on stderr: {listed}."

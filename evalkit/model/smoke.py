@@ -198,7 +198,7 @@ def prepare(
         seq_len=seq_len,
         batch=batch,
         grad_checkpointing=grad_checkpointing,
-        precision=PRECISION[resolved_dtype],  # type: ignore[arg-type]
+        precision=PRECISION[resolved_dtype],
         # torch.optim.AdamW's default on a GPU: the foreach kernel, with its sqrt temporary.
         optimizer="adamw-foreach",
         attention="sdpa",

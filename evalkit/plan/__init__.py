@@ -4,30 +4,39 @@ Arithmetic on a model's ``config.json``, no torch. :func:`plan` gives the
 bound of each phase (load, train, eval, export) with its components and the
 GPU class that holds the largest; :func:`phase_bounds` gives the per-phase
 bytes alone, for a measured run (``evalkit smoke``) to be compared with.
+
+The package loads its names when first used: ``evalkit plan --help`` needs
+only the options (:mod:`evalkit.plan.options`), not the planner's models.
 """
 
-import inspect
+from __future__ import annotations
+
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalkit.plan.api import phase_bounds, plan, plan_shape
-from evalkit.plan.config import ModelShape, load_model_shape
-from evalkit.plan.models import PlanResult
-from evalkit.plan.options import Options, resolve_options
-from evalkit.plan.time_api import TimeRequest
+from evalkit._lazy import lazy_exports
 
-__all__ = [
-    "ModelShape",
-    "Options",
-    "PlanResult",
-    "TimeRequest",
-    "load_model_shape",
-    "phase_bounds",
-    "plan",
-    "plan_shape",
-    "resolve_options",
-]
+if TYPE_CHECKING:
+    import inspect
+
+    from evalkit.plan.models import PlanResult
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "ModelShape": "evalkit.plan.config",
+        "load_model_shape": "evalkit.plan.config",
+        "Options": "evalkit.plan.options",
+        "PlanParams": "evalkit.plan.options",
+        "TimeRequest": "evalkit.plan.options",
+        "resolve_options": "evalkit.plan.options",
+        "PlanResult": "evalkit.plan.models",
+        "phase_bounds": "evalkit.plan.api",
+        "plan": "evalkit.plan.api",
+        "plan_shape": "evalkit.plan.api",
+    },
+)
 
 
 class _CallablePackage(types.ModuleType):
@@ -39,9 +48,18 @@ class _CallablePackage(types.ModuleType):
     """
 
     def __call__(self, *args: Any, **kwargs: Any) -> PlanResult:
+        from evalkit.plan.api import plan
+
         return plan(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """help() and editors show plan's parameters, not (*args, **kwargs)."""
+        import inspect
+
+        from evalkit.plan.api import plan
+
+        return inspect.signature(plan)
 
 
 sys.modules[__name__].__class__ = _CallablePackage
-# help() and editors show plan's parameters, not (*args, **kwargs).
-sys.modules[__name__].__signature__ = inspect.signature(plan)  # type: ignore[attr-defined]

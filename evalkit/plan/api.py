@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Unpack
+from typing import Any
 
 from evalkit._version import __version__
 from evalkit.io import sha256_file
+from evalkit.options import takes
 from evalkit.plan.config import ModelShape, load_model_shape
 from evalkit.plan.models import (
     ApartFromBound,
@@ -24,7 +25,7 @@ from evalkit.plan.models import (
     PlanResult,
     Step,
 )
-from evalkit.plan.options import Options, OptionValues, resolve_options
+from evalkit.plan.options import Options, PlanParams, resolve_options
 from evalkit.plan.phases import PHASES, TRAIN_STEPS, Bounds, Moment, compute_bounds
 from evalkit.plan.recommend import (
     ALLOCATOR_SLACK,
@@ -152,23 +153,30 @@ def plan_shape(shape: ModelShape, options: Options, time: TimeRequest | None = N
     )
 
 
+@takes(PlanParams)
 def plan(
-    config: Path | str, *, time: TimeRequest | None = None, **options: Unpack[OptionValues]
+    config: Path | str,
+    params: PlanParams | None = None,
+    /,
+    *,
+    time: TimeRequest | None = None,
+    **options: Any,
 ) -> PlanResult:
     """Plan the GPU memory of loading, training, evaluating and exporting a model.
 
-    ``config`` is a model's config.json or its folder; ``options`` are those
-    of :func:`evalkit.plan.options.resolve_options` (the command's, with
-    underscores): ``method``, ``r``, ``targets`` (``"all-linear"`` or
-    comma-separated names), ``quant``, ``kbit_prep``, ``seq_len``, ``batch``,
-    ``grad_checkpointing``, ``optimizer``, ``precision``, ``attention``,
-    ``gpus``, ``eval_batch``, ``eval_tokens``, ``export``. Each phase's amount
-    is a lower bound of its peak allocated memory: a GPU with less cannot run
-    it. Unset options default as PEFT does (r=8, its per-family targets), as
-    QLoRA's recipe does (nf4-dq, k-bit preparation, gradient checkpointing),
-    and ``eval_tokens`` to ``seq_len``. ``time`` (a
+    ``config`` is a model's config.json or its folder; ``params`` a
+    :class:`~evalkit.plan.options.PlanParams` (the command's options), or
+    its fields as keywords: ``method``, ``r``, ``targets`` (``"all-linear"``
+    or comma-separated names), ``quant``, ``kbit_prep``, ``seq_len``,
+    ``batch``, ``grad_checkpointing``, ``optimizer``, ``precision``,
+    ``attention``, ``gpus``, ``eval_batch``, ``eval_tokens``, ``export``.
+    Each phase's amount is a lower bound of its peak allocated memory: a GPU
+    with less cannot run it. Unset options default as PEFT does (r=8, its
+    per-family targets), as QLoRA's recipe does (nf4-dq, k-bit preparation,
+    gradient checkpointing), and ``eval_tokens`` to ``seq_len``. ``time`` (a
     :class:`~evalkit.plan.time_api.TimeRequest`: the tokens of an epoch, the
     evaluation's work, a smoke report, a campaign) adds ``result.time``.
     """
+    given = PlanParams.build(params, options)
     shape = load_model_shape(Path(config))
-    return plan_shape(shape, resolve_options(shape, **options), time)
+    return plan_shape(shape, resolve_options(shape, given), time)

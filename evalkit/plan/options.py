@@ -9,11 +9,14 @@ checkpointing on).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from typing import Literal, TypedDict, get_args
+from pathlib import Path
+from typing import Any, Literal
 
 from evalkit import params
 from evalkit.errors import ParameterError, UsageError
+from evalkit.options import Check, Params, option, takes
 from evalkit.plan.config import ModelShape
 
 Method = Literal["full", "lora", "qlora"]
@@ -35,24 +38,169 @@ DEFAULT_SEQ_LEN = 2048
 DEFAULT_EVAL_BATCH = 8
 
 
-class OptionValues(TypedDict, total=False):
-    """The keyword options of :func:`resolve_options` (and of ``evalkit.plan``)."""
+def _tokens(unit: str) -> Check:
+    return functools.partial(params.positive, unit=unit)
 
-    method: Method
-    r: int | None
-    targets: str | None
-    quant: Quant | None
-    kbit_prep: bool | None
-    seq_len: int
-    batch: int
-    grad_checkpointing: bool | None
-    optimizer: Optimizer
-    precision: Precision
-    attention: Attention
-    gpus: int
-    eval_batch: int
-    eval_tokens: int | None
-    export: Export | None
+
+@dataclass(frozen=True, kw_only=True)
+class PlanParams(Params):
+    """The options of a memory plan, as given: ``evalkit.plan``'s and ``evalkit plan``'s.
+
+    ``None`` means the default that the method and the model decide
+    (:func:`resolve_options` makes every one explicit).
+    """
+
+    method: Method = option(
+        "lora", help="Train every weight, a LoRA adapter, or an adapter on a 4/8-bit base."
+    )
+    r: int | None = option(
+        None, help="LoRA rank.", metavar="N", check=params.positive, default_help=str(DEFAULT_RANK)
+    )
+    targets: str | None = option(
+        None,
+        metavar="all-linear|q_proj,v_proj,...",
+        help="Linears the adapter wraps; all-linear excludes the output head, as PEFT does.",
+        default_help="PEFT's for the family, q_proj,v_proj for Llama-style models",
+    )
+    quant: Quant | None = option(
+        None,
+        help="How qlora stores the base's linears.",
+        default_help="nf4-dq, NF4 with double quantization",
+    )
+    kbit_prep: bool | None = option(
+        None,
+        secondary="--no-kbit-prep",
+        help="qlora: PEFT's prepare_model_for_kbit_training, which upcasts the unquantized "
+        "weights to fp32 and turns gradient checkpointing on.",
+        default_help="on",
+    )
+    seq_len: int = option(
+        DEFAULT_SEQ_LEN,
+        metavar="N",
+        check=_tokens("tokens"),
+        help="Tokens per training sequence (the padded or packed length).",
+    )
+    batch: int = option(
+        1,
+        flag="--batch-size",
+        aliases=("--batch",),
+        metavar="N",
+        check=_tokens("sequences"),
+        help="Sequences per step, per GPU.",
+    )
+    grad_checkpointing: bool | None = option(
+        None,
+        secondary="--no-grad-checkpointing",
+        help="Checkpoint each decoder layer (keep its input, rebuild it in the backward).",
+        default_help="on for qlora with k-bit prep, off otherwise",
+    )
+    optimizer: Optimizer = option(
+        "adamw",
+        help="adamw: two states per parameter (fused kernel, the HF Trainer's default); "
+        "adamw-foreach: plus a parameter-sized temporary in the step (torch.optim.AdamW's "
+        "default); 8-bit: one byte per state; paged: states in unified memory.",
+    )
+    precision: Precision = option(
+        "bf16",
+        help="bf16/fp16: weights, gradients and states in 16 bits; amp: fp32 weights with "
+        "16-bit compute; fp32: everything in fp32.",
+    )
+    attention: Attention = option(
+        "sdpa", help="sdpa/flash keeps no seq x seq matrix; eager keeps the softmax."
+    )
+    gpus: int = option(
+        1,
+        metavar="N",
+        check=_tokens("GPUs"),
+        help="Shard weights, gradients and optimizer states over N GPUs (FSDP/ZeRO-3).",
+    )
+    eval_batch: int = option(
+        DEFAULT_EVAL_BATCH,
+        flag="--eval-batch-size",
+        aliases=("--eval-batch",),
+        metavar="N",
+        check=_tokens("sequences"),
+        help="Sequences generated at once when evaluating.",
+    )
+    eval_tokens: int | None = option(
+        None,
+        metavar="N",
+        check=_tokens("tokens"),
+        help="Prompt + new tokens per generated sequence.",
+        default_help="--seq-len",
+    )
+    export: Export | None = option(
+        None,
+        help="merge: the adapter merged into a 16-bit base (for qlora, the dequantized base); "
+        "adapter: save the adapter alone.",
+        default_help="merge",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeRequest(Params):
+    """The time options of ``evalkit plan`` (all optional but the tokens)."""
+
+    train_tokens: int | None = option(
+        None,
+        metavar="N",
+        help="Time: tokens of one epoch (every position the model computes; with padding, the "
+        "padded count). Adds lower bounds of hours per GPU class.",
+    )
+    tokens_report: Path | None = option(
+        None,
+        metavar="FILE",
+        path_file=True,
+        help="Time: the tokens of an epoch from `evalkit tokens --json` of the training split "
+        "(its total; derived, and said how, when the report lacks it).",
+    )
+    tokens_split: str | None = option(
+        None,
+        metavar="NAME",
+        help="The training split's name in --tokens-report.",
+        default_help="train, or its only split",
+    )
+    epochs: float = option(1.0, metavar="E", help="Time: passes over the training tokens.")
+    eval_examples: int | None = option(
+        None,
+        metavar="M",
+        help="Time: sequences one evaluation pass generates for (prompts of --eval-tokens minus "
+        "--eval-new-tokens tokens, --eval-batch-size at once).",
+    )
+    eval_new_tokens: int | None = option(
+        None, metavar="T", help="Time: new tokens generated per sequence."
+    )
+    gpu: tuple[str, ...] = option(
+        (),
+        metavar="NAME|NAME:MEMORY_GB:TFLOPS[:BANDWIDTH_GBPS]",
+        help="Time: a GPU of the shipped table (repeat to choose several), or a new class with "
+        "its peak dense bf16 TFLOP/s and memory bandwidth in GB/s (without it, only FLOPs bound "
+        "decoding).",
+        default_help="the whole table",
+    )
+    measured: Path | None = option(
+        None,
+        metavar="SMOKE_JSON",
+        path_file=True,
+        help="Campaign: the rates `evalkit smoke --json` measured on its device (same model).",
+    )
+    runs: int | None = option(None, metavar="K", help="Campaign: variants trained and evaluated.")
+    window: str | None = option(None, metavar="7d|36h|90m", help="Campaign: the rented window.")
+    recovery: float = option(
+        0.0, metavar="SHARE", help="Campaign: share of the window kept for reruns."
+    )
+    price_per_hour: float | None = option(
+        None,
+        metavar="P",
+        help="Campaign: rental price per hour (the cost of the hours and of the window).",
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("tokens_report", "measured"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, Path(value))
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
@@ -80,14 +228,6 @@ class Options:
     def adapter(self) -> bool:
         """Whether a LoRA adapter is trained (lora, qlora) rather than the weights (full)."""
         return self.method != "full"
-
-
-def _choice(value: object, allowed: object, parameter: str) -> None:
-    choices = get_args(allowed)
-    if value not in choices:
-        raise ParameterError(
-            parameter, f"must be one of {', '.join(map(str, choices))}, got {value!r}"
-        )
 
 
 def resolve_targets(shape: ModelShape, spec: str | None) -> tuple[tuple[str, ...], str]:
@@ -150,54 +290,39 @@ def _quant_of_stored(shape: ModelShape, method: str, quant: Quant | None) -> Qua
     return quant if quant is not None else expected  # type: ignore[return-value]
 
 
+@takes(PlanParams)
 def resolve_options(
-    shape: ModelShape,
-    *,
-    method: Method = "lora",
-    r: int | None = None,
-    targets: str | None = None,
-    quant: Quant | None = None,
-    kbit_prep: bool | None = None,
-    seq_len: int = DEFAULT_SEQ_LEN,
-    batch: int = 1,
-    grad_checkpointing: bool | None = None,
-    optimizer: Optimizer = "adamw",
-    precision: Precision = "bf16",
-    attention: Attention = "sdpa",
-    gpus: int = 1,
-    eval_batch: int = DEFAULT_EVAL_BATCH,
-    eval_tokens: int | None = None,
-    export: Export | None = None,
+    shape: ModelShape, given: PlanParams | None = None, /, **values: Any
 ) -> Options:
-    """Check every option against the method and the model, and fill in the defaults."""
-    _choice(method, Method, "method")
-    _choice(optimizer, Optimizer, "optimizer")
-    _choice(precision, Precision, "precision")
-    _choice(attention, Attention, "attention")
+    """Check every option against the method and the model, and fill in the defaults.
+
+    ``given`` is a :class:`PlanParams`; keyword arguments build one (or change
+    ``given``'s fields): ``resolve_options(shape, method="qlora", r=16)``.
+    """
+    chosen_params = PlanParams.build(given, values)
+    method, r, targets = chosen_params.method, chosen_params.r, chosen_params.targets
+    quant, kbit_prep, export = chosen_params.quant, chosen_params.kbit_prep, chosen_params.export
+    seq_len, eval_tokens = chosen_params.seq_len, chosen_params.eval_tokens
+    grad_checkpointing = chosen_params.grad_checkpointing
     if method == "full":
-        for given, parameter in ((r, "r"), (targets, "targets"), (export, "export")):
-            if given is not None:
+        for value, parameter in ((r, "r"), (targets, "targets"), (export, "export")):
+            if value is not None:
                 raise ParameterError(
                     parameter,
                     "applies to lora and qlora; full fine-tuning trains (and saves) "
                     "the weights themselves",
                 )
     if method != "qlora":
-        for given, parameter in ((quant, "quant"), (kbit_prep, "kbit_prep")):
-            if given is not None:
+        for value, parameter in ((quant, "quant"), (kbit_prep, "kbit_prep")):
+            if value is not None:
                 raise ParameterError(
                     parameter, f"applies to qlora only; {method} keeps the base at its precision"
                 )
-    if quant is not None:
-        _choice(quant, Quant, "quant")
     quant = _quant_of_stored(shape, method, quant)
-    if export is not None:
-        _choice(export, Export, "export")
-    rank = 0 if method == "full" else params.positive(DEFAULT_RANK if r is None else r, "r")
+    rank = 0 if method == "full" else (DEFAULT_RANK if r is None else r)
     chosen, spec = ((), "") if method == "full" else resolve_targets(shape, targets)
     qlora = method == "qlora"
     prepared = (True if kbit_prep is None else kbit_prep) if qlora else False
-    seq_len = params.positive(seq_len, "seq_len", "tokens")
     return Options(
         method=method,
         r=rank,
@@ -206,16 +331,14 @@ def resolve_options(
         quant=(quant or "nf4-dq") if qlora else None,
         kbit_prep=prepared,
         seq_len=seq_len,
-        batch=params.positive(batch, "batch", "sequences"),
+        batch=chosen_params.batch,
         # prepare_model_for_kbit_training turns gradient checkpointing on by default.
         grad_checkpointing=prepared if grad_checkpointing is None else grad_checkpointing,
-        optimizer=optimizer,
-        precision=precision,
-        attention=attention,
-        gpus=params.positive(gpus, "gpus", "GPUs"),
-        eval_batch=params.positive(eval_batch, "eval_batch", "sequences"),
-        eval_tokens=params.positive(
-            seq_len if eval_tokens is None else eval_tokens, "eval_tokens", "tokens"
-        ),
+        optimizer=chosen_params.optimizer,
+        precision=chosen_params.precision,
+        attention=chosen_params.attention,
+        gpus=chosen_params.gpus,
+        eval_batch=chosen_params.eval_batch,
+        eval_tokens=seq_len if eval_tokens is None else eval_tokens,
         export=None if method == "full" else (export or "merge"),
     )

@@ -99,7 +99,7 @@ def _way_down(phase: str, options: Options, size: int, replan: Replan) -> str | 
         batch = _largest_fitting(options.eval_batch, size, replan, "eval_batch")
         if batch is not None:
             plural = "s" if batch > 1 else ""
-            return f"generate {batch} sequence{plural} at a time (--eval-batch {batch})"
+            return f"generate {batch} sequence{plural} at a time (--eval-batch-size {batch})"
         return None
     if phase != "train":
         return None
@@ -120,7 +120,7 @@ def recommend(phases: Mapping[str, int], options: Options, replan: Replan) -> Re
     """Fit the largest phase on the smallest class; failing that, count 80 GB GPUs.
 
     ``phases`` are per-GPU bounds under ``options``; ``replan(**changes)``
-    gives them under changed options (other --gpus, --eval-batch, ...), to
+    gives them under changed options (other --gpus, --eval-batch-size, ...), to
     search for the GPUs sharding needs and for advice that saves a class.
     """
     phase = _largest(phases)
@@ -161,5 +161,5 @@ def recommend(phases: Mapping[str, int], options: Options, replan: Replan) -> Re
         needs_gb,
         f"the {phase} phase does not fit even when sharded over {MAX_GPUS} GPUs: what "
         "sharding cannot split (activations, logits, the KV cache) exceeds one GPU; "
-        "lower --batch-size, --seq-len or --eval-batch, or turn on --grad-checkpointing",
+        "lower --batch-size, --seq-len or --eval-batch-size, or turn on --grad-checkpointing",
     )

@@ -9,7 +9,6 @@ only: no torch, so it runs before anything is rented.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalkit import params
@@ -26,7 +25,7 @@ from evalkit.plan.campaign import (
 from evalkit.plan.config import ModelShape
 from evalkit.plan.flops import train_flops
 from evalkit.plan.gpus import GpuSpec, choose
-from evalkit.plan.options import Options
+from evalkit.plan.options import Options, TimeRequest
 from evalkit.plan.time_models import (
     CampaignInputs,
     EvalInput,
@@ -45,24 +44,6 @@ SIGNIFICANT = 6
 def _round(value: float) -> float:
     """Six significant digits: hours of a tiny model and of a week both keep their figures."""
     return float(f"{value:.{SIGNIFICANT}g}")
-
-
-@dataclass(frozen=True)
-class TimeRequest:
-    """The time options of ``evalkit plan`` (all optional but the tokens)."""
-
-    train_tokens: int | None = None
-    tokens_report: Path | str | None = None
-    tokens_split: str | None = None
-    epochs: float = 1.0
-    eval_examples: int | None = None
-    eval_new_tokens: int | None = None
-    gpu: tuple[str, ...] = field(default_factory=tuple)
-    measured: Path | str | None = None
-    runs: int | None = None
-    window: str | None = None
-    recovery: float = 0.0
-    price_per_hour: float | None = None
 
 
 def _tokens(request: TimeRequest) -> TrainTokens:

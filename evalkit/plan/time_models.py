@@ -44,7 +44,7 @@ class EvalInput(_Model):
     examples: int = Field(description="--eval-examples: sequences generated per pass.")
     prompt_tokens: int = Field(description="--eval-tokens minus --eval-new-tokens.")
     new_tokens: int = Field(description="--eval-new-tokens: generated per sequence.")
-    batch: int = Field(description="--eval-batch: sequences generated at once.")
+    batch: int = Field(description="--eval-batch-size: sequences generated at once.")
     prefill_flops_per_sequence: int = Field(
         description="2·p·L·Σ d_in·d_out + attention over the prompt + the head at one position."
     )

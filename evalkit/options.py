@@ -1,0 +1,247 @@
+"""One frozen options object per command: the library takes it, the command line is built from it.
+
+A command's options are defined once, as the fields of a frozen dataclass
+that subclasses :class:`Params`: each field's type, default, check and help
+(:func:`option`). The library entry takes the object, or keyword arguments
+that build it (``evalkit.plan(config, seq_len=1024)`` and
+``evalkit.plan(config, PlanParams(seq_len=1024))`` are the same call); the
+click command is built from the same class by
+:func:`evalkit.cli._params.params_options`, so a flag, its type, its default,
+its check and its help text live in one place. The object checks its values
+when it is made, with the checks of :mod:`evalkit.params`, and its errors name
+parameters (``seq_len``); the command line says the same with the flag.
+
+Stdlib only, and nothing here runs at import time but the class definitions:
+``evalkit --help`` does not pay for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Self, TypeVar, get_args, get_origin
+
+from evalkit.errors import ParameterError
+
+F = TypeVar("F", bound=Callable[..., Any])
+Check = Callable[[Any, str], Any]
+"""A value check: ``check(value, parameter)`` returns the value (normalised) or raises
+:class:`~evalkit.errors.ParameterError` naming ``parameter``."""
+
+_KEY = "evalkit.option"
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """What the command line needs to know about one field, beyond its type and default.
+
+    ``flag`` defaults to the field's name with dashes (``seq_len`` ->
+    ``--seq-len``); ``secondary`` is the off switch of a boolean pair
+    (``--no-kbit-prep``); ``default_help`` says what an unset (``None``) field
+    resolves to; ``aliases`` are deprecated spellings, still accepted with a
+    note; ``parse`` turns the command line's word into the field's value (a
+    comma-separated list, say) and may raise ``ParameterError``; ``cli=False``
+    keeps a field out of the command line (a Python-only parameter).
+    """
+
+    help: str
+    flag: str | None = None
+    short: str | None = None
+    secondary: str | None = None
+    metavar: str | None = None
+    check: Check | None = None
+    parse: Callable[[str], Any] | None = None
+    default_help: str | None = None
+    aliases: tuple[str, ...] = ()
+    required: bool = False
+    cli: bool = True
+    path_file: bool = False
+    """A path that must not be a folder (the command line refuses one as it parses)."""
+
+
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    flag: str | None = None,
+    short: str | None = None,
+    secondary: str | None = None,
+    metavar: str | None = None,
+    check: Check | None = None,
+    parse: Callable[[str], Any] | None = None,
+    default_help: str | None = None,
+    aliases: tuple[str, ...] = (),
+    cli: bool = True,
+    path_file: bool = False,
+) -> Any:
+    """A field of a :class:`Params` class: its default and what the command line shows.
+
+    Without a default the parameter is required (a required option on the
+    command line). A tuple default is shared safely: the object is frozen.
+    """
+    spec = OptionSpec(
+        help=help,
+        flag=flag,
+        short=short,
+        secondary=secondary,
+        metavar=metavar,
+        check=check,
+        parse=parse,
+        default_help=default_help,
+        aliases=aliases,
+        required=default is dataclasses.MISSING,
+        cli=cli,
+        path_file=path_file,
+    )
+    return dataclasses.field(default=default, metadata={_KEY: spec})
+
+
+def spec_of(field: dataclasses.Field[Any]) -> OptionSpec:
+    """The :class:`OptionSpec` of a field (a plain field: its name as help, command line too)."""
+    spec = field.metadata.get(_KEY)
+    return spec if isinstance(spec, OptionSpec) else OptionSpec(help=field.name)
+
+
+@dataclass(frozen=True)
+class FieldType:
+    """A field's annotation, read once: the value type, whether None is allowed, its choices."""
+
+    base: Any
+    optional: bool
+    choices: tuple[Any, ...] | None
+    many: bool
+    """A ``tuple[X, ...]``: a repeatable option on the command line."""
+
+
+def _field_type(hint: Any) -> FieldType:
+    optional = False
+    if get_origin(hint) in (typing.Union, types.UnionType):
+        members = [arg for arg in get_args(hint) if arg is not type(None)]
+        optional = len(members) < len(get_args(hint))
+        hint = members[0] if len(members) == 1 else hint
+    many = False
+    if get_origin(hint) is tuple and len(get_args(hint)) == 2 and get_args(hint)[1] is Ellipsis:
+        many = True
+        hint = get_args(hint)[0]
+    choices = None
+    if get_origin(hint) is Literal:
+        choices = get_args(hint)
+        hint = type(choices[0])
+    return FieldType(base=hint, optional=optional, choices=choices, many=many)
+
+
+_FIELD_TYPES: dict[type, Mapping[str, FieldType]] = {}
+
+
+def field_types(cls: type[Params]) -> Mapping[str, FieldType]:
+    """Every field's :class:`FieldType`, by name (annotations resolved once per class)."""
+    if cls not in _FIELD_TYPES:
+        hints = typing.get_type_hints(cls)
+        _FIELD_TYPES[cls] = {
+            field.name: _field_type(hints[field.name]) for field in dataclasses.fields(cls)
+        }
+    return _FIELD_TYPES[cls]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Params:
+    """Base of a command's options object: frozen, keyword-only, checked when made.
+
+    Each field's value is checked with its :class:`OptionSpec`'s ``check``
+    and, for a ``Literal`` type, against its choices; a list given for a
+    ``tuple[X, ...]`` field is kept as a tuple. ``None`` is left unchecked: it
+    means "the default", resolved where the command knows enough (a model's
+    config, a table's columns).
+    """
+
+    def __post_init__(self) -> None:
+        kinds = field_types(type(self))
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if value is None:
+                continue
+            kind = kinds[field.name]
+            if kind.many and isinstance(value, list):
+                value = tuple(value)
+            if kind.choices is not None:
+                for item in value if kind.many else (value,):
+                    _choose(item, kind.choices, field.name)
+            spec = spec_of(field)
+            if spec.check is not None:
+                value = spec.check(value, field.name)
+            object.__setattr__(self, field.name, value)
+
+    @classmethod
+    def build(cls, given: Self | None = None, values: Mapping[str, Any] | None = None) -> Self:
+        """The options object of a library call: ``given``, with ``values`` (keywords) applied.
+
+        An unknown keyword is a ``TypeError`` naming the parameters there are,
+        as Python says for a function's keywords.
+        """
+        values = dict(values or {})
+        names = [field.name for field in dataclasses.fields(cls)]
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise TypeError(
+                f"unexpected keyword argument {unknown[0]!r}; the parameters are: "
+                + ", ".join(names)
+            )
+        if given is None:
+            return cls(**values)
+        if not isinstance(given, cls):
+            raise TypeError(f"expected {cls.__name__}, got {type(given).__name__}")
+        return dataclasses.replace(given, **values) if values else given
+
+    def changed(self) -> dict[str, Any]:
+        """The fields that differ from their defaults (what a user set), in field order."""
+        out: dict[str, Any] = {}
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.default is dataclasses.MISSING or value != field.default:
+                out[field.name] = value
+        return out
+
+
+def _choose(value: Any, choices: tuple[Any, ...], parameter: str) -> None:
+    if value not in choices:
+        allowed = ", ".join(str(choice) for choice in choices)
+        raise ParameterError(parameter, f"must be one of {allowed}, got {value!r}")
+
+
+def takes(cls: type[Params]) -> Callable[[F], F]:
+    """Show a library entry's options in its signature: ``help()`` and editors list them.
+
+    The entry is written ``def plan(config, params=None, /, *, time=None,
+    **options)`` and builds its object with ``PlanParams.build(params,
+    options)``; its ``__signature__`` then lists every field of ``cls`` as a
+    keyword-only parameter with its default, in place of ``**options``.
+    """
+
+    def decorate(function: F) -> F:
+        signature = inspect.signature(function)
+        kept = [
+            parameter
+            for parameter in signature.parameters.values()
+            if parameter.kind is not inspect.Parameter.VAR_KEYWORD
+        ]
+        taken = {parameter.name for parameter in kept}
+        added = [
+            inspect.Parameter(
+                field.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty
+                if field.default is dataclasses.MISSING
+                else field.default,
+                annotation=field.type,
+            )
+            for field in dataclasses.fields(cls)
+            if field.name not in taken
+        ]
+        function.__signature__ = signature.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+        return function
+
+    return decorate
