@@ -61,8 +61,8 @@ class EvalkitError(Exception):
         self.message = self._render(python_name)
         super().__init__(self.message)
 
-    def _render(self, name: Naming) -> str:
-        message = self.template
+    def _render(self, name: Naming, template: str | None = None) -> str:
+        message = self.template if template is None else template
         for ref, value in self.refs.items():
             parameter, value = (
                 (value.parameter, value.value) if isinstance(value, Ref) else (ref, value)
@@ -212,7 +212,12 @@ class ParameterError(InvalidParameter):
     @property
     def problem_text(self) -> str:
         """The problem alone, its other parameters named as the library names them."""
-        return self._render(python_name).removeprefix(f"{self.parameter} ")
+        return self.problem_named(python_name)
+
+    def problem_named(self, name: Naming) -> str:
+        """The problem alone, its other parameters called ``name(parameter, value)``
+        (a click usage error on the option itself says the rest)."""
+        return self._render(name, self.problem)
 
 
 class EngineFailure(EvalkitError):

@@ -243,3 +243,22 @@ def test_a_worker_error_comes_back_with_its_refs() -> None:
     command = _command(click.Option(["--device"]), click.Option(["--force"], is_flag=True))
     back.naming(lambda name, value: spelling(command, name, value))
     assert str(back) == "--device cuda: no GPU; use --device cpu or --force"
+
+
+def test_a_checked_option_names_the_other_parameters_as_flags() -> None:
+    from click.testing import CliRunner
+
+    from evalkit.cli._vocabulary import Checked
+
+    def check(value: int) -> int:
+        raise ParameterError("window", "needs {runs} first", refs=["runs"])
+
+    @click.command("c", cls=Command)
+    @click.option("--window", type=Checked(click.INT, check))
+    @click.option("--runs", "runs", type=int)
+    def command(window: int, runs: int) -> None:
+        pass
+
+    result = CliRunner().invoke(command, ["--window", "3"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--window': needs --runs first" in result.output

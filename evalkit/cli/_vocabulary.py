@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from evalkit import params
-from evalkit.errors import NO_VALUE, EvalkitError, ParameterError, python_name
+from evalkit.errors import NO_VALUE, EvalkitError, Naming, ParameterError, python_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -87,12 +87,16 @@ def flags_named(ctx: click.Context) -> Iterator[None]:
     try:
         yield
     except EvalkitError as error:
-        commands = []
-        context: click.Context | None = ctx
-        while context is not None:
-            commands.append(context.command)
-            context = context.parent
-        raise error.naming(lambda name, value: spelling(commands, name, value)) from None
+        raise error.naming(line_naming(ctx)) from None
+
+
+def line_naming(ctx: click.Context | None) -> Naming:
+    """How ``ctx``'s command line names a parameter: its flag, or its own name."""
+    commands = []
+    while ctx is not None:
+        commands.append(ctx.command)
+        ctx = ctx.parent
+    return lambda name, value: spelling(commands, name, value)
 
 
 def spelling(
@@ -190,7 +194,7 @@ class Checked(click.ParamType):
         try:
             return self.check(value)
         except ParameterError as error:
-            self.fail(error.problem_text, param, ctx)
+            self.fail(error.problem_named(line_naming(ctx)), param, ctx)
 
 
 def _takes_value(command: click.Command, ctx: click.Context) -> set[str]:
