@@ -82,6 +82,17 @@ class EvalkitError(Exception):
             self.args = (self.message,)
         return self
 
+    def wrapped(self, before: str = "", after: str = "") -> Self:
+        """This error with words around it (where it happened), its refs kept, so the
+        command line still names them as flags."""
+        wider = type(self).__new__(type(self))  # whatever the subclass's __init__ takes
+        wider.__dict__.update(self.__dict__)
+        wider.template = before + self.template + after
+        wider.named = False
+        wider.message = wider._render(python_name)
+        wider.args = (wider.message,)
+        return wider
+
     def __str__(self) -> str:
         return self.message
 

@@ -262,3 +262,15 @@ def test_a_checked_option_names_the_other_parameters_as_flags() -> None:
     result = CliRunner().invoke(command, ["--window", "3"])
     assert result.exit_code == 2
     assert "Invalid value for '--window': needs --runs first" in result.output
+
+
+def test_a_wrapped_error_keeps_its_refs() -> None:
+    error = ParameterError("on_duplicate", "must be first or last, not {force}", refs=["force"])
+    wider = error.wrapped(before="re-scoring runs/a: ", after="; nothing was written")
+    assert isinstance(wider, ParameterError) and wider is not error
+    assert str(wider) == "re-scoring runs/a: on_duplicate must be first or last, not force; " \
+        "nothing was written"  # fmt: skip
+    wider.naming(lambda name, value: "--" + name.replace("_", "-"))
+    assert str(wider) == "re-scoring runs/a: --on-duplicate must be first or last, not --force; " \
+        "nothing was written"  # fmt: skip
+    assert str(error) == "on_duplicate must be first or last, not force"

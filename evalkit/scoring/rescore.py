@@ -134,7 +134,7 @@ def rescore(
             ledger=ledger,
         )
     except EvalkitError as error:
-        raise type(error)(f"re-scoring {old.path}: {error.message}") from error
+        raise error.wrapped(before=f"re-scoring {old.path}: ") from error
     for what, now, then in (
         ("predictions", scored.summary.predictions.sha256, recorded.sha256),
         ("gold file", scored.summary.gold.sha256, summary.gold.sha256),
