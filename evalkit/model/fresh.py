@@ -72,7 +72,7 @@ def _error_record(error: EvalkitError) -> dict[str, Any]:
     (so that the command line there names them as flags): ``[placeholder, parameter]``, or
     ``[placeholder, parameter, value]``."""
     record: dict[str, Any] = {"message": error.message, "exit_code": error.exit_code}
-    refs = []
+    refs: list[list[Any]] = []
     for placeholder, value in error.refs.items():
         ref = value if isinstance(value, Ref) else Ref(placeholder, value)
         if ref.value is NO_VALUE:
