@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import evalkit
+from evalkit import vocabulary
 
 LIBRARY = Path(evalkit.__file__).parent
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
