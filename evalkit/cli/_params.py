@@ -55,6 +55,8 @@ class _Library(click.ParamType):
             if self.use_parse and isinstance(value, str):
                 assert self.spec.parse is not None
                 value = self.spec.parse(value)
+            elif self.use_parse and isinstance(value, tuple):
+                pass  # the field's default, already its value (a parsed list)
             else:
                 value = self.base.convert(value, param, ctx)
             if self.spec.check is not None:
@@ -101,7 +103,8 @@ def click_option(field: dataclasses.Field[Any], kind: FieldType) -> Callable[[F]
     else:
         attrs["type"] = _click_type(field.name, kind, spec)
         attrs["default"] = default
-        attrs["show_default"] = default not in (None, (), False) and not spec.default_help
+        unset = default is None or default is False or default == ()  # 0 is a default to show
+        attrs["show_default"] = not unset and not spec.default_help
         if spec.metavar:
             attrs["metavar"] = spec.metavar
         if kind.many and spec.parse is None:
