@@ -14,11 +14,13 @@ from evalkit._version import __version__ as __version__
 _EXPORTS: dict[str, str] = {
     "split": "evalkit.splitting.api",
     "SplitResult": "evalkit.splitting.api",
+    "SplitParams": "evalkit.splitting.options",
     "SplitManifest": "evalkit.splitting.manifest",
     "ExactStratifiedGroupKFold": "evalkit.model_selection",
     "ExactGroupShuffleSplit": "evalkit.model_selection",
     "audit": "evalkit.leakage.api",
     "AuditReport": "evalkit.leakage.models",
+    "AuditParams": "evalkit.leakage.options",
     "duplicate_components": "evalkit.leakage.clusters",
     "RayOptions": "evalkit.leakage.distributed.session",
     "prompts": "evalkit.chat.prompts",
