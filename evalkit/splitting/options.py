@@ -69,6 +69,8 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def _tolerance(value: object, parameter: str) -> int:
+    if isinstance(value, float) and value.is_integer():  # 2.0 is 2 items, as the record says
+        value = int(value)
     return params.at_least(value, 0, parameter, "items")
 
 
