@@ -16,6 +16,7 @@ _EXPORTS: dict[str, str] = {
     "SplitResult": "evalkit.splitting.api",
     "SplitParams": "evalkit.splitting.options",
     "SplitManifest": "evalkit.splitting.manifest",
+    "read_manifest": "evalkit.splitting.manifest",
     "ExactStratifiedGroupKFold": "evalkit.model_selection",
     "ExactGroupShuffleSplit": "evalkit.model_selection",
     "audit": "evalkit.leakage.api",

@@ -35,21 +35,16 @@ def choose_ledger(
     validation split, say); a recorded ledger that is gone is started again
     beside the gold file, and the terminal says so.
     """
-    from evalkit.provenance.ledger import check_ledger_file, default_ledger, writable
+    from evalkit.provenance.ledger import check_ledger_file, writable
+    from evalkit.scoring.looks import recorded_ledger
 
     if no_ledger:
         if given is not None:
             raise UsageError("give --ledger FILE or --no-ledger, not both")
         return None
-    if given is None and recorded is None:
+    chosen = recorded_ledger(recorded, located, gold, given, _warn)
+    if chosen is None:
         return None
-    chosen = given or located or default_ledger(gold)
-    if given is None and located is None:
-        click.echo(
-            f"evalkit: warning: the ledger {recorded} the result recorded is not found; "
-            f"recording the re-score in {chosen}",
-            err=True,
-        )
     if not writable(chosen):
         raise UsageError(
             f"{chosen}: cannot write the ledger there; pass a writable --ledger path or --no-ledger"
@@ -58,10 +53,8 @@ def choose_ledger(
     return chosen
 
 
-def rescore_purpose(replaced: Any, purpose: str | None) -> str:
-    """The purpose a re-score's ledger line carries: ``--purpose``, else what it replaces."""
-    old = replaced.summary.contract
-    return purpose or f"rescore of {replaced.path} ({old.name} v{old.version})"
+def _warn(text: str) -> None:
+    click.echo(f"evalkit: warning: {text}", err=True)
 
 
 def rescore_message(

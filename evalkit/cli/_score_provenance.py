@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,18 +17,22 @@ from evalkit.errors import UsageError
 
 if TYPE_CHECKING:
     from evalkit.provenance.ledger import AppendedLook
+    from evalkit.provenance.models import AdapterCard
+    from evalkit.scoring.summary import BaseModelInfo
 
 
 @dataclass(frozen=True)
 class ScoreProvenance:
     """What ``score`` records about where the predictions came from, and where the look goes."""
 
-    card: Any
-    base: Any
+    card: AdapterCard | None
+    base: BaseModelInfo | None
     ledger: Path | None
 
 
-def _card(card_path: Path | None, adapter_dir: Path | None, base_revision: str | None) -> Any:
+def _card(
+    card_path: Path | None, adapter_dir: Path | None, base_revision: str | None
+) -> AdapterCard | None:
     if card_path is not None:
         from evalkit.provenance.card import load_card
 

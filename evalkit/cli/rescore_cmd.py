@@ -1,4 +1,8 @@
-"""``evalkit rescore``: the command-line face of :func:`evalkit.rescore`."""
+"""``evalkit rescore``: the command-line face of :func:`evalkit.rescore`.
+
+The library appends the look before it returns; the command appends it when
+it publishes each folder (the look first, then the folder), by the same rules.
+"""
 
 from __future__ import annotations
 
@@ -83,14 +87,14 @@ def rescore_command(
     --force).
     """
     from evalkit.cli._files import result_inputs, schema_file_input
-    from evalkit.cli._rescore_ledger import choose_ledger, rescore_message, rescore_purpose
+    from evalkit.cli._rescore_ledger import choose_ledger, rescore_message
     from evalkit.command_files import CommandFiles
     from evalkit.contract.load import load_contract
     from evalkit.errors import UsageError
     from evalkit.io import check_new_output
     from evalkit.report.html.score import render_score_html
     from evalkit.report.score_summary import render_rescore_lines
-    from evalkit.scoring.rescore import recorded_inputs, rescore
+    from evalkit.scoring.rescore import compute_rescore, recorded_inputs, rescore_purpose
     from evalkit.scoring.write import publish_score
 
     # What the command line names is checked before anything is read or scored.
@@ -118,7 +122,7 @@ def rescore_command(
         check_new_output(target, force, inputs=sources, marker="summary.json")
         plans.append((inputs, ledger, target))
     for inputs, ledger, target in plans:
-        result = rescore(inputs, contract_path, workers=workers, ledger=ledger)
+        result = compute_rescore(inputs, contract_path, workers=workers, ledger=ledger)
         report = render_score_html(result.summary).encode("utf-8")
         # The look is appended (and fsynced) before the folder is published.
         published = publish_score(

@@ -9,7 +9,9 @@ card or base, in which ledger. Re-scoring reads those same files again —
 refused when either changed since, because the figures would then describe
 other outputs or other labels — and goes through :func:`evalkit.score`, the
 one scorer, so a re-scored result is what scoring from scratch writes, plus
-``rescored_from``: the contract and folder it replaces.
+``rescored_from``: the contract and folder it replaces. Called from Python,
+it records its look in the ledger before it returns, as :func:`evalkit.score`
+does; ``evalkit rescore`` appends it when it publishes the folder.
 """
 
 from __future__ import annotations
@@ -17,14 +19,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult, load_result
 from evalkit.contract.model import Contract
 from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
 from evalkit.scoring.result import ScoreResult
-from evalkit.scoring.summary import BaseModelInfo, RescoredFrom
+from evalkit.scoring.summary import BaseModelInfo, RescoredFrom, ScoreSummary
 
 
 @dataclass(frozen=True)
@@ -87,34 +89,34 @@ def recorded_inputs(result: str | os.PathLike[str] | ScoredResult) -> RecordedIn
     return RecordedInputs(loaded, predictions, gold, ledger)
 
 
-def _base(summary: Any) -> BaseModelInfo | None:
+def _base(summary: ScoreSummary) -> BaseModelInfo | None:
     """The base of a prompt-only run (an adapter's base comes from its card, as in score)."""
     base = summary.base
-    if not base or summary.card or base.get("source") != "options":
+    if base is None or summary.card is not None or base.source != "options":
         return None
-    return BaseModelInfo(**base)
+    return base
 
 
-def rescore(
-    result: str | os.PathLike[str] | ScoredResult | RecordedInputs,
+def rescore_purpose(replaced: ScoredResult, purpose: str | None) -> str:
+    """The purpose a re-score's ledger line carries: ``purpose``, else what it replaces."""
+    old = replaced.summary.contract
+    return purpose or f"rescore of {replaced.path} ({old.name} v{old.version})"
+
+
+def compute_rescore(
+    inputs: RecordedInputs,
     contract: Contract | str | os.PathLike[str],
     *,
     workers: int | None = None,
-    ledger: str | os.PathLike[str] | None = None,
+    ledger: Path | None = None,
 ) -> ScoreResult:
-    """Score the predictions a result recorded again, under ``contract``.
+    """:func:`rescore` without the look: ``ledger`` is only recorded in the summary.
 
-    The predictions are read as they were (format, id and output columns,
-    duplicate rule), against the recorded gold file, with the recorded card
-    or base and name; the result is what :func:`evalkit.score` returns for
-    those inputs, with ``rescored_from`` naming the contract and folder it
-    replaces. ``ledger`` is recorded in the summary as ``score`` records it
-    (the caller appends the look: see ``evalkit rescore``). Bad input raises
-    an :class:`~evalkit.errors.EvalkitError` that names the result folder.
+    ``evalkit rescore`` appends the look itself when it publishes the folder
+    (:func:`~evalkit.scoring.write.publish_score`).
     """
     from evalkit.scoring.engine import compute_score
 
-    inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
     old = inputs.result
     summary = old.summary
     recorded = summary.predictions
@@ -154,6 +156,46 @@ def rescore(
         summary=scored.summary.model_copy(update={"rescored_from": replaced}),
         examples=scored.examples,
     )
+
+
+def rescore(
+    result: str | os.PathLike[str] | ScoredResult | RecordedInputs,
+    contract: Contract | str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    ledger: str | os.PathLike[str] | Literal[False] | None = None,
+    purpose: str | None = None,
+) -> ScoreResult:
+    """Score the predictions a result recorded again, under ``contract``; the look is recorded.
+
+    The predictions are read as they were (format, id and output columns,
+    duplicate rule), against the recorded gold file, with the recorded card
+    or base and name; the result is what :func:`evalkit.score` returns for
+    those inputs, with ``rescored_from`` naming the contract and folder it
+    replaces.
+
+    A re-score is a look at the test set, recorded as ``evalkit rescore``
+    records it: before the result is returned, a line (with ``purpose``,
+    by default ``rescore of FOLDER (NAME vN)``) is appended to the ledger
+    the result recorded (``ledger`` names another; ``False`` records
+    nothing; a result scored without a ledger is re-scored without one).
+    Under the same rules it is no new look; under changed rules, after the
+    test was seen, it burns the test (docs/provenance.md).
+    :meth:`ScoreResult.write` then appends nothing more. Bad input raises an
+    :class:`~evalkit.errors.EvalkitError` that names the result folder.
+    """
+    from evalkit.scoring.looks import rescore_ledger
+    from evalkit.scoring.write import record_look
+
+    inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
+    chosen = rescore_ledger(inputs.result.summary.ledger, inputs.ledger, inputs.gold, ledger)
+    scored = compute_rescore(inputs, contract, workers=workers, ledger=chosen)
+    if chosen is None:
+        return scored
+    summary, look = record_look(
+        scored.summary, scored.examples, purpose=rescore_purpose(inputs.result, purpose)
+    )
+    return ScoreResult(summary=summary, examples=scored.examples, look=look)
 
 
 def _on_duplicate(value: str | None) -> Any:
