@@ -281,8 +281,9 @@ def _conversation_columns(
         text_column = next(n for n, (k, _) in zip(names, read, strict=True) if k == "text")
         chat_column = next(n for n, (k, _) in zip(names, read, strict=True) if k != "text")
         raise InvalidConversation(
-            f"{source}: --text {text_column} holds text but --text {chat_column} holds "
-            "conversations; give two text columns or two conversation columns"
+            f"{source}: {{text}} {text_column} holds text but {{text}} {chat_column} holds "
+            "conversations; give two text columns or two conversation columns",
+            refs=["text"],
         )
     if kinds == {"text"}:
         return "text", tuple(value for _, value in read)
@@ -344,7 +345,7 @@ def read_chat(
         return ChatColumn(names, "text", "text", read, None, None, 0)
     shape, normalized, prompt_turns = read
     conversations = normalized.conversations
-    system_column = resolve_column(frame, system, DEFAULT_SYSTEM, "--system", source)
+    system_column = resolve_column(frame, system, DEFAULT_SYSTEM, "system", source)
     added = kept = 0
     system_rows = None
     if system_column is not None and system_column not in names:
@@ -355,7 +356,7 @@ def read_chat(
             prompt_turns = prompt_turns + applied.added.cast(prompt_turns.dtype)
     elif system_column is not None:
         system_column = None
-    tools_column = resolve_column(frame, tools, DEFAULT_TOOLS, "--tools", source)
+    tools_column = resolve_column(frame, tools, DEFAULT_TOOLS, "tools", source)
     if tools_column in names:
         tools_column = None
     return ChatColumn(

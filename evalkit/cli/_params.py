@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from evalkit.cli._vocabulary import line_naming
 from evalkit.errors import ParameterError
 from evalkit.options import FieldType, OptionSpec, Params, field_types, spec_of
 
@@ -55,12 +56,14 @@ class _Library(click.ParamType):
             if self.use_parse and isinstance(value, str):
                 assert self.spec.parse is not None
                 value = self.spec.parse(value)
+            elif self.use_parse and isinstance(value, tuple):
+                pass  # the field's default, already its value (a parsed list)
             else:
                 value = self.base.convert(value, param, ctx)
             if self.spec.check is not None:
                 value = self.spec.check(value, self.parameter)
         except ParameterError as error:
-            self.fail(error.problem_text, param, ctx)
+            self.fail(error.problem_named(line_naming(ctx)), param, ctx)
         return value
 
 

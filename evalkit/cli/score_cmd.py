@@ -32,7 +32,7 @@ PRED_FORMATS = ["auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-e
 )
 @click.option(
     "--pred",
-    "pred_path",
+    "predictions",
     required=True,
     type=click.Path(path_type=Path),
     help="Predictions: a file, or a Hugging Face save_to_disk folder.",
@@ -118,7 +118,7 @@ PRED_FORMATS = ["auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-e
 def score_command(
     contract_path: Path,
     gold_path: Path,
-    pred_path: Path,
+    predictions: Path,
     out: Path,
     name: str | None,
     pred_format: str,
@@ -173,23 +173,23 @@ def score_command(
     from evalkit.scoring.processes import early_workers
 
     # A DatasetDict (gold or predictions) is read at the --hf-split split.
-    gold_dict, pred_dict = is_hf_dataset_dict(gold_path), is_hf_dataset_dict(pred_path)
+    gold_dict, pred_dict = is_hf_dataset_dict(gold_path), is_hf_dataset_dict(predictions)
     if hf_split is not None and not (gold_dict or pred_dict):
         raise click.UsageError(
             f"--hf-split {hf_split}: neither --gold nor --pred is a Hugging Face DatasetDict "
             "folder; leave out --hf-split"
         )
     gold_path = one_table(gold_path, hf_split if gold_dict else None)
-    pred_path = one_table(pred_path, hf_split if pred_dict else None)
-    files = CommandFiles(force=force).reads(contract_path, gold_path, pred_path)
+    predictions = one_table(predictions, hf_split if pred_dict else None)
+    files = CommandFiles(force=force).reads(contract_path, gold_path, predictions)
     files.reads(card_path, adapter_dir)
     if not no_ledger:  # the ledger this look is appended to
         files.reads(ledger_path or gold_path.parent / LEDGER_NAME)
     files.writes(out, option="--out", marker="summary.json").check()
     # The inputs are hashed and the parsing subprocesses start before the
     # imports below, so that both run beside this process's own start-up.
-    hash_early([gold_path, pred_path])
-    with early_workers(pred_path, workers):
+    hash_early([gold_path, predictions])
+    with early_workers(predictions, workers):
         from evalkit.cli._score_provenance import look_message, provenance_options
         from evalkit.report.html.score import render_score_html
         from evalkit.report.score_summary import render_score_summary
@@ -202,7 +202,7 @@ def score_command(
         result = compute_score(
             contract_path,
             gold_path,
-            pred_path,
+            predictions,
             name=name,
             pred_format=pred_format,
             id_col=id_col,

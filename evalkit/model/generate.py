@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit._version import __version__
-from evalkit.errors import ParameterError, UsageError
+from evalkit.errors import NO_VALUE, ParameterError, Ref, UsageError
 from evalkit.io import sha256_file
 from evalkit.model.decode import DecodeSettings, Generation, decode_batches, plan_batches
 from evalkit.model.load import LoadedModel
@@ -213,8 +213,9 @@ def generate(
         raise ParameterError("hf_split", "applies to a DatasetDict folder, not to a frame")
     if id_column == OUTPUT_COLUMN:
         raise UsageError(
-            f"--id {OUTPUT_COLUMN}: predictions.jsonl has an {OUTPUT_COLUMN!r} column "
-            "of its own; rename the id column"
+            f"{{id_column}} {OUTPUT_COLUMN}: predictions.jsonl has an {OUTPUT_COLUMN!r} column "
+            "of its own; rename the id column",
+            refs=["id_column"],
         )
     base_path = Path(base)
     adapter_path = given.adapter
@@ -307,7 +308,11 @@ def _check_context(loaded: LoadedModel, prompts: PromptSet, max_new_tokens: int)
             )
         if len(ids) + max_new_tokens > limit:
             raise UsageError(
-                f"id {prompts.ids[row]!r}: the prompt has {len(ids)} tokens and --max-new-tokens "
-                f"is {max_new_tokens}, beyond the model's context of {limit} ({key}); use "
-                f"--max-new-tokens {limit - len(ids)} or less, or shorten the prompt"
+                f"id {prompts.ids[row]!r}: the prompt has {len(ids)} tokens and "
+                f"{{max_new_tokens}} is {max_new_tokens}, beyond the model's context of {limit} "
+                f"({key}); use {{fewer}} or less, or shorten the prompt",
+                refs={
+                    "max_new_tokens": NO_VALUE,
+                    "fewer": Ref("max_new_tokens", limit - len(ids)),
+                },
             )

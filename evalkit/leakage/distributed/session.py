@@ -19,10 +19,10 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalkit.errors import EngineFailure, EvalkitError, UsageError
+from evalkit.errors import EngineFailure, EvalkitError, ParameterError, UsageError
 from evalkit.leakage.progress import Progress
 
 TASK_RETRIES = 3  # Ray's default for tasks whose worker process died
@@ -44,6 +44,17 @@ class RayOptions:
     """JSONL input is read in blocks of about this many bytes, one task each."""
     num_cpus: int | None = None
     """CPUs of a local cluster that evalkit starts (None: Ray's choice, every core)."""
+
+
+def with_address(ray: RayOptions | None, address: str) -> RayOptions:
+    """``ray`` (or the defaults) on the cluster at ``address`` (``ray_address``)."""
+    if ray is not None and ray.address not in (None, address):
+        raise ParameterError(
+            "ray_address",
+            f"{address}: {{ray}} names another cluster, {ray.address}; give one address",
+            refs=["ray"],
+        )
+    return replace(ray or RayOptions(), address=address)
 
 
 @dataclass
@@ -103,8 +114,8 @@ def _failure(stage: str, error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     reason = f"{type(error).__name__}: {lines[-1] if lines else ''}".rstrip(": ")
     return (
-        f"--engine ray: stage {stage!r} could not finish ({reason}); Ray retried lost "
-        "workers; check the cluster's memory and logs, or run with --engine local"
+        f"the Ray engine: stage {stage!r} could not finish ({reason}); Ray retried lost "
+        "workers; check the cluster's memory and logs, or run with the local engine"
     )
 
 
@@ -113,7 +124,7 @@ def _import_ray() -> Any:
         import ray
     except ImportError:
         raise UsageError(
-            "--engine ray needs Ray: pip install 'evalkit[ray]' (or --engine local)"
+            "the Ray engine needs Ray: pip install 'evalkit[ray]' (or use the local engine)"
         ) from None
     return ray
 
@@ -195,16 +206,16 @@ def _connect(ray: Any, address: str, quiet: dict[str, Any]) -> None:
     reason = _unreachable(address)
     if reason is not None:
         raise UsageError(
-            f"--ray-address {address}: nothing answers there ({reason}); start a cluster "
-            "with `ray start --head`, or leave --ray-address out for a local one"
+            f"Ray address {address}: nothing answers there ({reason}); start a cluster "
+            "with `ray start --head`, or leave the address out for a local one"
         )
     try:
         ray.init(address=address, **quiet)
     except (ConnectionError, ValueError, RuntimeError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UsageError(
-            f"--ray-address {address}: cannot connect to a Ray cluster there ({first}); "
-            "start one with `ray start --head`, or leave --ray-address out for a local one"
+            f"Ray address {address}: cannot connect to a Ray cluster there ({first}); "
+            "start one with `ray start --head`, or leave the address out for a local one"
         ) from error
 
 
