@@ -1,8 +1,9 @@
-"""The ledger side of ``evalkit rescore``: which ledger, and what its new line means.
+"""The ledger side of ``evalkit rescore``: what its new line means, said on the terminal.
 
 Kept in one place, and written against the ledger's public functions only
 (``append_look``, ``rules_sha256``, ``gold_state``), so that the ledger's
-internals can change without touching re-scoring. The rule is the ledger's
+internals can change without touching re-scoring (which ledger, and the
+line's purpose, are the library's: :mod:`evalkit.scoring.rescore`). The rule is the ledger's
 own: a look is a distinct (predictions, rules) pair, so a re-score under the
 same rules (an evaluator upgrade) adds a line but no look, and a re-score
 under changed rules is a new look that, after the test was seen under the
@@ -14,54 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
-
-from evalkit.errors import UsageError
-
 if TYPE_CHECKING:
     from evalkit.provenance.ledger import AppendedLook
-
-
-def choose_ledger(
-    recorded: str | None,
-    located: Path | None,
-    gold: Path,
-    given: Path | None,
-    no_ledger: bool,
-) -> Path | None:
-    """``--ledger``, else the ledger the result recorded its look in; None with ``--no-ledger``.
-
-    A result scored with ``--no-ledger`` is re-scored without one too (a
-    validation split, say); a recorded ledger that is gone is started again
-    beside the gold file, and the terminal says so.
-    """
-    from evalkit.provenance.ledger import check_ledger_file, default_ledger, writable
-
-    if no_ledger:
-        if given is not None:
-            raise UsageError("give --ledger FILE or --no-ledger, not both")
-        return None
-    if given is None and recorded is None:
-        return None
-    chosen = given or located or default_ledger(gold)
-    if given is None and located is None:
-        click.echo(
-            f"evalkit: warning: the ledger {recorded} the result recorded is not found; "
-            f"recording the re-score in {chosen}",
-            err=True,
-        )
-    if not writable(chosen):
-        raise UsageError(
-            f"{chosen}: cannot write the ledger there; pass a writable --ledger path or --no-ledger"
-        )
-    check_ledger_file(chosen)
-    return chosen
-
-
-def rescore_purpose(replaced: Any, purpose: str | None) -> str:
-    """The purpose a re-score's ledger line carries: ``--purpose``, else what it replaces."""
-    old = replaced.summary.contract
-    return purpose or f"rescore of {replaced.path} ({old.name} v{old.version})"
 
 
 def rescore_message(

@@ -15,6 +15,8 @@ one scorer, so a re-scored result is what scoring from scratch writes, plus
 from __future__ import annotations
 
 import os
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,15 @@ from typing import Any
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult, load_result
 from evalkit.contract.model import Contract
-from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
+from evalkit.errors import (
+    ArtifactChanged,
+    EvalkitError,
+    ParameterError,
+    UnreadableFile,
+    UsageError,
+)
+from evalkit.options import takes
+from evalkit.scoring.options import LookParams, RescoreParams, ScoreParams
 from evalkit.scoring.result import ScoreResult
 from evalkit.scoring.summary import BaseModelInfo, RescoredFrom
 
@@ -95,40 +105,111 @@ def _base(summary: Any) -> BaseModelInfo | None:
     return BaseModelInfo(**base)
 
 
+def choose_ledger(
+    inputs: RecordedInputs, given: LookParams, warn: Callable[[str], object] | None = None
+) -> Path | None:
+    """The ledger a re-score records its look in: ``ledger``, else the one the result recorded.
+
+    None with ``no_ledger``, and for a result scored without a ledger (a
+    validation split, say); a recorded ledger that is gone is started again
+    beside the gold file, and ``warn`` (default: a Python warning) says so.
+    """
+    from evalkit.provenance.ledger import check_ledger_file, default_ledger, writable
+
+    recorded = inputs.result.summary.ledger
+    if given.no_ledger or (given.ledger is None and recorded is None):
+        return None
+    chosen = given.ledger or inputs.ledger or default_ledger(inputs.gold)
+    if given.ledger is None and inputs.ledger is None:
+        message = (
+            f"the ledger {recorded} the result recorded is not found; recording the re-score "
+            f"in {chosen}"
+        )
+        if warn is None:
+            warnings.warn(message, stacklevel=3)
+        else:
+            warn(message)
+    if not writable(chosen):
+        raise ParameterError(
+            "ledger",
+            f"{chosen}: cannot write the ledger there; pass a writable path or {{no_ledger}}",
+            refs=["no_ledger"],
+        )
+    check_ledger_file(chosen)
+    return chosen
+
+
+def rescore_purpose(replaced: ScoredResult, purpose: str | None) -> str:
+    """The purpose a re-score's ledger line carries: ``purpose``, else what it replaces."""
+    old = replaced.summary.contract
+    return purpose or f"rescore of {replaced.path} ({old.name} v{old.version})"
+
+
+@takes(RescoreParams)
 def rescore(
     result: str | os.PathLike[str] | ScoredResult | RecordedInputs,
     contract: Contract | str | os.PathLike[str],
-    *,
-    workers: int | None = None,
-    ledger: str | os.PathLike[str] | None = None,
+    params: RescoreParams | None = None,
+    /,
+    **values: Any,
 ) -> ScoreResult:
-    """Score the predictions a result recorded again, under ``contract``.
+    """Score the predictions a result recorded again, under ``contract``; the look first.
 
     The predictions are read as they were (format, id and output columns,
     duplicate rule), against the recorded gold file, with the recorded card
     or base and name; the result is what :func:`evalkit.score` returns for
     those inputs, with ``rescored_from`` naming the contract and folder it
-    replaces. ``ledger`` is recorded in the summary as ``score`` records it
-    (the caller appends the look: see ``evalkit rescore``). Bad input raises
-    an :class:`~evalkit.errors.EvalkitError` that names the result folder.
+    replaces. The options are a
+    :class:`~evalkit.scoring.options.RescoreParams`, or keywords that make
+    one. As ``evalkit rescore`` does, the look is appended (with
+    ``purpose``, by default what it replaces) to ``ledger``, by default the
+    ledger the result recorded (``no_ledger=True``: none) before the result
+    is returned. Bad input raises an :class:`~evalkit.errors.EvalkitError`
+    that names the result folder.
+    """
+    given = RescoreParams.build(params, values)
+    from evalkit.scoring.write import record_look
+
+    inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
+    ledger = choose_ledger(inputs, given)
+    scored = compute_rescore(inputs, contract, workers=given.workers, ledger=ledger)
+    if ledger is None:
+        return scored
+    purpose = rescore_purpose(inputs.result, given.purpose)
+    summary, look = record_look(scored.summary, scored.examples, purpose=purpose)
+    return ScoreResult(summary=summary, examples=scored.examples, look=look)
+
+
+def compute_rescore(
+    inputs: RecordedInputs,
+    contract: Contract | str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+) -> ScoreResult:
+    """:func:`rescore` without the look: ``ledger`` is only recorded in the summary.
+
+    ``evalkit rescore`` appends the look when it publishes the folder.
     """
     from evalkit.scoring.engine import compute_score
 
-    inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
     old = inputs.result
     summary = old.summary
     recorded = summary.predictions
+    given = ScoreParams(
+        name=summary.name,
+        pred_format=recorded.format or "auto",  # type: ignore[arg-type]
+        id_col=recorded.id_col,
+        output_col=recorded.output_col,
+        on_duplicate=_on_duplicate(recorded.on_duplicate),
+        workers=workers,
+    )
     try:
         scored = compute_score(
             contract,
             inputs.gold,
             inputs.predictions,
-            name=summary.name,
-            pred_format=recorded.format or "auto",
-            id_col=recorded.id_col,
-            output_col=recorded.output_col,
-            on_duplicate=_on_duplicate(recorded.on_duplicate),
-            workers=workers,
+            given,
             card=summary.card,
             base=_base(summary),
             ledger=ledger,
