@@ -15,6 +15,7 @@ _EXPORTS: dict[str, str] = {
     "split": "evalkit.splitting.api",
     "SplitResult": "evalkit.splitting.api",
     "SplitManifest": "evalkit.splitting.manifest",
+    "read_manifest": "evalkit.splitting.manifest",
     "ExactStratifiedGroupKFold": "evalkit.model_selection",
     "ExactGroupShuffleSplit": "evalkit.model_selection",
     "audit": "evalkit.leakage.api",

@@ -276,6 +276,17 @@ def _value_bytes(series: pl.Series) -> bytes:
     return lengths.tobytes() + str(text.str.join("").item()).encode("utf-8")
 
 
+SOURCE_DESCRIPTION = (
+    '"frame" when the table was an in-memory frame (path is then null and '
+    "sha256 that of the frame's content, see docs/formats.md); absent for a file."
+)
+"""What the ``source`` key means, in the JSON Schema of every output that has one."""
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 def source_field() -> Any:
     """The ``source`` key of an output's input block: ``"frame"`` for a frame, absent for a file.
 
@@ -283,9 +294,13 @@ def source_field() -> Any:
     """
     from pydantic import Field
 
-    return Field(
-        default=None,
-        exclude_if=lambda value: value is None,
-        description='"frame" when the table was an in-memory frame (path is then null and '
-        "sha256 that of the frame's content, see docs/formats.md); absent for a file.",
-    )
+    return Field(default=None, **source_metadata())
+
+
+def source_metadata() -> dict[str, Any]:
+    """:func:`source_field` as the metadata of a dataclass field (pydantic reads it there).
+
+    For the plain dataclasses of a format written without pydantic (the split
+    manifest): its JSON Schema, built by pydantic, then says the same.
+    """
+    return {"exclude_if": _is_none, "description": SOURCE_DESCRIPTION}

@@ -17,9 +17,10 @@ from typing import Any
 
 import polars as pl
 
-from evalkit.comparison.results import ResultSummary, ScoredResult
+from evalkit.comparison.results import ScoredResult
 from evalkit.contract.fingerprint import fingerprint_of
 from evalkit.contract.validation import evaluator_semantics
+from evalkit.scoring.summary import ScoreSummary
 
 GOLD_SHA256 = "a" * 64
 
@@ -97,6 +98,33 @@ def _counts(frame: pl.DataFrame) -> dict[str, Any]:
     }
 
 
+def _fields(frame: pl.DataFrame, names: Sequence[str]) -> dict[str, Any]:
+    valid = int(frame["format_valid"].sum())
+    stats = {}
+    for name in names:
+        column = f"match.{name}"
+        matched = int(frame[column].sum()) if column in frame.columns else 0
+        stats[name] = {
+            "matched": matched,
+            "accuracy": _rate(matched, frame.height),
+            "accuracy_given_valid": _rate(matched, valid),
+            "mean_f1": None,
+        }
+    return stats
+
+
+def _errors(frame: pl.DataFrame) -> dict[str, Any]:
+    found = {}
+    for (category,), group in frame.filter(pl.col("error").is_not_null()).group_by("error"):
+        first = group.sort("id").row(0, named=True)
+        found[str(category)] = {
+            "count": group.height,
+            "example_id": first["id"],
+            "example_detail": first["error_detail"],
+        }
+    return dict(sorted(found.items()))
+
+
 def build(
     folder: Path,
     *,
@@ -171,15 +199,27 @@ def build(
             "name": normalized["name"],
             "version": normalized["version"],
             "fingerprint": fingerprint(normalized),
+            "path": None,
             "normalized": normalized,
             "evaluator": EVALUATOR,
         },
         "gold": {"path": "gold.jsonl", "sha256": gold_sha256, "n": examples.height},
-        "predictions": {"path": "pred.jsonl", "sha256": "b" * 64, "n": examples.height},
+        "predictions": {
+            "path": "pred.jsonl",
+            "sha256": "b" * 64,
+            "n": examples.height,
+            "format": "jsonl",
+            "unknown_ids": 0,
+            "unknown_id_example": None,
+            "duplicate_ids": 0,
+            "on_duplicate": "error",
+            "request_errors": 0,
+        },
         "overall": _counts(examples),
+        "fields": _fields(examples, list(normalized.get("fields", {}))),
         "classes": dict(sorted(class_summaries.items())),
         "slices": {s: _counts(examples.filter(pl.col(f"slice.{s}"))) for s in slice_names},
-        "errors": {},
+        "errors": _errors(examples),
     }
     return summary, examples
 
@@ -199,7 +239,7 @@ def result_in_memory(name: str, **outcomes: Any) -> ScoredResult:
     text = json.dumps(summary)
     return ScoredResult(
         path=Path(name),
-        summary=ResultSummary.model_validate(summary),
+        summary=ScoreSummary.model_validate(summary),
         examples=examples,
         summary_sha256=hashlib.sha256(text.encode()).hexdigest(),
     )

@@ -23,6 +23,15 @@ from scipy.special import softmax
 
 from evalkit import compare, score
 from evalkit.comparison.answer_probability import answer_span
+from evalkit.model.records import (
+    BasePins,
+    DataInfo,
+    DeviceInfo,
+    GenerationSettings,
+    OutputsInfo,
+    RunRecord,
+    TokenizerPins,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENIZER = ROOT / "examples" / "tokenizer"
@@ -90,18 +99,50 @@ def write_run(folder: Path) -> tuple[Path, dict[str, tuple[list[int], list[list[
             "top_logits": pl.List(pl.List(pl.Float32)),
         },
     ).write_parquet(folder / "tokens.parquet")
-    run = {
-        "tokenizer": {
-            "path": str(TOKENIZER),
-            "files": {"tokenizer.json": sha256(TOKENIZER / "tokenizer.json")},
-        },
-        "generation": {"top_k_logits": TOP_K},
-        "outputs": {
-            "predictions_sha256": sha256(predictions),
-            "tokens_sha256": sha256(folder / "tokens.parquet"),
-        },
-    }
-    (folder / "run.json").write_text(json.dumps(run))
+    tokenizer_sha256 = sha256(TOKENIZER / "tokenizer.json")
+    run = RunRecord(
+        format_version=1,
+        evalkit_version="0.1.0",
+        kind="base",
+        base=BasePins(path="base", files={}, config_sha256="c" * 64, weights_sha256="w" * 64),
+        adapter=None,
+        tokenizer=TokenizerPins(
+            path=str(TOKENIZER),
+            files={"tokenizer.json": tokenizer_sha256},
+            sha256=tokenizer_sha256,
+            chat_template_sha256=None,
+            vocab_size=tokenizer.get_vocab_size(),
+        ),
+        generation=GenerationSettings(
+            strategy="greedy",
+            max_new_tokens=64,
+            batch_size=len(ITEMS),
+            padding_side="left",
+            batch_order="longest_first",
+            eos_token_ids=[eos],
+            pad_token_id=eos,
+            top_k_logits=TOP_K,
+            model_generation_config={},
+            not_applied={},
+        ),
+        device=DeviceInfo(type="cpu", name="x86_64", cuda=None),
+        dtype="float32",
+        versions={},
+        data=DataInfo(
+            path="test.jsonl",
+            sha256="d" * 64,
+            n=len(ITEMS),
+            id_column="ticket_id",
+            text_columns=["messages"],
+        ),
+        outputs=OutputsInfo(
+            predictions_sha256=sha256(predictions),
+            tokens_sha256=sha256(folder / "tokens.parquet"),
+            stopped_at_eos=len(ITEMS),
+            stopped_at_length=0,
+        ),
+    )  # as evalkit generate writes it: the one model of run.json
+    (folder / "run.json").write_text(run.model_dump_json(indent=2))
     return predictions, recorded
 
 
@@ -186,6 +227,20 @@ def test_a_changed_run_is_skipped_and_said(
     assert check is not None
     assert "no result's predictions were written by evalkit generate" in check.probability_note
     assert "tokens.parquet changed since the run" in check.probability_note
+
+
+def test_a_run_json_that_is_not_a_run_record_is_skipped_and_said(
+    results: tuple[list[Path], dict], tmp_path: Path
+) -> None:
+    """run.json is read with its model (version checked): a partial or newer one is not used."""
+    folders, _ = results
+    run_json = tmp_path / "run" / "run.json"
+    run = json.loads(run_json.read_text())
+    for change in ({"format_version": 2}, {"generation": {"top_k_logits": TOP_K}}):
+        run_json.write_text(json.dumps(run | change))
+        check = compare(*folders).suspect_label_check
+        assert check is not None
+        assert f"{run_json} cannot be read" in check.probability_note
 
 
 def test_answer_span_finds_the_class_value() -> None:

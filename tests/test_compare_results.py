@@ -172,9 +172,35 @@ def test_a_wrongly_typed_gate_rule_names_the_key(tmp_path: Path) -> None:
         gate(base, base)
 
 
-def test_extra_keys_and_columns_from_a_newer_scorer_are_accepted(tmp_path: Path) -> None:
+def test_extra_columns_are_accepted_and_an_unknown_key_is_named(tmp_path: Path) -> None:
     folder = make(tmp_path / "run")
-    edit_summary(folder, lambda s: s.update(something_new={"x": 1}))
     frame = pl.read_parquet(folder / "examples.parquet").with_columns(pl.lit(1).alias("tokens"))
     frame.write_parquet(folder / "examples.parquet")
+    assert gate(folder, folder).verdict == "pass"
+    # summary.json is read with the model score writes it with: a key it does not
+    # know is an edit or another format (a newer one says so by format_version).
+    edit_summary(folder, lambda s: s.update(something_new={"x": 1}))
+    with pytest.raises(MalformedFile, match=r"summary\.json: unknown key 'something_new'") as e:
+        load_result(folder)
+    assert "\n" not in str(e.value)
+
+
+def test_a_summary_written_before_the_later_keys_still_reads(tmp_path: Path) -> None:
+    """Every key added since format 1 has a default: an early result reads, as it was."""
+    folder = make(tmp_path / "run")
+    later = ("confusion", "base", "card", "ledger", "rescored_from", "look", "examples_sha256")
+
+    def early(summary: dict) -> None:
+        for key in later:
+            summary.pop(key, None)
+        summary["predictions"].pop("id_col", None)
+        summary["predictions"].pop("output_col", None)
+
+    edit_summary(folder, early)
+    result = load_result(folder)
+    assert (result.summary.card, result.summary.look, result.summary.examples_sha256) == (
+        None,
+        None,
+        None,
+    )
     assert gate(folder, folder).verdict == "pass"

@@ -199,3 +199,44 @@ def test_a_gold_folder_not_writable_warns_and_records_nothing(
     with pytest.warns(UserWarning, match="is not writable, so this look at"):
         result = evalkit.score(CONTRACT, files["gold"], files["baseline"])
     assert result.look is None and not (folder / LEDGER_NAME).exists()
+
+
+def test_a_rescore_from_python_is_in_the_ledger_before_it_returns(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """As ``evalkit rescore`` records it: a line in the ledger the result recorded its look in."""
+    folder = evalkit.score(CONTRACT, files["gold"], files["baseline"], name="b").write(
+        tmp_path / "b"
+    )
+    v2 = ROOT / "contracts" / "ticket-triage-v2.yaml"
+    rescored = evalkit.rescore(folder, v2)
+    first, second = _ledger_lines(files["gold"].parent)
+    assert second["purpose"] == f"rescore of {folder} (ticket-triage v1)"
+    assert (first["contract"]["version"], second["contract"]["version"]) == (1, 2)
+    assert rescored.look is not None and rescored.look.new_look  # the rules changed: a look
+    assert rescored.summary.look is not None and rescored.summary.look.line == 2
+    assert rescored.summary.rescored_from is not None
+    # Written: no second line, and gate finds the look.
+    written = rescored.write(tmp_path / "b-v2")
+    assert len(_ledger_lines(files["gold"].parent)) == 2
+    assert evalkit.gate(written, written).test_set is not None
+    # The same rules again: a line but no new look; purpose says why; False records nothing.
+    again = evalkit.rescore(folder, v2, purpose="after the fix")
+    assert again.look is not None and not again.look.new_look
+    assert _ledger_lines(files["gold"].parent)[-1]["purpose"] == "after the fix"
+    unrecorded = evalkit.rescore(folder, v2, ledger=False)
+    assert unrecorded.look is None and unrecorded.summary.ledger is None
+    assert len(_ledger_lines(files["gold"].parent)) == 3
+
+
+def test_a_rescore_of_a_result_scored_without_a_ledger_records_none(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    result = evalkit.score(CONTRACT, files["gold"], files["baseline"], ledger=False)
+    folder = result.write(tmp_path / "b")
+    rescored = evalkit.rescore(folder, ROOT / "contracts" / "ticket-triage-v2.yaml")
+    assert rescored.look is None and rescored.summary.ledger is None
+    assert not (files["gold"].parent / LEDGER_NAME).exists()
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    named = evalkit.rescore(folder, ROOT / "contracts" / "ticket-triage-v2.yaml", ledger=elsewhere)
+    assert named.look is not None and elsewhere.is_file()

@@ -321,6 +321,25 @@ def test_cli_reads_a_split_folder(run_cli: RunCli, tmp_path: Path) -> None:
     assert data["exact_duplicates"] == [{"a": "1", "a_split": "train", "b": "3", "b_split": "val"}]
 
 
+def test_cli_refuses_a_split_folder_of_a_newer_manifest_format(
+    run_cli: RunCli, split_files: list[Path], tmp_path: Path
+) -> None:
+    """Only the split names are read, but a newer format may name them otherwise."""
+    folder = tmp_path / "split"
+    folder.mkdir()
+    for path in split_files:
+        (folder / path.name).write_bytes(path.read_bytes())
+    manifest = {"format_version": 2, "splits": {path.stem: {} for path in split_files}}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    result = run_cli("audit", folder, "--id", "ticket_id", "--text", "text")
+    assert_one_line_error(
+        result, "manifest.json: format_version 2 is newer than this evalkit reads", "upgrade"
+    )
+    manifest["format_version"] = 1  # the current format reads as before
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    assert run_cli("audit", folder, "--id", "ticket_id", "--text", "text").exit_code == 1  # leaks
+
+
 def test_cli_exact_only_skips_the_near_duplicate_search(
     run_cli: RunCli, split_files: list[Path], tmp_path: Path
 ) -> None:

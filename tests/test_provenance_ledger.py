@@ -23,7 +23,7 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 GOLD = "9" * 64
 
 
-def summary(predictions: str, version: int = 1, gold: str = GOLD, card: dict | None = None):
+def summary(predictions: str, version: int = 1, gold: str = GOLD, card: object = None):
     normalized = {"name": "c", "version": version, "gate": {"min_content_accuracy": 0.5}}
     return SimpleNamespace(
         gold=SimpleNamespace(sha256=gold, path="split/test.parquet"),
@@ -71,8 +71,9 @@ def test_rescoring_the_same_predictions_adds_a_line_but_no_look(tmp_path) -> Non
     assert (looks, new) == (1, False)
     gold = read_ledger(ledger).gold[GOLD]
     assert (gold.lines, gold.looks, gold.state) == (2, 1, "seen")
-    look(ledger, "a", 2, card={"weights_sha256": "w"})  # the same outputs, now with a card
-    assert read_ledger(ledger).gold[GOLD].looks == 1
+    entry, _, _ = look(ledger, "a", 2, card=SimpleNamespace(weights_sha256="w"))  # now carded
+    assert entry["card_weights_sha256"] == "w"
+    assert read_ledger(ledger).gold[GOLD].looks == 1  # the same outputs: no new look
 
 
 def test_a_contract_change_after_a_look_burns_the_test(tmp_path) -> None:

@@ -197,7 +197,10 @@ def test_a_result_without_a_recorded_predictions_path_is_refused(
     walkthrough: Path, run_cli: Callable[..., CliResult]
 ) -> None:
     contract_v2(walkthrough)
-    _edit_summary(Path("score/candidate-a/summary.json"), lambda d: d["predictions"].pop("path"))
+    # Null, as for predictions scored from a frame (a missing key is the model's error).
+    _edit_summary(
+        Path("score/candidate-a/summary.json"), lambda d: d["predictions"].update(path=None)
+    )
     refused = _rescore(run_cli)
     assert_one_line_error(
         refused, "score/candidate-a: summary.json records no predictions file (predictions.path)"

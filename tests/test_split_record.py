@@ -1,64 +1,54 @@
-"""The manifest a split writes from plain data is the one its pydantic model defines.
+"""The split manifest's one definition: what split writes is what it reads back and documents.
 
-``evalkit split`` builds and writes manifest.json from the dataclasses of
-``evalkit.splitting.record`` and never imports the models of
-``evalkit.splitting.manifest`` (the format's definition, its JSON Schema, and
-``SplitResult.manifest``). These tests hold the two together: the same fields
-in the same order, and a written manifest that the model validates and, dumped
-again, writes byte for byte.
+``evalkit.splitting.manifest`` defines manifest.json once, as frozen
+dataclasses: a split builds and writes them without pydantic, and pydantic
+reads the same classes for the JSON Schema in docs/schemas and for a
+manifest read back. These tests hold the three together: written, then read
+back, a manifest is equal to the one split returned and writes the same
+bytes again; the committed schema accepts what split writes and refuses what
+the reader refuses; and a manifest of a newer format is refused in one line.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import polars as pl
 import pytest
-from pydantic import BaseModel
 
-from evalkit.splitting import manifest as models
-from evalkit.splitting import record
+from evalkit.errors import MalformedFile, UsageError
 from evalkit.splitting.api import SplitResult, split
+from evalkit.splitting.manifest import (
+    MANIFEST_FORMAT_VERSION,
+    SplitManifest,
+    manifest_schema,
+    manifest_text,
+    read_manifest,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKETS = ROOT / "examples" / "tickets"
-
-PAIRS = [
-    (record.InputInfo, models.InputInfo),
-    (record.SplitOptions, models.SplitOptions),
-    (record.TextInfo, models.TextInfo),
-    (record.LengthStats, models.LengthStats),
-    (record.SplitReport, models.SplitReport),
-    (record.Leakage, models.Leakage),
-    (record.Quality, models.Quality),
-    (record.Merging, models.Merging),
-    (record.Freezing, models.Freezing),
-    (record.ManifestRecord, models.SplitManifest),
-]
+SCHEMA = json.loads((ROOT / "docs" / "schemas" / "split-manifest.schema.json").read_text())
 
 
-@pytest.mark.parametrize(("plain", "model"), PAIRS, ids=[model.__name__ for _, model in PAIRS])
-def test_plain_fields_are_the_models_fields_in_order(plain: type, model: type[BaseModel]) -> None:
-    assert [field.name for field in dataclasses.fields(plain)] == list(model.model_fields)
-
-
-def _as_the_model_writes(text: str) -> str:
-    """The manifest read by the model and written as the model writes it."""
-    manifest = models.SplitManifest.model_validate_json(text)
-    return json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
-def _check(result: SplitResult, out: Path) -> None:
-    result.write(out)
+def _check(result: SplitResult, out: Path) -> dict[str, object]:
+    """Write, read back, compare; the written manifest as JSON."""
+    written = result.write(out)
     text = (out / "manifest.json").read_text(encoding="utf-8")
-    assert text == _as_the_model_writes(text)
-    assert result.manifest == models.SplitManifest.model_validate_json(text)
-    assert result.manifest.model_dump(mode="json") == json.loads(text)
+    assert text == manifest_text(written)
+    back = read_manifest(out)
+    assert isinstance(back, SplitManifest)
+    assert back == written
+    assert manifest_text(back) == text  # what is read is written back byte for byte
+    data = json.loads(text)
+    jsonschema.validate(data, SCHEMA)
+    return data
 
 
 def test_ticket_split_with_text_and_unused_items(tmp_path: Path) -> None:
@@ -71,8 +61,11 @@ def test_ticket_split_with_text_and_unused_items(tmp_path: Path) -> None:
         sizes=[800, 150, 150],
         seed=7,
     )
-    assert result.record.unused == 100
-    _check(result, tmp_path / "out")
+    assert result.manifest.unused == 100
+    assert result.record is result.manifest  # the name of earlier versions
+    data = _check(result, tmp_path / "out")
+    assert data["format_version"] == MANIFEST_FORMAT_VERSION
+    assert "source" not in data["input"]  # type: ignore[operator]
 
 
 def test_conversations_merged_by_near_duplicates(tmp_path: Path) -> None:
@@ -87,22 +80,34 @@ def test_conversations_merged_by_near_duplicates(tmp_path: Path) -> None:
         ratios=[0.7, 0.15, 0.15],
         seed=7,
     )
-    assert result.record.merging is not None and result.record.text is not None
+    assert result.manifest.merging is not None and result.manifest.text is not None
+    assert result.manifest.within is not None
     _check(result, tmp_path / "out")
+    # `within` is read as the plain data split holds, checked against the audit's model.
+    within = read_manifest(tmp_path / "out").within
+    assert within == result.manifest.within
+    assert isinstance(within, dict) and isinstance(within["train"], dict)
+
+
+def test_a_frame_records_its_source(tmp_path: Path) -> None:
+    frame = pl.read_ndjson(TICKETS / "tickets.jsonl")
+    result = split(frame, group=["conversation_id"], ratios=[0.8, 0.2], names=["a", "b"])
+    data = _check(result, tmp_path / "out")
+    assert data["input"]["path"] is None and data["input"]["source"] == "frame"  # type: ignore[index]
 
 
 def test_frozen_split_and_numbers_given_as_other_types(tmp_path: Path) -> None:
-    """numpy integers, a whole float and ints where the model wants floats: written as
-    the model coerces them (sizes 70, ratios 1.0, near_dup 1.0)."""
+    """numpy integers, a whole float and ints where a float is meant: written as JSON
+    reads them back (sizes 70, ratios 1.0, near_dup 1.0)."""
     groups = [i // 4 for i in range(100)]
     texts = [f"ticket {group} about order {group * 7919}" for group in groups]
     frame = pl.DataFrame({"id": range(100), "g": groups, "text": texts})
     first_groups = frame.head(40)  # ten groups, frozen in split a
-    split(first_groups, group=["g"], ratios=[1, 0], names=["a", "b"], id_column="id").write(
-        tmp_path / "v1"
+    first = _check(
+        split(first_groups, group=["g"], ratios=[1, 0], names=["a", "b"], id_column="id"),
+        tmp_path / "v1",
     )
-    assignments = tmp_path / "v1" / "assignments.parquet"
-    _check(
+    again = _check(
         split(
             frame,
             group=["g"],
@@ -113,25 +118,77 @@ def test_frozen_split_and_numbers_given_as_other_types(tmp_path: Path) -> None:
             tolerance=2.0,  # type: ignore[arg-type]
             text="text",
             near_dup=1,
-            freeze=assignments,
+            freeze=tmp_path / "v1" / "assignments.parquet",
         ),
         tmp_path / "v2",
     )
-    first = json.loads((tmp_path / "v1" / "manifest.json").read_text())
-    assert first["options"]["ratios"] == [1.0, 0.0]
-    again = json.loads((tmp_path / "v2" / "manifest.json").read_text())
-    assert again["options"]["sizes"] == [60, 40]
-    assert (again["options"]["seed"], again["options"]["tolerance"]) == (3, 2)
-    assert again["options"]["near_dup"] == 1.0 and again["merging"]["threshold"] == 1.0
-    assert again["freezing"]["frozen_groups"] == 10
+    assert first["options"]["ratios"] == [1.0, 0.0]  # type: ignore[index]
+    options, merging = again["options"], again["merging"]
+    assert options["sizes"] == [60, 40]  # type: ignore[index]
+    assert (options["seed"], options["tolerance"]) == (3, 2)  # type: ignore[index]
+    assert options["near_dup"] == 1.0 and merging["threshold"] == 1.0  # type: ignore[index]
+    assert again["freezing"]["frozen_groups"] == 10  # type: ignore[index]
 
 
 def test_a_fractional_size_is_refused() -> None:
-    from evalkit.errors import UsageError
-
     frame = pl.DataFrame({"id": range(10), "g": range(10)})
     with pytest.raises(UsageError, match=r"--sizes: a whole number, got 5\.5"):
         split(frame, group=["g"], sizes=[5.5, 4.5], names=["a", "b"])  # type: ignore[list-item]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    out = tmp_path_factory.mktemp("manifest") / "out"
+    split(TICKETS / "tickets.jsonl", group=["conversation_id"], sizes=[840, 180, 180]).write(out)
+    return json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+
+
+def _edited(written: dict[str, object], tmp_path: Path, **changes: object) -> Path:
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps({**written, **changes}), encoding="utf-8")
+    return path
+
+
+def test_a_newer_format_is_refused_in_one_line(written: dict[str, object], tmp_path: Path) -> None:
+    path = _edited(written, tmp_path, format_version=MANIFEST_FORMAT_VERSION + 1)
+    with pytest.raises(MalformedFile) as refused:
+        read_manifest(path)
+    message = str(refused.value)
+    assert message == (
+        f"{path}: format_version {MANIFEST_FORMAT_VERSION + 1} is newer than this evalkit "
+        f"reads (split manifest {MANIFEST_FORMAT_VERSION}); upgrade evalkit"
+    )
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("change", "key"),
+    [
+        ({"unused": "none"}, "unused"),
+        ({"seed": None}, "seed"),
+        ({"extra_key": 1}, "extra_key"),
+        ({"quality": {"leakage": {}}}, "quality.max_count_deviation"),
+    ],
+    ids=["wrong type", "null", "unknown key", "missing key"],
+)
+def test_what_the_reader_refuses_the_schema_refuses(
+    written: dict[str, object], tmp_path: Path, change: dict[str, object], key: str
+) -> None:
+    path = _edited(written, tmp_path, **change)
+    refused = rf"^{re.escape(str(path))}: key {key}: .*; pass the manifest"
+    with pytest.raises(MalformedFile, match=refused):
+        read_manifest(path)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(json.loads(path.read_text()), SCHEMA)
+
+
+def test_the_committed_schema_is_the_definitions(written: dict[str, object]) -> None:
+    """Each field's docstring is its description; the sync test holds the file itself."""
+    schema = manifest_schema()
+    assert schema == SCHEMA
+    described = schema["$defs"]["SplitOptions"]["properties"]["near_dup"]
+    assert described["description"] == "Jaccard threshold for merging near-duplicate texts."
+    assert schema["$defs"]["WithinSplit"]["additionalProperties"] is False
 
 
 def test_the_command_does_not_import_pydantic(tmp_path: Path) -> None:
@@ -151,4 +208,4 @@ def test_the_command_does_not_import_pydantic(tmp_path: Path) -> None:
     )
     assert run.stdout.splitlines()[-1] == "[]"
     written = (tmp_path / "out" / "manifest.json").read_text(encoding="utf-8")
-    assert written == _as_the_model_writes(written)
+    assert manifest_text(read_manifest(tmp_path / "out")) == written

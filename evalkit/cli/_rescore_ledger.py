@@ -1,9 +1,8 @@
-"""The ledger side of ``evalkit rescore``: what its new line means, said on the terminal.
+"""The ledger side of ``evalkit rescore``: which ledger, and what its new line means.
 
 Kept in one place, and written against the ledger's public functions only
 (``append_look``, ``rules_sha256``, ``gold_state``), so that the ledger's
-internals can change without touching re-scoring (which ledger, and the
-line's purpose, are the library's: :mod:`evalkit.scoring.rescore`). The rule is the ledger's
+internals can change without touching re-scoring. The rule is the ledger's
 own: a look is a distinct (predictions, rules) pair, so a re-score under the
 same rules (an evaluator upgrade) adds a line but no look, and a re-score
 under changed rules is a new look that, after the test was seen under the
@@ -15,8 +14,45 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import click
+
+from evalkit.errors import UsageError
+
 if TYPE_CHECKING:
     from evalkit.provenance.ledger import AppendedLook
+    from evalkit.scoring.options import LookParams
+
+
+def choose_ledger(
+    recorded: str | None,
+    located: Path | None,
+    gold: Path,
+    given: LookParams,
+) -> Path | None:
+    """``--ledger``, else the ledger the result recorded its look in; None with ``--no-ledger``.
+
+    A result scored with ``--no-ledger`` is re-scored without one too (a
+    validation split, say); a recorded ledger that is gone is started again
+    beside the gold file, and the terminal says so.
+    """
+    from evalkit.provenance.ledger import check_ledger_file, writable
+    from evalkit.scoring.looks import recorded_ledger
+
+    if given.no_ledger:  # with --ledger too is refused when the options are read
+        return None
+    chosen = recorded_ledger(recorded, located, gold, given.ledger, _warn)
+    if chosen is None:
+        return None
+    if not writable(chosen):
+        raise UsageError(
+            f"{chosen}: cannot write the ledger there; pass a writable --ledger path or --no-ledger"
+        )
+    check_ledger_file(chosen)
+    return chosen
+
+
+def _warn(text: str) -> None:
+    click.echo(f"evalkit: warning: {text}", err=True)
 
 
 def rescore_message(

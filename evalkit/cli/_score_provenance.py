@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,15 +17,17 @@ from evalkit.errors import UsageError
 
 if TYPE_CHECKING:
     from evalkit.provenance.ledger import AppendedLook
+    from evalkit.provenance.models import AdapterCard
     from evalkit.scoring.options import ScoreParams
+    from evalkit.scoring.summary import BaseModelInfo
 
 
 @dataclass(frozen=True)
 class ScoreProvenance:
     """What ``score`` records about where the predictions came from, and where the look goes."""
 
-    card: Any
-    base: Any
+    card: AdapterCard | None
+    base: BaseModelInfo | None
     ledger: Path | None
 
 
@@ -56,10 +58,10 @@ def _ledger(gold_path: Path, given: ScoreParams) -> Path | None:
 
 def provenance_options(gold_path: Path, given: ScoreParams) -> ScoreProvenance:
     """Choose the ledger, and make or read the card (the options were checked together)."""
-    from evalkit.scoring.sources import score_base, score_card
+    from evalkit.scoring.sources import made_card, score_base
 
     ledger = _ledger(gold_path, given)
-    card = score_card(given)
+    card = made_card(given)
     if card is not None and card.errors:
         codes = ", ".join(sorted({problem.code for problem in card.errors}))
         click.echo(

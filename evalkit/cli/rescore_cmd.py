@@ -1,4 +1,8 @@
-"""``evalkit rescore``: the command-line face of :func:`evalkit.rescore`."""
+"""``evalkit rescore``: the command-line face of :func:`evalkit.rescore`.
+
+The library appends the look before it returns; the command appends it when
+it publishes each folder (the look first, then the folder), by the same rules.
+"""
 
 from __future__ import annotations
 
@@ -70,19 +74,14 @@ def rescore_command(
     --force).
     """
     from evalkit.cli._files import result_inputs, schema_file_input
-    from evalkit.cli._rescore_ledger import rescore_message
+    from evalkit.cli._rescore_ledger import choose_ledger, rescore_message
     from evalkit.command_files import CommandFiles
     from evalkit.contract.load import load_contract
     from evalkit.errors import UsageError
     from evalkit.io import check_new_output
     from evalkit.report.html.score import render_score_html
     from evalkit.report.score_summary import render_rescore_lines
-    from evalkit.scoring.rescore import (
-        choose_ledger,
-        compute_rescore,
-        recorded_inputs,
-        rescore_purpose,
-    )
+    from evalkit.scoring.rescore import compute_rescore, recorded_inputs, rescore_purpose
     from evalkit.scoring.write import publish_score
 
     # What the command line names is checked before anything is read or scored.
@@ -103,7 +102,8 @@ def rescore_command(
     plans = []
     for name, folder in names.items():
         inputs = recorded_inputs(folder)
-        ledger = choose_ledger(inputs, params, warn=_warn)
+        summary = inputs.result.summary
+        ledger = choose_ledger(summary.ledger, inputs.ledger, inputs.gold, params)
         target = out / name
         sources = [folder, contract_path, inputs.gold, inputs.predictions, ledger]
         check_new_output(target, force, inputs=sources, marker="summary.json")
@@ -124,7 +124,3 @@ def rescore_command(
         lines = render_rescore_lines(result.summary, inputs.result, str(target))
         output.say("\n".join([*lines, *([ledger_line] if ledger_line else [])]))
         output.wrote([target])
-
-
-def _warn(message: str) -> None:
-    click.echo(f"evalkit: warning: {message}", err=True)

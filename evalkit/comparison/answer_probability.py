@@ -26,9 +26,8 @@ from typing import Any
 
 from evalkit.comparison.results import ScoredResult
 from evalkit.comparison.suspect_models import SuspectLabel
+from evalkit.model.records import RUN_FILE, TOKENS_FILE
 
-RUN_FILE = "run.json"
-TOKENS_FILE = "tokens.parquet"
 TOKENIZER_FILE = "tokenizer.json"
 
 
@@ -42,10 +41,10 @@ class _Run:
 
 def _run_of(result: ScoredResult) -> _Run | str | None:
     """The generate run beside a result's predictions; a reason when unusable; None if none."""
-    import orjson
-
     from evalkit.comparison.recorded import locate
+    from evalkit.errors import EvalkitError
     from evalkit.io import sha256_file
+    from evalkit.model.pins import read_run
 
     recorded = result.summary.predictions
     path = locate(recorded.path, result.path)
@@ -55,16 +54,14 @@ def _run_of(result: ScoredResult) -> _Run | str | None:
     if not (run_path.is_file() and tokens_path.is_file()):
         return None
     try:
-        run = orjson.loads(run_path.read_bytes())
-        outputs, settings = run.get("outputs") or {}, run.get("generation") or {}
-        pins = run.get("tokenizer") or {}
-        tokenizer_dir = locate(pins.get("path"), run_path.parent)
-        tokenizer_sha256 = (pins.get("files") or {}).get(TOKENIZER_FILE)
-    except (OSError, orjson.JSONDecodeError, AttributeError):
+        run = read_run(run_path.parent)
+    except EvalkitError:
         return f"{run_path} cannot be read"
-    if outputs.get("predictions_sha256") != recorded.sha256:
+    tokenizer_dir = locate(run.tokenizer.path, run_path.parent)
+    tokenizer_sha256 = run.tokenizer.files.get(TOKENIZER_FILE)
+    if run.outputs.predictions_sha256 != recorded.sha256:
         return f"{run_path} describes other predictions than the ones scored"
-    if sha256_file(tokens_path) != outputs.get("tokens_sha256"):
+    if sha256_file(tokens_path) != run.outputs.tokens_sha256:
         return f"{tokens_path} changed since the run"
     if tokenizer_dir is None or not (tokenizer_dir / TOKENIZER_FILE).is_file():
         return "the run's tokenizer.json is not found from here"
@@ -78,7 +75,7 @@ def _run_of(result: ScoredResult) -> _Run | str | None:
     import polars as pl
 
     id_column = next(iter(pl.read_parquet_schema(tokens_path)))
-    return _Run(tokens_path, tokenizer, id_column, int(settings.get("top_k_logits") or 0))
+    return _Run(tokens_path, tokenizer, id_column, run.generation.top_k_logits)
 
 
 def answer_span(text: str, agreed: str, field: str | None) -> tuple[int, int] | None:

@@ -19,21 +19,24 @@ from evalkit.provenance.records import is_commit
 def reload_needs(result: ScoredResult, name: str) -> ReloadNeeds:
     """What reloading the model behind a result needs, and what is missing to pin it."""
     summary = result.summary
-    base = summary.base or (summary.card or {}).get("base") or {}
-    weights = (summary.card or {}).get("weights_sha256")
+    card = summary.card
+    base = summary.base or (card.base if card is not None else None)
+    weights = card.weights_sha256 if card is not None else None
+    base_id = base.id if base is not None else None
+    revision = base.revision if base is not None else None
     missing = []
-    if not base.get("id"):
+    if not base_id:
         missing.append("base id (score with --card/--adapter, or --base-model)")
-    if not is_commit(base.get("revision")):
+    if not is_commit(revision):
         missing.append("base revision (a 40-hex commit)")
-    if summary.base is not None and summary.base.get("source") == "card" and not weights:
+    if summary.base is not None and summary.base.source == "card" and not weights:
         missing.append("adapter weights hash")
     return ReloadNeeds(
         result=name,
-        base_id=base.get("id"),
-        base_revision=base.get("revision"),
-        base_pinned=is_commit(base.get("revision")),
-        base_quantization=base.get("quantization"),
+        base_id=base_id,
+        base_revision=revision,
+        base_pinned=is_commit(revision),
+        base_quantization=base.quantization if base is not None else None,
         adapter_weights_sha256=weights,
         missing=missing,
     )

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from evalkit.comparison.models import CandidateReport
 from evalkit.errors import EvalkitError
+
+if TYPE_CHECKING:
+    from evalkit.scoring.summary import ScoreSummary
 
 
 class SideOutputs(BaseModel):
@@ -49,10 +52,13 @@ def wanted_ids(report: CandidateReport) -> set[str]:
     return ids
 
 
-def _summary(folder: Path, summary_sha256: str) -> dict[str, Any] | str:
+def _summary(folder: Path, summary_sha256: str) -> ScoreSummary | str:
+    """The summary compared (the same bytes), read again with its model; else why not."""
     import hashlib
 
     import orjson
+
+    from evalkit.scoring.summary import read_summary_data
 
     path = folder / "summary.json"
     try:
@@ -62,7 +68,12 @@ def _summary(folder: Path, summary_sha256: str) -> dict[str, Any] | str:
     if hashlib.sha256(data).hexdigest() != summary_sha256:
         return f"{path} changed since it was compared"
     loaded = orjson.loads(data)
-    return loaded if isinstance(loaded, dict) else f"{path}: not a JSON object"
+    if not isinstance(loaded, dict):
+        return f"{path}: not a JSON object"
+    try:
+        return read_summary_data(loaded, path, "re-run evalkit score")
+    except EvalkitError as error:
+        return error.message
 
 
 def read_outputs(folder: Path, summary_sha256: str, ids: Iterable[str]) -> SideOutputs:
@@ -73,11 +84,10 @@ def read_outputs(folder: Path, summary_sha256: str, ids: Iterable[str]) -> SideO
     summary = _summary(folder, summary_sha256)
     if isinstance(summary, str):
         return SideOutputs(outputs={}, note=summary)
-    predictions = summary.get("predictions") or {}
-    contract = summary.get("contract") or {}
-    source = predictions.get("path")
-    id_column = (contract.get("normalized") or {}).get("id")
-    if not source or not id_column or not predictions.get("sha256"):
+    predictions = summary.predictions
+    source = predictions.path
+    id_column = summary.contract.normalized.get("id")
+    if not source or not id_column or not predictions.sha256:
         return SideOutputs(outputs={}, note="the result does not record its predictions file")
     path = locate(source, folder)
     if path is None:
@@ -86,23 +96,21 @@ def read_outputs(folder: Path, summary_sha256: str, ids: Iterable[str]) -> SideO
             note=f"{source}: not found from here (the path is as given to evalkit score)",
         )
     try:
-        if predictions_sha256(path) != predictions["sha256"]:
+        if predictions_sha256(path) != predictions.sha256:
             return SideOutputs(outputs={}, note=f"{source} changed since it was scored")
         table = read_predictions(
             path,
-            pred_format=predictions.get("format") or "auto",
+            pred_format=predictions.format or "auto",
             default_id=str(id_column),
-            id_col=predictions.get("id_col"),
-            output_col=predictions.get("output_col"),
+            id_col=predictions.id_col,
+            output_col=predictions.output_col,
         )
     except (EvalkitError, OSError) as error:
         return SideOutputs(outputs={}, note=f"{source}: cannot read it again ({error})")
     wanted = sorted(set(ids))
     import polars as pl
 
-    keep: Literal["first", "last"] = (
-        "last" if predictions.get("on_duplicate") == "last" else "first"
-    )
+    keep: Literal["first", "last"] = "last" if predictions.on_duplicate == "last" else "first"
     found = table.frame.filter(pl.col("id").is_in(wanted)).unique("id", keep=keep)
     outputs: dict[str, str | None] = dict.fromkeys(wanted)
     outputs.update(dict(zip(found["id"].to_list(), found["output"].to_list(), strict=True)))

@@ -51,16 +51,26 @@ def _setting(block: str, key: str) -> bool:
 
 def settings_of(result: ScoredResult) -> dict[str, dict[str, Any]]:
     """The blocks of settings a result records: ``base`` always, ``lora``/``training`` by card."""
-    summary = result.summary
+    summary, card = result.summary, result.summary.card
     blocks: dict[str, dict[str, Any]] = {}
-    base = summary.base or (summary.card or {}).get("base")
-    if base:
-        blocks["base"] = {key: base.get(key) for key in BASE_KEYS}
-    card = summary.card or {}
-    for block in ("lora", "training"):
-        if isinstance(card.get(block), dict):
-            blocks[block] = {k: v for k, v in card[block].items() if _setting(block, k)}
+    base = summary.base or (card.base if card is not None else None)
+    if base is not None:
+        blocks["base"] = {key: getattr(base, key) for key in BASE_KEYS}
+    if card is None:
+        return blocks
+    settings = {
+        "lora": card.lora.model_dump(mode="json") if card.lora is not None else None,
+        "training": card.training,
+    }
+    for block, values in settings.items():
+        if values is not None:
+            blocks[block] = {k: v for k, v in values.items() if _setting(block, k)}
     return blocks
+
+
+def _weights(result: ScoredResult) -> str | None:
+    card = result.summary.card
+    return card.weights_sha256 if card is not None else None
 
 
 def _differences(
@@ -97,8 +107,8 @@ def _known_base(result: ScoredResult) -> dict[str, Any] | None:
     if not base:
         return None
     known = dict(base)
-    card_base = (result.summary.card or {}).get("base")
-    checked = isinstance(card_base, dict) and card_base.get("config_sha256") is not None
+    card = result.summary.card
+    checked = card is not None and card.base.config_sha256 is not None
     if known.get("quantization") is None and checked:
         known["quantization"] = NOT_QUANTIZED
     return known
@@ -141,7 +151,7 @@ def resolve_factors(
     if not factors:
         return []
     for side, result in (("baseline", baseline), ("candidate", candidate)):
-        if not result.summary.card:
+        if result.summary.card is None:
             raise ParameterError(
                 "factors",
                 f"needs the adapter card of both sides, but the {side} {result.path} "
@@ -221,8 +231,8 @@ def compare_provenance(
         candidate_base=right.get("base"),
         base_changed=changed,
         base_change_allowed=bool(changed) and allow_base_change,
-        baseline_weights_sha256=(baseline.summary.card or {}).get("weights_sha256"),
-        candidate_weights_sha256=(candidate.summary.card or {}).get("weights_sha256"),
+        baseline_weights_sha256=_weights(baseline),
+        candidate_weights_sha256=_weights(candidate),
         differences=listed,
         factors=full_factors,
         protocol=protocol,

@@ -1,9 +1,11 @@
 """Reading a result folder written by ``evalkit score`` and checking two agree.
 
-A result is ``summary.json`` plus ``examples.parquet`` (docs/formats.md). Only
-the keys and columns that comparison relies on are required; anything else a
-newer scorer adds is carried along untouched. Every problem becomes one line
-that names the file and the key or column, and says what to do.
+A result is ``summary.json`` plus ``examples.parquet`` (docs/formats.md).
+``summary.json`` is read with the model ``score`` writes it with
+(:class:`~evalkit.scoring.summary.ScoreSummary`, its version checked);
+``examples.parquet`` needs the columns comparison relies on, and any other
+column is carried along. Every problem becomes one line that names the file
+and the key or column, and says what to do.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evalkit.comparison.verify import verify_summary
 from evalkit.errors import (
@@ -27,80 +27,10 @@ from evalkit.io import hash_early, read_table, require_columns, sha256_file
 if TYPE_CHECKING:
     import polars as pl
 
+    from evalkit.scoring.summary import ScoreSummary
+
 EXAMPLE_COLUMNS = ("id", "class", "format_valid", "error", "content_correct")
 RERUN_HINT = "re-run evalkit score to write a complete result"
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-
-class ContractRef(_Loose):
-    """The contract a result was scored under."""
-
-    name: str
-    version: int
-    fingerprint: str
-    normalized: dict[str, Any] = {}
-    evaluator: dict[str, Any] = {}
-
-
-class GoldRef(_Loose):
-    """The gold file a result was scored against."""
-
-    sha256: str
-    n: int
-    path: str | None = None
-
-
-class PredictionsRef(_Loose):
-    """The predictions file a result scored (its hash finds its look in the ledger)."""
-
-    sha256: str | None = None
-    path: str | None = None
-    format: str | None = None
-    id_col: str | None = None
-    output_col: str | None = None
-    on_duplicate: str | None = None
-
-
-class OverallSummary(_Loose):
-    """The overall counts of a result (more keys are kept but not needed here)."""
-
-    n: int
-    missing: int = 0
-
-
-class ClassSummary(_Loose):
-    """Per-class facts the scorer decided, of which comparison needs ``rare``."""
-
-    support: int
-    rare: bool = False
-
-
-class LookRef(_Loose):
-    """The result's line in the ledger (``summary.json`` ``look``)."""
-
-    line: int
-    sha256: str
-
-
-class ResultSummary(_Loose):
-    """The part of ``summary.json`` that comparison reads."""
-
-    format_version: int
-    evalkit_version: str
-    name: str
-    contract: ContractRef
-    gold: GoldRef
-    overall: OverallSummary
-    classes: dict[str, ClassSummary] = {}
-    predictions: PredictionsRef = PredictionsRef()
-    base: dict[str, Any] | None = None
-    card: dict[str, Any] | None = None
-    ledger: str | None = None
-    look: LookRef | None = None
-    examples_sha256: str | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +38,7 @@ class ScoredResult:
     """One folder written by ``evalkit score``: its summary and its per-example table."""
 
     path: Path
-    summary: ResultSummary
+    summary: ScoreSummary
     examples: pl.DataFrame
     summary_sha256: str
     examples_sha256: str | None = None
@@ -127,18 +57,11 @@ class ScoredResult:
         return [c.removeprefix("slice.") for c in self.examples.columns if c.startswith("slice.")]
 
 
-def _first_error(error: ValidationError) -> str:
-    detail = error.errors()[0]
-    key = ".".join(str(part) for part in detail["loc"]) or "(top level)"
-    if detail["type"] == "missing":
-        return f"missing key {key!r}"
-    return f"key {key!r}: {detail['msg'].lower()}"
-
-
-def _read_summary(path: Path) -> tuple[dict[str, Any], ResultSummary]:
+def _read_summary(path: Path) -> tuple[dict[str, Any], ScoreSummary]:
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
     from evalkit.documents import DocumentError, load_json
+    from evalkit.scoring.summary import SUMMARY_FORMAT, read_summary_data
 
     try:
         raw = load_json(path)
@@ -146,17 +69,12 @@ def _read_summary(path: Path) -> tuple[dict[str, Any], ResultSummary]:
         raise MalformedFile(f"{error.message}; {RERUN_HINT}") from error
     if not isinstance(raw, dict):
         raise MalformedFile(f"{path}: expected a JSON object; {RERUN_HINT}")
-    from evalkit.scoring.summary import SUMMARY_FORMAT
-
+    # The figures are verified as the file (brought up to date) writes them.
     raw = SUMMARY_FORMAT.upgrade(raw, path, RERUN_HINT)
-    try:
-        summary = ResultSummary.model_validate(raw)
-    except ValidationError as error:
-        raise MalformedFile(f"{path}: {_first_error(error)}; {RERUN_HINT}") from error
-    return raw, summary
+    return raw, read_summary_data(raw, path, RERUN_HINT)
 
 
-def _read_examples(path: Path, summary: ResultSummary) -> pl.DataFrame:
+def _read_examples(path: Path, summary: ScoreSummary) -> pl.DataFrame:
     import polars as pl
 
     if not path.is_file():
@@ -190,12 +108,17 @@ def _read_examples(path: Path, summary: ResultSummary) -> pl.DataFrame:
     return frame
 
 
-def _check_fingerprint(summary: ResultSummary, path: Path) -> None:
-    """The contract block must still hash to the fingerprint it was scored under."""
+def _check_fingerprint(summary: ScoreSummary, raw: dict[str, Any], path: Path) -> None:
+    """The contract block must still hash to the fingerprint it was scored under.
+
+    The hash is of the block as the file writes it (``raw``), not as the
+    model converts it: a value edited into another type is an edit.
+    """
     from evalkit.contract.fingerprint import fingerprint_of
 
     contract = summary.contract
-    if fingerprint_of(contract.normalized, contract.evaluator) != contract.fingerprint:
+    evaluator = raw["contract"]["evaluator"]
+    if fingerprint_of(contract.normalized, evaluator) != contract.fingerprint:
         raise IncompatibleResults(
             f"{path}: contract.normalized and contract.evaluator no longer hash to "
             f"contract.fingerprint {contract.fingerprint} (the file was edited after scoring); "
@@ -222,10 +145,10 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
     summary_path, examples_path = folder / "summary.json", folder / "examples.parquet"
     hash_early([summary_path, examples_path])
     raw, summary = _read_summary(summary_path)
-    _check_fingerprint(summary, summary_path)
+    _check_fingerprint(summary, raw, summary_path)
     examples = _read_examples(examples_path, summary)
     examples_sha256 = sha256_file(examples_path)
-    verify_summary(summary_path, raw, examples_path, examples, examples_sha256)
+    verify_summary(summary_path, summary, raw, examples_path, examples, examples_sha256)
     return ScoredResult(folder, summary, examples, sha256_file(summary_path), examples_sha256)
 
 
@@ -242,8 +165,8 @@ def scored_in_memory(result: Any) -> ScoredResult:
 
     from evalkit.scoring.write import summary_json
 
-    data = summary_json(result.summary)
-    summary = ResultSummary.model_validate(result.summary.model_dump(mode="json"))
+    summary = result.summary
+    data = summary_json(summary)
     examples = result.examples.with_columns(
         pl.col("id").cast(pl.String), pl.col("class").cast(pl.String)
     )

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.contract.model import Contract
+    from evalkit.scoring.summary import ScoreSummary
 
 FIGURES = ("overall", "classes", "slices")
 RERUN = "the folder was changed after scoring; re-run evalkit score"
@@ -106,19 +107,24 @@ def _message(where: str, should: Any, found: Any) -> str:
 
 def verify_summary(
     summary_path: Path,
+    summary: ScoreSummary,
     raw: dict[str, Any],
     examples_path: Path,
     examples: pl.DataFrame,
     examples_sha256: str,
 ) -> None:
-    """Refuse a summary whose examples hash or figures disagree with its examples and contract."""
-    recorded = raw.get("examples_sha256")
+    """Refuse a summary whose examples hash or figures disagree with its examples and contract.
+
+    The figures are compared as ``raw`` (the document read) has them, not as
+    the model converts them: ``"rare": 0`` is not the ``false`` score writes.
+    """
+    recorded = summary.examples_sha256
     if recorded is not None and recorded != examples_sha256:
         raise MalformedFile(
             f"{examples_path}: its sha256 {examples_sha256[:12]}… is not the "
-            f"{str(recorded)[:12]}… that summary.json records: {RERUN}"
+            f"{recorded[:12]}… that summary.json records: {RERUN}"
         )
-    contract = _contract(raw["contract"]["normalized"], summary_path)
+    contract = _contract(summary.contract.normalized, summary_path)
     missing = [
         f"slice.{item.name}" for item in contract.slices if f"slice.{item.name}" not in examples
     ]

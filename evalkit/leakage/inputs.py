@@ -95,8 +95,14 @@ def _folder_sources(folder: Path) -> list[SplitSource]:
             f"{folder}: a folder without manifest.json; pass the split files themselves, "
             "or a folder written by evalkit split"
         )
+    data = load_json(manifest)
+    if isinstance(data, dict) and "format_version" in data:
+        # Only the split names are read; a newer format may name them otherwise.
+        from evalkit.splitting.manifest import MANIFEST_FORMAT
+
+        MANIFEST_FORMAT.upgrade(data, manifest, "pass the split files themselves")
     try:
-        splits = load_json(manifest)["splits"]
+        splits = data["splits"]
         names = [str(name) for name in splits]
     except (KeyError, TypeError) as error:
         raise MalformedFile(

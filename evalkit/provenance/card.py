@@ -32,7 +32,6 @@ from evalkit.provenance.base_checks import (
 )
 from evalkit.provenance.folder_files import hash_files, tokenizer_info, training_settings
 from evalkit.provenance.models import (
-    CARD_FORMAT,
     AdapterCard,
     BaseInfo,
     FullTensor,
@@ -40,6 +39,7 @@ from evalkit.provenance.models import (
     ModuleInfo,
     Problem,
     TokenizerInfo,
+    read_card_data,
 )
 from evalkit.provenance.modules import read_modules
 from evalkit.provenance.safetensors_file import canonical_sha256, mapped, read_header
@@ -302,8 +302,6 @@ def card_json(card: AdapterCard) -> bytes:
 
 def load_card(path: str | os.PathLike[str]) -> AdapterCard:
     """Read a ``card.json`` written by ``evalkit card`` (one clear error when it is not one)."""
-    from pydantic import ValidationError
-
     from evalkit.errors import MalformedFile
     from evalkit.provenance.folder_files import read_json_file
 
@@ -325,12 +323,4 @@ def load_card(path: str | os.PathLike[str]) -> AdapterCard:
         raise MalformedFile(
             f"{file}: expected a JSON object; write the card again with evalkit card"
         )
-    raw = CARD_FORMAT.upgrade(raw, file, "write the card again with evalkit card")
-    try:
-        return AdapterCard.model_validate(raw)
-    except ValidationError as error:
-        detail = error.errors()[0]
-        key = ".".join(str(part) for part in detail["loc"]) or "(top level)"
-        raise MalformedFile(
-            f"{file}: key {key!r}: {detail['msg'].lower()}; write the card again with evalkit card"
-        ) from error
+    return read_card_data(raw, file, "write the card again with evalkit card")

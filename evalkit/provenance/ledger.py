@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import UnreadableFile, UsageError
 from evalkit.provenance.ledger_head import (
@@ -43,6 +43,9 @@ from evalkit.provenance.ledger_head import (
     write_all,
     write_head,
 )
+
+if TYPE_CHECKING:
+    from evalkit.scoring.summary import ScoreSummary
 
 LEDGER_NAME = "evalkit-ledger.jsonl"
 LEDGER_FORMAT = 2
@@ -81,10 +84,10 @@ def line_sha256(entry: Mapping[str, Any]) -> str:
 
 
 def look_entry(
-    summary: Any, *, purpose: str | None = None, examples_sha256: str | None = None
+    summary: ScoreSummary, *, purpose: str | None = None, examples_sha256: str | None = None
 ) -> dict[str, Any]:
     """The fields of a ledger line for a score summary (before time, head check and chain)."""
-    card = getattr(summary, "card", None) or {}
+    card = summary.card
     contract = summary.contract
     return {
         "format": LEDGER_FORMAT,
@@ -100,7 +103,7 @@ def look_entry(
         "name": summary.name,
         "predictions_sha256": summary.predictions.sha256,
         "examples_sha256": examples_sha256 or getattr(summary, "examples_sha256", None),
-        "card_weights_sha256": card.get("weights_sha256") if isinstance(card, dict) else None,
+        "card_weights_sha256": card.weights_sha256 if card is not None else None,
         "evalkit_version": summary.evalkit_version,
         "purpose": purpose,
     }
@@ -269,7 +272,7 @@ class AppendedLook:
 
 def append_look(
     path: str | os.PathLike[str],
-    summary: Any,
+    summary: ScoreSummary,
     *,
     purpose: str | None = None,
     examples_sha256: str | None = None,

@@ -11,6 +11,7 @@ and to check an ablation.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from evalkit.persisted import Persisted
@@ -196,3 +197,24 @@ class AdapterCard(_Model):
     def errors(self) -> list[Problem]:
         """The problems of severity ``error``."""
         return [problem for problem in self.problems if problem.severity == "error"]
+
+
+def read_card_data(data: Mapping[str, Any], source: object, hint: str) -> AdapterCard:
+    """The card a ``card.json`` document holds, its ``card_version`` checked first.
+
+    Used for a card file (``score --card``), a card inside ``summary.json``
+    and a card passed to :func:`evalkit.score` as JSON data; a problem is a
+    :class:`~evalkit.errors.MalformedFile` naming ``source`` and the key,
+    ending with ``hint``.
+    """
+    from pydantic import ValidationError
+
+    from evalkit.errors import MalformedFile
+
+    upgraded = CARD_FORMAT.upgrade(dict(data), source, hint)
+    try:
+        return AdapterCard.model_validate(upgraded)
+    except ValidationError as error:
+        detail = error.errors()[0]
+        key = ".".join(str(part) for part in detail["loc"]) or "(top level)"
+        raise MalformedFile(f"{source}: key {key!r}: {detail['msg'].lower()}; {hint}") from error

@@ -1,14 +1,16 @@
-"""Plain-data helpers on ``score``'s path: the base a result records, from a card or options.
+"""Helpers on ``score``'s path: the base a result records, from a card or options.
 
-Kept apart from the card's pydantic models so that ``evalkit score --card``
-validates the card only when it reads one, and ``score`` without provenance
-options imports nothing from here but these few lines.
+``score`` without provenance options imports nothing from here but these
+few lines.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalkit.provenance.models import AdapterCard
 
 HEX_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
@@ -18,14 +20,14 @@ def is_commit(revision: str | None) -> bool:
     return bool(revision and HEX_COMMIT.match(revision))
 
 
-def card_base(card: dict[str, Any]) -> dict[str, Any]:
+def card_base(card: AdapterCard) -> dict[str, Any]:
     """The ``base`` block a result records for predictions of a carded adapter."""
-    base = card.get("base") or {}
+    base = card.base
     return {
-        "id": base.get("id"),
-        "revision": base.get("revision"),
-        "pinned": is_commit(base.get("revision")),
-        "quantization": base.get("quantization"),
+        "id": base.id,
+        "revision": base.revision,
+        "pinned": is_commit(base.revision),
+        "quantization": base.quantization,
         "source": "card",
     }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.splitting.record import ManifestRecord, TextInfo
+from evalkit.splitting.manifest import SplitManifest, TextInfo
 
 
 def _worst_class(deviations: dict[str, float]) -> str:
@@ -12,7 +12,7 @@ def _worst_class(deviations: dict[str, float]) -> str:
     return f"{deviations[label]:+.2f} pp ({label})"
 
 
-def render_split_summary(manifest: ManifestRecord, out: str | None = None) -> str:
+def render_split_summary(manifest: SplitManifest, out: str | None = None) -> str:
     """A plain-text table of the manifest, for people reading a terminal or CI log."""
     splits = manifest.splits
     stratified = manifest.options.stratify is not None
@@ -50,7 +50,7 @@ def render_split_summary(manifest: ManifestRecord, out: str | None = None) -> st
     return "\n".join(lines)
 
 
-def _class_table(manifest: ManifestRecord) -> str:
+def _class_table(manifest: SplitManifest) -> str:
     splits = manifest.splits
     first = next(iter(splits.values()))
     labels = list(first.class_counts)
@@ -68,7 +68,7 @@ def _class_table(manifest: ManifestRecord) -> str:
     return "\n".join(rows)
 
 
-def _quality_lines(manifest: ManifestRecord) -> list[str]:
+def _quality_lines(manifest: SplitManifest) -> list[str]:
     quality = manifest.quality
     lines = []
     if quality.max_count_deviation == 0:
@@ -128,7 +128,7 @@ def _quality_lines(manifest: ManifestRecord) -> list[str]:
     return lines
 
 
-def _repetition_lines(manifest: ManifestRecord) -> list[str]:
+def _repetition_lines(manifest: SplitManifest) -> list[str]:
     """One line per split: how much of it is its own duplicates (with --near-dup)."""
     lines = []
     for name, within in (manifest.within or {}).items():

@@ -9,6 +9,7 @@ item comes out, sorted by id, whatever the input order or worker count.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, Paramete
 from evalkit.io import sha256_input
 from evalkit.options import takes
 from evalkit.provenance.gold_content import content_sha256
+from evalkit.provenance.models import AdapterCard
 from evalkit.scoring import aggregate
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.gold import all_unique, check_gold_columns, gold_input, read_gold
@@ -170,14 +172,23 @@ def _frame_rows(frame: Any) -> int:
     return len(frame) if hasattr(frame, "__len__") else 0
 
 
-def _provenance(card: Any, base: BaseModelInfo | None, ledger: Any) -> dict[str, Any]:
-    """The summary's ``base``, ``card`` and ``ledger`` (the card's base unless one is given)."""
-    data = card.model_dump(mode="json") if hasattr(card, "model_dump") else card
-    if base is None and data:
+def _provenance(
+    card: AdapterCard | Mapping[str, Any] | None, base: BaseModelInfo | None, ledger: Any
+) -> dict[str, Any]:
+    """The summary's ``base``, ``card`` and ``ledger`` (the card's base unless one is given).
+
+    A card given as JSON data is read as a ``card.json`` is (its version
+    checked, every key typed).
+    """
+    if card is not None and not isinstance(card, AdapterCard):
+        from evalkit.provenance.models import read_card_data
+
+        card = read_card_data(card, "card", "pass an AdapterCard or what evalkit card writes")
+    if base is None and card is not None:
         from evalkit.provenance.records import card_base
 
-        base = BaseModelInfo(**card_base(data))
-    return {"base": base, "card": data, "ledger": str(ledger) if ledger is not None else None}
+        base = BaseModelInfo(**card_base(card))
+    return {"base": base, "card": card, "ledger": str(ledger) if ledger is not None else None}
 
 
 def empty_slice_warnings(contract: Contract, slices: dict[str, Any]) -> list[str]:
@@ -206,7 +217,7 @@ def compute_score(
     given: ScoreParams,
     /,
     *,
-    card: Any = None,
+    card: AdapterCard | Mapping[str, Any] | None = None,
     base: BaseModelInfo | None = None,
     ledger: str | os.PathLike[str] | None = None,
 ) -> ScoreResult:

@@ -9,14 +9,14 @@ card or base, in which ledger. Re-scoring reads those same files again —
 refused when either changed since, because the figures would then describe
 other outputs or other labels — and goes through :func:`evalkit.score`, the
 one scorer, so a re-scored result is what scoring from scratch writes, plus
-``rescored_from``: the contract and folder it replaces.
+``rescored_from``: the contract and folder it replaces. Called from Python,
+it records its look in the ledger before it returns, as :func:`evalkit.score`
+does; ``evalkit rescore`` appends it when it publishes the folder.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,17 +24,11 @@ from typing import Any
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult, load_result
 from evalkit.contract.model import Contract
-from evalkit.errors import (
-    ArtifactChanged,
-    EvalkitError,
-    ParameterError,
-    UnreadableFile,
-    UsageError,
-)
+from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
 from evalkit.options import takes
-from evalkit.scoring.options import LookParams, RescoreParams, ScoreParams
+from evalkit.scoring.options import RescoreParams, ScoreParams
 from evalkit.scoring.result import ScoreResult
-from evalkit.scoring.summary import BaseModelInfo, RescoredFrom
+from evalkit.scoring.summary import BaseModelInfo, RescoredFrom, ScoreSummary
 
 
 @dataclass(frozen=True)
@@ -97,46 +91,12 @@ def recorded_inputs(result: str | os.PathLike[str] | ScoredResult) -> RecordedIn
     return RecordedInputs(loaded, predictions, gold, ledger)
 
 
-def _base(summary: Any) -> BaseModelInfo | None:
+def _base(summary: ScoreSummary) -> BaseModelInfo | None:
     """The base of a prompt-only run (an adapter's base comes from its card, as in score)."""
     base = summary.base
-    if not base or summary.card or base.get("source") != "options":
+    if base is None or summary.card is not None or base.source != "options":
         return None
-    return BaseModelInfo(**base)
-
-
-def choose_ledger(
-    inputs: RecordedInputs, given: LookParams, warn: Callable[[str], object] | None = None
-) -> Path | None:
-    """The ledger a re-score records its look in: ``ledger``, else the one the result recorded.
-
-    None with ``no_ledger``, and for a result scored without a ledger (a
-    validation split, say); a recorded ledger that is gone is started again
-    beside the gold file, and ``warn`` (default: a Python warning) says so.
-    """
-    from evalkit.provenance.ledger import check_ledger_file, default_ledger, writable
-
-    recorded = inputs.result.summary.ledger
-    if given.no_ledger or (given.ledger is None and recorded is None):
-        return None
-    chosen = given.ledger or inputs.ledger or default_ledger(inputs.gold)
-    if given.ledger is None and inputs.ledger is None:
-        message = (
-            f"the ledger {recorded} the result recorded is not found; recording the re-score "
-            f"in {chosen}"
-        )
-        if warn is None:
-            warnings.warn(message, stacklevel=3)
-        else:
-            warn(message)
-    if not writable(chosen):
-        raise ParameterError(
-            "ledger",
-            f"{chosen}: cannot write the ledger there; pass a writable path or {{no_ledger}}",
-            refs=["no_ledger"],
-        )
-    check_ledger_file(chosen)
-    return chosen
+    return base
 
 
 def rescore_purpose(replaced: ScoredResult, purpose: str | None) -> str:
@@ -145,51 +105,17 @@ def rescore_purpose(replaced: ScoredResult, purpose: str | None) -> str:
     return purpose or f"rescore of {replaced.path} ({old.name} v{old.version})"
 
 
-@takes(RescoreParams)
-def rescore(
-    result: str | os.PathLike[str] | ScoredResult | RecordedInputs,
-    contract: Contract | str | os.PathLike[str],
-    params: RescoreParams | None = None,
-    /,
-    **values: Any,
-) -> ScoreResult:
-    """Score the predictions a result recorded again, under ``contract``; the look first.
-
-    The predictions are read as they were (format, id and output columns,
-    duplicate rule), against the recorded gold file, with the recorded card
-    or base and name; the result is what :func:`evalkit.score` returns for
-    those inputs, with ``rescored_from`` naming the contract and folder it
-    replaces. The options are a
-    :class:`~evalkit.scoring.options.RescoreParams`, or keywords that make
-    one. As ``evalkit rescore`` does, the look is appended (with
-    ``purpose``, by default what it replaces) to ``ledger``, by default the
-    ledger the result recorded (``no_ledger=True``: none) before the result
-    is returned. Bad input raises an :class:`~evalkit.errors.EvalkitError`
-    that names the result folder.
-    """
-    given = RescoreParams.build(params, values)
-    from evalkit.scoring.write import record_look
-
-    inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
-    ledger = choose_ledger(inputs, given)
-    scored = compute_rescore(inputs, contract, workers=given.workers, ledger=ledger)
-    if ledger is None:
-        return scored
-    purpose = rescore_purpose(inputs.result, given.purpose)
-    summary, look = record_look(scored.summary, scored.examples, purpose=purpose)
-    return ScoreResult(summary=summary, examples=scored.examples, look=look)
-
-
 def compute_rescore(
     inputs: RecordedInputs,
     contract: Contract | str | os.PathLike[str],
     *,
     workers: int | None = None,
-    ledger: str | os.PathLike[str] | None = None,
+    ledger: Path | None = None,
 ) -> ScoreResult:
     """:func:`rescore` without the look: ``ledger`` is only recorded in the summary.
 
-    ``evalkit rescore`` appends the look when it publishes the folder.
+    ``evalkit rescore`` appends the look itself when it publishes the folder
+    (:func:`~evalkit.scoring.write.publish_score`).
     """
     from evalkit.scoring.engine import compute_score
 
@@ -235,6 +161,52 @@ def compute_rescore(
         summary=scored.summary.model_copy(update={"rescored_from": replaced}),
         examples=scored.examples,
     )
+
+
+@takes(RescoreParams)
+def rescore(
+    result: str | os.PathLike[str] | ScoredResult | RecordedInputs,
+    contract: Contract | str | os.PathLike[str],
+    params: RescoreParams | None = None,
+    /,
+    **values: Any,
+) -> ScoreResult:
+    """Score the predictions a result recorded again, under ``contract``; the look is recorded.
+
+    The predictions are read as they were (format, id and output columns,
+    duplicate rule), against the recorded gold file, with the recorded card
+    or base and name; the result is what :func:`evalkit.score` returns for
+    those inputs, with ``rescored_from`` naming the contract and folder it
+    replaces. The options are a
+    :class:`~evalkit.scoring.options.RescoreParams`, or keywords that make one.
+
+    A re-score is a look at the test set, recorded as ``evalkit rescore``
+    records it: before the result is returned, a line (with ``purpose``,
+    by default ``rescore of FOLDER (NAME vN)``) is appended to the ledger
+    the result recorded (``ledger`` names another; ``no_ledger=True``, or
+    ``ledger=False``, records nothing; a result scored without a ledger is
+    re-scored without one). Under the same rules it is no new look; under
+    changed rules, after the test was seen, it burns the test
+    (docs/provenance.md). :meth:`ScoreResult.write` then appends nothing
+    more. Bad input raises an :class:`~evalkit.errors.EvalkitError` that
+    names the result folder.
+    """
+    if values.get("ledger") is False:  # the spelling of no_ledger before it was one
+        values = {**values, "ledger": None, "no_ledger": True}
+    given = RescoreParams.build(params, values)
+    from evalkit.scoring.looks import rescore_ledger
+    from evalkit.scoring.write import record_look
+
+    inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
+    ledger = False if given.no_ledger else given.ledger
+    chosen = rescore_ledger(inputs.result.summary.ledger, inputs.ledger, inputs.gold, ledger)
+    scored = compute_rescore(inputs, contract, workers=given.workers, ledger=chosen)
+    if chosen is None:
+        return scored
+    summary, look = record_look(
+        scored.summary, scored.examples, purpose=rescore_purpose(inputs.result, given.purpose)
+    )
+    return ScoreResult(summary=summary, examples=scored.examples, look=look)
 
 
 def _on_duplicate(value: str | None) -> Any:

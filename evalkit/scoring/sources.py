@@ -10,14 +10,16 @@ when one is named.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evalkit.errors import ParameterError
 from evalkit.scoring.options import ScoreParams
 from evalkit.table_input import is_path
 
 if TYPE_CHECKING:
+    from evalkit.provenance.models import AdapterCard
     from evalkit.scoring.summary import BaseModelInfo
 
 
@@ -46,8 +48,8 @@ def score_tables(gold: Any, predictions: Any, hf_split: str | None) -> tuple[Any
     return gold, predictions
 
 
-def score_card(given: ScoreParams) -> Any:
-    """The card ``given`` names: read from ``card.json``, made from ``adapter``, or as given."""
+def made_card(given: ScoreParams) -> AdapterCard | None:
+    """The card a ``card.json`` (``card``) or an adapter folder (``adapter``) gives, or None."""
     if isinstance(given.card, Path):
         from evalkit.provenance.card import load_card
 
@@ -56,7 +58,13 @@ def score_card(given: ScoreParams) -> Any:
         from evalkit.provenance.card import adapter_card
 
         return adapter_card(given.adapter, base_revision=given.base_revision)
-    return given.card
+    return None
+
+
+def score_card(given: ScoreParams) -> AdapterCard | Mapping[str, Any] | None:
+    """The card ``given`` names: read from ``card.json``, made from ``adapter``, or as given."""
+    made = made_card(given)
+    return made if made is not None else cast(Any, given.card)  # an AdapterCard or its data
 
 
 def score_base(given: ScoreParams) -> BaseModelInfo | None:

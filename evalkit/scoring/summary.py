@@ -1,8 +1,14 @@
 """The persisted ``summary.json`` of ``evalkit score``, as typed models.
 
-``docs/formats.md`` describes the file; ``evalkit compare`` and ``evalkit
-gate`` read it. A rate whose denominator is zero is null (there is nothing to
-measure), except precision, which is 0.0 when a class is never predicted
+``docs/formats.md`` describes the file. One model writes it (``score``,
+``rescore``) and reads it back (``compare``, ``gate``, ``rescore``): a key
+added since format 1 has a default, so every result an earlier evalkit
+wrote still reads, and a newer file is refused in one line by its
+``format_version`` (:data:`SUMMARY_FORMAT`). The adapter card inside is the
+card's own model, checked by the card's version.
+
+A rate whose denominator is zero is null (there is nothing to measure),
+except precision, which is 0.0 when a class is never predicted
 (scikit-learn's ``zero_division=0``), so that F1 is always a number.
 """
 
@@ -10,9 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 
+from evalkit.errors import MalformedFile
 from evalkit.persisted import Persisted
+from evalkit.provenance.models import CARD_FORMAT, AdapterCard
 from evalkit.table_input import source_field
 from evalkit.versions import FileFormat
 
@@ -260,7 +268,7 @@ class ScoreSummary(_Model):
     """Gold class against predicted class (null without a ``class`` column)."""
     base: BaseModelInfo | None = None
     """The base model of the predictions (``--card``/``--adapter`` or ``--base-model``)."""
-    card: dict[str, Any] | None = None
+    card: AdapterCard | None = None
     """The adapter card (``evalkit card``; schema ``docs/schemas/adapter-card.schema.json``)
     of the adapter that produced the predictions (``--card`` or ``--adapter``)."""
     ledger: str | None = None
@@ -278,3 +286,33 @@ class ScoreSummary(_Model):
     examples_sha256: str | None = None
     """sha256 of ``examples.parquet`` beside it (compare and gate check it, and recompute
     the figures they use from that file)."""
+
+
+def first_error(error: ValidationError) -> str:
+    """The first problem of a validation error, as ``key 'a.b': …`` (one line)."""
+    detail = error.errors()[0]
+    key = ".".join(str(part) for part in detail["loc"]) or "(top level)"
+    if detail["type"] == "missing":
+        return f"missing key {key!r}"
+    if detail["type"] == "extra_forbidden":
+        return f"unknown key {key!r} (score summary {FORMAT_VERSION} has no such key)"
+    return f"key {key!r}: {detail['msg'].lower()}"
+
+
+def read_summary_data(data: dict[str, Any], source: object, hint: str) -> ScoreSummary:
+    """The summary a ``summary.json`` document holds, its and its card's versions checked.
+
+    An older format is brought up to date (:data:`SUMMARY_FORMAT`, and the
+    card's own :data:`~evalkit.provenance.models.CARD_FORMAT`); a newer one,
+    an unknown or missing key or a wrong type is a
+    :class:`~evalkit.errors.MalformedFile` naming ``source`` and the key,
+    ending with ``hint`` (what to do).
+    """
+    data = SUMMARY_FORMAT.upgrade(data, source, hint)
+    card = data.get("card")
+    if isinstance(card, dict):
+        data = {**data, "card": CARD_FORMAT.upgrade(card, f"{source}: card", hint)}
+    try:
+        return ScoreSummary.model_validate(data)
+    except ValidationError as error:
+        raise MalformedFile(f"{source}: {first_error(error)}; {hint}") from error

@@ -12,7 +12,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, SupportsIndex
 
@@ -36,11 +35,11 @@ from evalkit.splitting.groups import (
 )
 from evalkit.splitting.inputs import check_names, check_table, resolve_targets
 from evalkit.splitting.lengths import load_tokenizer, row_lengths
-from evalkit.splitting.record import (
+from evalkit.splitting.manifest import (
     Freezing,
     InputInfo,
-    ManifestRecord,
     Merging,
+    SplitManifest,
     SplitOptions,
     TextInfo,
 )
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
 
     from evalkit.chat import ChatColumn, Role
     from evalkit.leakage.distributed.session import RayOptions
-    from evalkit.splitting.manifest import SplitManifest
     from evalkit.table_input import TableLike
 
 
@@ -62,20 +60,18 @@ if TYPE_CHECKING:
 class SplitResult:
     """A finished split: the rows of each split, the assignments and the manifest.
 
-    ``record`` is the manifest as plain data, what :meth:`write` writes;
-    ``manifest`` the same as the validated pydantic model, built on first use.
+    ``manifest`` is what :meth:`write` writes as ``manifest.json`` (and
+    :func:`~evalkit.splitting.manifest.read_manifest` reads back equal).
     """
 
     frames: dict[str, pl.DataFrame]
     assignments: pl.DataFrame
-    record: ManifestRecord
+    manifest: SplitManifest
 
-    @cached_property
-    def manifest(self) -> SplitManifest:
-        """The manifest as the :class:`~evalkit.splitting.manifest.SplitManifest` model."""
-        from evalkit.splitting.manifest import SplitManifest
-
-        return SplitManifest.model_validate(self.record.to_json())
+    @property
+    def record(self) -> SplitManifest:
+        """The manifest (the name of earlier versions, kept working)."""
+        return self.manifest
 
     rows: dict[str, IntArray] | None = None
     """The input's row numbers of each split, in the rows' order of ``frames``, when the
@@ -93,12 +89,12 @@ class SplitResult:
         """
         from evalkit.splitting.hf_datasets import to_dataset_dict
 
-        source = self.record.input.path or "data frame"
+        source = self.manifest.input.path or "data frame"
         return to_dataset_dict(self.frames, source, retyped=self.retyped)
 
     def write(
         self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False
-    ) -> ManifestRecord:
+    ) -> SplitManifest:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
 
         A JSONL input is written back as it was read (:mod:`evalkit.splitting.writeback`):
@@ -219,7 +215,7 @@ def split(
         lengths,
         "tokens" if loaded_tokenizer is not None else "chars",
     )
-    record = ManifestRecord(
+    manifest = SplitManifest(
         evalkit_version=__version__,
         seed=options.seed,
         input=InputInfo(
@@ -242,13 +238,13 @@ def split(
             frame, grouping.compared, grouping.clusters, row_split, options.names, id_column
         ),
     )
-    _check_tolerance(record, source)
+    _check_tolerance(manifest, source)
     order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
     split_column = pl.Series("split", [*options.names, None], dtype=pl.String).gather(row_split)
     return SplitResult(
         frames=_split_frames(frame, row_split, options.names, order),
         assignments=_assignments(frame, group, id_column, split_column, order),
-        record=record,
+        manifest=manifest,
         rows=_split_rows(row_split, options.names, order) if path is not None else None,
         retyped=chat is not None and chat.retyped,
     )
@@ -403,7 +399,7 @@ def _grouping(
     )
 
 
-def _check_tolerance(manifest: ManifestRecord, source: str) -> None:
+def _check_tolerance(manifest: SplitManifest, source: str) -> None:
     """Raise ``InfeasibleSplit`` when a count misses its target by more than --tolerance."""
     tolerance = manifest.options.tolerance
     if tolerance is None or manifest.quality.max_count_deviation <= tolerance:

@@ -6,229 +6,354 @@ states the quality figures (count deviation, class-share deviation, leaked
 groups) computed from the final assignment itself, not from the algorithm's
 bookkeeping.
 
-These models are the format's definition (its JSON Schema in
-``docs/schemas`` is generated from them) and what ``SplitResult.manifest``
-returns; a split run builds and writes the plain mirror in
-:mod:`evalkit.splitting.record`, which must keep their fields and order.
+These frozen dataclasses are the format's one definition: what
+:func:`evalkit.split` builds, :attr:`SplitResult.manifest` returns,
+:func:`manifest_text` writes and :func:`read_manifest` reads back. They are
+plain dataclasses, not pydantic models, because a split run only *writes*
+a manifest, and importing pydantic and building models cost ~0.1 s, a fifth
+of a whole ``evalkit split`` of 100k items (bench/RESULTS.md). pydantic
+reads the same classes where it is needed, lazily: their JSON Schema in
+docs/schemas (:func:`manifest_schema`) and the validation of a manifest
+read back. They carry the settings of the persisted base
+(:mod:`evalkit.persisted`) for it: an unknown key is refused, and each
+field's docstring is its description in the schema.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from evalkit.table_input import source_metadata
+from evalkit.versions import FileFormat
 
-from evalkit.leakage.models import WithinSplit
-from evalkit.persisted import Persisted
-from evalkit.splitting.record import MANIFEST_FORMAT_VERSION
-from evalkit.table_input import source_field
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler, TypeAdapter
+    from pydantic_core import CoreSchema
+
+MANIFEST_FORMAT_VERSION = 1
+MANIFEST_FORMAT = FileFormat("split manifest", MANIFEST_FORMAT_VERSION)
+READ_HINT = "pass the manifest.json that evalkit split wrote"
+
+# The settings of evalkit.persisted.Persisted, as pydantic reads them from a dataclass.
+_PERSISTED = {"extra": "forbid", "use_attribute_docstrings": True}
 
 
-class _Model(Persisted):
-    """The models of this file, on the one persisted base."""
+class _AuditWithin:
+    """A ``within`` entry: plain data here, the audit's ``WithinSplit`` to pydantic.
+
+    ``evalkit split --near-dup`` writes the entries
+    :func:`evalkit.leakage.within.summarize` computes, in the shape the audit
+    report's model :class:`evalkit.leakage.models.WithinSplit` defines; the
+    schema and the validation of a manifest read back use that model, and the
+    value read stays the plain data a split holds.
+    """
+
+    @staticmethod
+    def __get_pydantic_core_schema__(source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        from pydantic_core import core_schema
+
+        from evalkit.leakage.models import WithinSplit
+
+        def as_data(model: WithinSplit) -> dict[str, object]:
+            return model.model_dump(mode="json")
+
+        return core_schema.no_info_after_validator_function(
+            as_data,
+            handler.generate_schema(WithinSplit),
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda value: value),
+        )
 
 
-class InputInfo(_Model):
+@dataclass(frozen=True, kw_only=True)
+class InputInfo:
     """The input the split was made from."""
 
-    path: str | None = Field(description="Input file as given (null for an in-memory table).")
-    sha256: str | None = Field(
-        description="sha256 of the input file's bytes "
-        "(of every file, by relative name and content, for a dataset folder; of the content, "
-        "for a frame)."
-    )
-    n_items: int = Field(description="Rows in the input.")
-    n_groups: int = Field(description="Groups after null handling and duplicate merging.")
-    source: Literal["frame"] | None = source_field()
+    __pydantic_config__ = _PERSISTED
+
+    path: str | None
+    """Input file as given (null for an in-memory table)."""
+    sha256: str | None
+    """sha256 of the input file's bytes (of every file, by relative name and content, for a dataset folder; of the content, for a frame)."""  # noqa: E501
+    n_items: int
+    """Rows in the input."""
+    n_groups: int
+    """Groups after null handling and duplicate merging."""
+    source: Literal["frame"] | None = field(default=None, metadata=source_metadata())
 
 
-class SplitOptions(_Model):
+@dataclass(frozen=True, kw_only=True)
+class SplitOptions:
     """The options that produced the split (everything needed to reproduce it)."""
 
-    group: list[str] = Field(description="Group columns; their values together form the key.")
-    stratify: str | None = Field(default=None, description="Class column balanced across splits.")
-    sizes: list[int] | None = Field(default=None, description="Requested items per split.")
-    ratios: list[float] | None = Field(default=None, description="Requested share per split.")
-    names: list[str] = Field(description="Split names, in the order of sizes/ratios.")
-    seed: int = Field(description="Seed of the random generator.")
-    id: str | None = Field(default=None, description="Id column (unique per row).")
-    text: str | None = Field(
-        default=None,
-        description="--text column: length statistics and the --near-dup comparison; text "
-        "or a conversation (the prompt column of the prompt-completion form).",
-    )
-    completion: str | None = Field(
-        default=None,
-        description="A second --text column: the completion of TRL's prompt-completion form.",
-    )
-    roles: list[str] | None = Field(
-        default=None,
-        description="--roles as given: the conversation turns compared for --near-dup "
-        "(null: the default, every role but system).",
-    )
-    null_group: str = Field(description="What a null group key means: error or singleton.")
-    tolerance: int | None = Field(
-        default=None, description="Largest allowed count deviation per split, in items."
-    )
-    near_dup: float | None = Field(
-        default=None, description="Jaccard threshold for merging near-duplicate texts."
-    )
-    freeze: str | None = Field(default=None, description="Assignments file of an earlier split.")
-    tokenizer: str | None = Field(
-        default=None,
-        description="Tokenizer folder (counted as evalkit tokens counts) or tokenizer.json "
-        "file whose token counts are the lengths.",
-    )
-    system: str | None = Field(
-        default=None, description="--system: the column of system prompts, when given."
-    )
-    tools: str | None = Field(default=None, description="--tools: the column of tools, when given.")
-    engine: str = Field(
-        default="local",
-        description="Where the --near-dup search ran: local (one process) or ray (a Ray "
-        "cluster); both give the same split.",
-    )
+    __pydantic_config__ = _PERSISTED
+
+    group: list[str]
+    """Group columns; their values together form the key."""
+    stratify: str | None = None
+    """Class column balanced across splits."""
+    sizes: list[int] | None = None
+    """Requested items per split."""
+    ratios: list[float] | None = None
+    """Requested share per split."""
+    names: list[str]
+    """Split names, in the order of sizes/ratios."""
+    seed: int
+    """Seed of the random generator."""
+    id: str | None = None
+    """Id column (unique per row)."""
+    text: str | None = None
+    """--text column: length statistics and the --near-dup comparison; text or a conversation (the prompt column of the prompt-completion form)."""  # noqa: E501
+    completion: str | None = None
+    """A second --text column: the completion of TRL's prompt-completion form."""
+    roles: list[str] | None = None
+    """--roles as given: the conversation turns compared for --near-dup (null: the default, every role but system)."""  # noqa: E501
+    null_group: str
+    """What a null group key means: error or singleton."""
+    tolerance: int | None = None
+    """Largest allowed count deviation per split, in items."""
+    near_dup: float | None = None
+    """Jaccard threshold for merging near-duplicate texts."""
+    freeze: str | None = None
+    """Assignments file of an earlier split."""
+    tokenizer: str | None = None
+    """Tokenizer folder (counted as evalkit tokens counts) or tokenizer.json file whose token counts are the lengths."""  # noqa: E501
+    system: str | None = None
+    """--system: the column of system prompts, when given."""
+    tools: str | None = None
+    """--tools: the column of tools, when given."""
+    engine: str = "local"
+    """Where the --near-dup search ran: local (one process) or ray (a Ray cluster); both give the same split."""  # noqa: E501
 
 
-class TextInfo(_Model):
+@dataclass(frozen=True, kw_only=True)
+class TextInfo:
     """What the --text column(s) held, as recognised from the values."""
 
-    columns: list[str] = Field(
-        description="The --text columns: one, prompt and completion, or Alpaca's instruction, "
-        "input and output."
-    )
-    kind: str = Field(description="text (plain strings) or conversation (lists of messages).")
-    shape: str = Field(
-        description="How the (first) column is written: text, messages ({role, content}), "
-        "sharegpt ({from, value}) or alpaca."
-    )
-    compared_roles: list[str] | None = Field(
-        description="Roles whose turns --near-dup compares (null for text, compared whole)."
-    )
-    skipped_parts: int = Field(
-        description="Non-text content parts (images, audio) left out of the text."
-    )
-    json_text: bool = Field(
-        default=False,
-        description="The conversations were the JSON text of message lists in a string column.",
-    )
-    system_column: str | None = Field(
-        default=None, description="The column of system prompts put first, if any."
-    )
-    system_added: int = Field(
-        default=0, description="Conversations that got the system column's prompt first."
-    )
-    system_kept: int = Field(
-        default=0,
-        description="Conversations that start with their own system message, kept (the system "
-        "column's value unused, as LLaMA-Factory and axolotl do).",
-    )
-    tools_column: str | None = Field(default=None, description="The column of tools, if any.")
-    tool_calls: int = Field(default=0, description="Tool calls over every conversation.")
-    untrained_turns: int = Field(
-        default=0,
-        description="Turns flagged not to train on (OpenAI weight 0, axolotl training false).",
-    )
+    __pydantic_config__ = _PERSISTED
+
+    columns: list[str]
+    """The --text columns: one, prompt and completion, or Alpaca's instruction, input and output."""
+    kind: str
+    """text (plain strings) or conversation (lists of messages)."""
+    shape: str
+    """How the (first) column is written: text, messages ({role, content}), sharegpt ({from, value}) or alpaca."""  # noqa: E501
+    compared_roles: list[str] | None
+    """Roles whose turns --near-dup compares (null for text, compared whole)."""
+    skipped_parts: int
+    """Non-text content parts (images, audio) left out of the text."""
+    json_text: bool = False
+    """The conversations were the JSON text of message lists in a string column."""
+    system_column: str | None = None
+    """The column of system prompts put first, if any."""
+    system_added: int = 0
+    """Conversations that got the system column's prompt first."""
+    system_kept: int = 0
+    """Conversations that start with their own system message, kept (the system column's value unused, as LLaMA-Factory and axolotl do)."""  # noqa: E501
+    tools_column: str | None = None
+    """The column of tools, if any."""
+    tool_calls: int = 0
+    """Tool calls over every conversation."""
+    untrained_turns: int = 0
+    """Turns flagged not to train on (OpenAI weight 0, axolotl training false)."""
 
 
-class LengthStats(_Model):
+@dataclass(frozen=True, kw_only=True)
+class LengthStats:
     """Text length: min, median, 95th percentile (linear interpolation), max.
 
     A conversation's length is the characters of every turn's content, the
     system prompt included.
     """
 
+    __pydantic_config__ = _PERSISTED
+
     min: int
     p50: float
     p95: float
     max: int
-    unit: str = Field(default="chars", description="chars, or tokens with --tokenizer.")
+    unit: str = "chars"
+    """chars, or tokens with --tokenizer."""
 
 
-class SplitReport(_Model):
+@dataclass(frozen=True, kw_only=True)
+class SplitReport:
     """One split as produced."""
 
-    target: int = Field(description="Requested number of items.")
-    n_items: int = Field(description="Items placed in the split.")
-    n_groups: int = Field(description="Groups placed in the split.")
-    count_deviation: int = Field(description="n_items - target.")
-    class_counts: dict[str, int] = Field(description="Items per class (every class listed).")
-    class_shares: dict[str, float] = Field(description="Share of the split's items per class.")
-    class_share_deviation_pp: dict[str, float] = Field(
-        description="Class share minus the class's share of the whole input, in points."
-    )
-    classes_missing: list[str] = Field(description="Classes of the input absent from the split.")
-    length: LengthStats | None = Field(default=None, description="Length of --text, if given.")
+    __pydantic_config__ = _PERSISTED
+
+    target: int
+    """Requested number of items."""
+    n_items: int
+    """Items placed in the split."""
+    n_groups: int
+    """Groups placed in the split."""
+    count_deviation: int
+    """n_items - target."""
+    class_counts: dict[str, int]
+    """Items per class (every class listed)."""
+    class_shares: dict[str, float]
+    """Share of the split's items per class."""
+    class_share_deviation_pp: dict[str, float]
+    """Class share minus the class's share of the whole input, in points."""
+    classes_missing: list[str]
+    """Classes of the input absent from the split."""
+    length: LengthStats | None = None
+    """Length of --text, if given."""
 
 
-class Leakage(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Leakage:
     """Group leakage, checked on the final assignment."""
 
-    groups_in_several_splits: int = Field(description="Groups with items in two or more splits.")
+    __pydantic_config__ = _PERSISTED
+
+    groups_in_several_splits: int
+    """Groups with items in two or more splits."""
 
 
-class Quality(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Quality:
     """How close the split came to what was asked."""
 
-    max_count_deviation: int = Field(description="Largest |n_items - target| over the splits.")
-    max_class_share_deviation_pp: float = Field(
-        description="Largest |class share deviation| over splits and classes, in points."
-    )
-    max_class_share_deviation_pp_major: float = Field(
-        description="The same over classes holding at least 5% of the input's items."
-    )
-    required_classes: list[str] = Field(
-        description="Classes found in at least as many groups as there are splits."
-    )
-    required_classes_missing: dict[str, list[str]] = Field(
-        description="Per split, required classes it still lacks (empty when all are covered)."
-    )
+    __pydantic_config__ = _PERSISTED
+
+    max_count_deviation: int
+    """Largest |n_items - target| over the splits."""
+    max_class_share_deviation_pp: float
+    """Largest |class share deviation| over splits and classes, in points."""
+    max_class_share_deviation_pp_major: float
+    """The same over classes holding at least 5% of the input's items."""
+    required_classes: list[str]
+    """Classes found in at least as many groups as there are splits."""
+    required_classes_missing: dict[str, list[str]]
+    """Per split, required classes it still lacks (empty when all are covered)."""
     leakage: Leakage
 
 
-class Merging(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Merging:
     """Groups merged because their texts are exact or near duplicates."""
 
-    threshold: float = Field(description="Jaccard threshold used.")
-    merged_groups: int = Field(description="Key groups merged into another group.")
-    largest_merged_group: int = Field(description="Items in the largest merged group.")
+    __pydantic_config__ = _PERSISTED
+
+    threshold: float
+    """Jaccard threshold used."""
+    merged_groups: int
+    """Key groups merged into another group."""
+    largest_merged_group: int
+    """Items in the largest merged group."""
 
 
-class Freezing(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Freezing:
     """Groups kept where an earlier split put them."""
 
-    path: str = Field(description="The assignments file given to --freeze.")
-    sha256: str = Field(description="sha256 of that file.")
-    frozen_groups: int = Field(description="Groups of the input found in the file (kept in place).")
-    new_groups: int = Field(description="Groups placed anew.")
-    conflicts: int = Field(description="Merged groups whose parts were frozen in different splits.")
+    __pydantic_config__ = _PERSISTED
+
+    path: str
+    """The assignments file given to --freeze."""
+    sha256: str
+    """sha256 of that file."""
+    frozen_groups: int
+    """Groups of the input found in the file (kept in place)."""
+    new_groups: int
+    """Groups placed anew."""
+    conflicts: int
+    """Merged groups whose parts were frozen in different splits."""
 
 
-class SplitManifest(_Model):
+@dataclass(frozen=True, kw_only=True)
+class SplitManifest:
     """``manifest.json``: the record of one ``evalkit split`` run."""
 
-    format_version: int = Field(default=MANIFEST_FORMAT_VERSION, description="Manifest format.")
-    evalkit_version: str = Field(description="evalkit version that wrote the manifest.")
-    seed: int = Field(description="Seed of the random generator.")
+    __pydantic_config__ = _PERSISTED
+
+    format_version: int = MANIFEST_FORMAT_VERSION
+    """Manifest format."""
+    evalkit_version: str
+    """evalkit version that wrote the manifest."""
+    seed: int
+    """Seed of the random generator."""
     input: InputInfo
     options: SplitOptions
-    targets: dict[str, int] = Field(description="Requested items per split.")
+    targets: dict[str, int]
+    """Requested items per split."""
     splits: dict[str, SplitReport]
-    unused: int = Field(description="Items left out because the sizes add up to less.")
-    text: TextInfo | None = Field(default=None, description="The --text column(s), if given.")
-    null_groups: int = Field(description="Rows with a null group key made their own group.")
+    unused: int
+    """Items left out because the sizes add up to less."""
+    text: TextInfo | None = None
+    """The --text column(s), if given."""
+    null_groups: int
+    """Rows with a null group key made their own group."""
     merging: Merging | None = None
     freezing: Freezing | None = None
     quality: Quality
-    within: dict[str, WithinSplit] | None = Field(
-        default=None,
-        description="With --near-dup: per split, how much of it repeats itself (its own exact "
-        "and near-duplicate clusters, which --near-dup keeps whole, and repeated openings); "
-        "the audit's `within`.",
-    )
-    json_text_columns: list[str] = Field(
-        default_factory=list,
-        description="Columns written to the Parquet split files as the JSON text of each value "
-        "as the JSONL input wrote it (their keys differ from row to row; a Parquet struct would "
-        "give every row every key).",
-    )
+    within: dict[str, Annotated[dict[str, object], _AuditWithin]] | None = None
+    """With --near-dup: per split, how much of it repeats itself (its own exact and near-duplicate clusters, which --near-dup keeps whole, and repeated openings); the audit's `within`."""  # noqa: E501
+    json_text_columns: list[str] = field(default_factory=list)
+    """Columns written to the Parquet split files as the JSON text of each value as the JSONL input wrote it (their keys differ from row to row; a Parquet struct would give every row every key)."""  # noqa: E501
+
+    def to_json(self) -> dict[str, object]:
+        """The manifest as JSON values, as written (a file's input has no ``source`` key)."""
+        data = asdict(self)
+        if data["input"]["source"] is None:  # a file's input block is as it always was
+            del data["input"]["source"]
+        return data
+
+
+def manifest_text(manifest: SplitManifest) -> str:
+    """The text of ``manifest.json``: two-space indented, UTF-8 as is, a final newline."""
+    return json.dumps(manifest.to_json(), indent=2, ensure_ascii=False) + "\n"
+
+
+@cache
+def _adapter() -> TypeAdapter[SplitManifest]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(SplitManifest)
+
+
+def manifest_schema() -> dict[str, Any]:
+    """The JSON Schema of ``manifest.json`` (docs/schemas/split-manifest.schema.json)."""
+    return _adapter().json_schema(mode="serialization")
+
+
+def manifest_from_json(data: object, source: object) -> SplitManifest:
+    """A manifest's JSON value checked and read: its version first, then every key.
+
+    A newer ``format_version`` is refused in one line (upgrade evalkit), and
+    so is a value of the wrong type or an unknown key, naming the key;
+    ``source`` names the file in the message.
+    """
+    from pydantic import ValidationError
+
+    from evalkit.errors import MalformedFile
+
+    if not isinstance(data, dict):
+        raise MalformedFile(f"{source}: expected a JSON object; {READ_HINT}")
+    data = MANIFEST_FORMAT.upgrade(data, source, READ_HINT)
+    try:
+        return _adapter().validate_python(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top)"
+        raise MalformedFile(f"{source}: key {where}: {first['msg']}; {READ_HINT}") from None
+
+
+def read_manifest(path: str | os.PathLike[str]) -> SplitManifest:
+    """``manifest.json`` of a split folder (or the file itself), checked as written.
+
+    What :meth:`SplitResult.write` wrote reads back equal to
+    :attr:`SplitResult.manifest`.
+    """
+    from evalkit.documents import load_json
+
+    file = Path(path)
+    if file.is_dir():
+        file = file / "manifest.json"
+    return manifest_from_json(load_json(file, "manifest"), file)

@@ -28,7 +28,7 @@ import numpy as np
 from evalkit.chat.sources import is_jsonl
 from evalkit.errors import InvalidTable
 from evalkit.io import TableFormat, atomic_directory, write_table
-from evalkit.splitting.record import ManifestRecord, manifest_text
+from evalkit.splitting.manifest import SplitManifest, manifest_text
 
 if TYPE_CHECKING:
     import polars as pl
@@ -110,13 +110,13 @@ def with_json_text(
     )
 
 
-def write_split(result: SplitResult, out: Path, fmt: TableFormat, force: bool) -> ManifestRecord:
+def write_split(result: SplitResult, out: Path, fmt: TableFormat, force: bool) -> SplitManifest:
     """Write ``result``'s split files, ``assignments.parquet`` and ``manifest.json`` into
     ``out`` (see :meth:`SplitResult.write`); returns the manifest as written."""
-    source = result.record.input.path
+    source = result.manifest.input.path
     path = Path(source) if source is not None else None
     if result.retyped and fmt == "csv":
-        info = result.record.text
+        info = result.manifest.text
         column = repr(info.columns[0]) if info is not None else "the text column"
         raise InvalidTable(
             f"{source}: column {column} holds content as text in some messages and as a "
@@ -127,9 +127,9 @@ def write_split(result: SplitResult, out: Path, fmt: TableFormat, force: bool) -
     lines = split_lines(path, rows) if rows is not None and path and fmt == "jsonl" else None
     changed: dict[str, list[str | None]] = {}
     if rows is not None and path is not None and fmt == "parquet":
-        converted = result.record.text.columns if result.retyped and result.record.text else []
+        converted = result.manifest.text.columns if result.retyped and result.manifest.text else []
         changed = changed_columns(path, result.frames, rows, converted)
-    record = replace(result.record, json_text_columns=sorted(changed))
+    manifest = replace(result.manifest, json_text_columns=sorted(changed))
     inputs = [path] if path is not None else []
     with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
         for name, frame in result.frames.items():
@@ -140,6 +140,6 @@ def write_split(result: SplitResult, out: Path, fmt: TableFormat, force: bool) -
                 frame = with_json_text(frame, changed, rows[name])
             write_table(frame, staging / f"{name}.{fmt}", fmt)
         write_table(result.assignments, staging / "assignments.parquet", "parquet")
-        text = manifest_text(record)
+        text = manifest_text(manifest)
         (staging / "manifest.json").write_text(text, encoding="utf-8")
-    return record
+    return manifest
