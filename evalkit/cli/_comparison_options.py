@@ -1,62 +1,19 @@
-"""Options shared by ``evalkit compare`` and ``evalkit gate``, and their output helpers."""
+"""What ``evalkit compare`` and ``evalkit gate`` share on the command line beyond their options.
+
+Their options are :mod:`evalkit.comparison.options`' fields (one definition,
+both commands); here are the result-folder argument and the terminal lines.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
-
-from evalkit.cli._vocabulary import seed_option
 
 if TYPE_CHECKING:
     from evalkit.comparison.models import CandidateReport, ComparisonReport
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 RESULT_FOLDER = click.Path(file_okay=False, path_type=str)
-
-
-def statistics_options(function: F) -> F:
-    """``--seed`` and ``--resamples``: the two knobs that change the reported intervals."""
-    function = click.option(
-        "--resamples",
-        type=click.IntRange(min=100, max=1_000_000),
-        default=10_000,
-        show_default=True,
-        help="Paired-bootstrap resamples per scope for the 95% interval of each delta.",
-    )(function)
-    function = seed_option("Seed of the bootstrap: the same seed gives byte-identical reports.")(
-        function
-    )
-    return function
-
-
-def provenance_options(function: F) -> F:
-    """``--factor``, ``--allow-base-change`` and ``--ledger``: the provenance checks."""
-    function = click.option(
-        "--ledger",
-        "ledger_path",
-        type=click.Path(dir_okay=False, path_type=Path),
-        help="Test-set ledger to read when it cannot be found from the results; it must be "
-        "the one beside the gold file (or, when there is none, the one every result recorded).",
-    )(function)
-    function = click.option(
-        "--allow-base-change",
-        is_flag=True,
-        help="Compare results of different bases anyway (the report says so).",
-    )(function)
-    function = click.option(
-        "--factor",
-        "factors",
-        multiple=True,
-        metavar="KEY",
-        help="A setting the comparison studies (repeatable; e.g. r, lora_dropout, "
-        "learning_rate): any other difference of the adapter cards fails as "
-        "confounded_ablation.",
-    )(function)
-    return function
 
 
 def warn_unpaired(report: CandidateReport) -> None:

@@ -101,7 +101,9 @@ def click_option(field: dataclasses.Field[Any], kind: FieldType) -> Callable[[F]
     else:
         attrs["type"] = _click_type(field.name, kind, spec)
         attrs["default"] = default
-        attrs["show_default"] = default not in (None, (), False) and not spec.default_help
+        # ``is``, not ``in``: a default of 0 or 0.0 equals False, and is shown as click shows it.
+        unset = default is None or default is False or default == ()
+        attrs["show_default"] = not unset and not spec.default_help
         if spec.metavar:
             attrs["metavar"] = spec.metavar
         if kind.many and spec.parse is None:

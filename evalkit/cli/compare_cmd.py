@@ -8,13 +8,13 @@ import click
 
 from evalkit.cli._comparison_options import (
     RESULT_FOLDER,
-    provenance_options,
-    statistics_options,
     suspect_line,
     verdict_lines,
     warn_unpaired,
 )
+from evalkit.cli._params import params_options
 from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
+from evalkit.comparison.options import CompareParams
 
 
 @click.command("compare", cls=Command)
@@ -29,29 +29,7 @@ from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
 @click.option(
     "--force", is_flag=True, help="Replace the --out folder and the --json file if they exist."
 )
-@click.option(
-    "--min-gain",
-    type=click.FloatRange(min=0.0, max=1.0),
-    default=0.0,
-    show_default=True,
-    help="Overall accuracy gain a passing candidate needs to be adopted.",
-)
-@click.option(
-    "--suspect-min-agree",
-    type=click.IntRange(min=2),
-    metavar="N",
-    help="Suspect gold labels: results that must give the same valid answer "
-    "[default: every result; invalid outputs abstain].",
-)
-@click.option(
-    "--text",
-    "text_column",
-    metavar="COL",
-    help="Gold file column whose first words show each suspect label's input "
-    "[default: text, or the contract's conversation column].",
-)
-@statistics_options
-@provenance_options
+@params_options(CompareParams)
 @quiet_option
 def compare_command(
     baseline: str,
@@ -59,14 +37,7 @@ def compare_command(
     out: Path | None,
     json_path: Path | None,
     force: bool,
-    min_gain: float,
-    seed: int,
-    resamples: int,
-    factors: tuple[str, ...],
-    allow_base_change: bool,
-    ledger_path: Path | None,
-    suspect_min_agree: int | None,
-    text_column: str | None,
+    params: CompareParams,
     quiet: bool,
 ) -> None:
     """Compare CANDIDATES with BASELINE example by example, rank them and decide.
@@ -113,20 +84,9 @@ def compare_command(
 
     output = Output(json_path, quiet)
     files = CommandFiles(force=force).reads_all(result_inputs([baseline, *candidates]))
-    files.reads(ledger_path).writes(out, option="--out", marker="report.json")
+    files.reads(params.ledger).writes(out, option="--out", marker="report.json")
     files.writes(output.json_file, option="--json").check()
-    report = compare(
-        baseline,
-        *candidates,
-        seed=seed,
-        resamples=resamples,
-        min_gain=min_gain,
-        factors=factors,
-        allow_base_change=allow_base_change,
-        ledger=ledger_path,
-        suspect_min_agree=suspect_min_agree,
-        text_column=text_column,
-    )
+    report = compare(baseline, *candidates, params=params)
     for candidate in report.candidates:
         warn_unpaired(candidate)
     for candidate in report.candidates:

@@ -7,14 +7,10 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli._comparison_options import (
-    RESULT_FOLDER,
-    provenance_options,
-    statistics_options,
-    verdict_lines,
-    warn_unpaired,
-)
+from evalkit.cli._comparison_options import RESULT_FOLDER, verdict_lines, warn_unpaired
+from evalkit.cli._params import params_options
 from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
+from evalkit.comparison.options import GateParams
 
 OUTPUT_FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -33,8 +29,7 @@ OUTPUT_FILE = click.Path(dir_okay=False, path_type=Path)
 )
 @json_option("Write the report as JSON")
 @click.option("--force", is_flag=True, help="Overwrite report files that exist already.")
-@statistics_options
-@provenance_options
+@params_options(GateParams)
 @quiet_option
 def gate_command(
     baseline: str,
@@ -44,11 +39,7 @@ def gate_command(
     html: Path | None,
     json_path: Path | None,
     force: bool,
-    seed: int,
-    resamples: int,
-    factors: tuple[str, ...],
-    allow_base_change: bool,
-    ledger_path: Path | None,
+    params: GateParams,
     quiet: bool,
 ) -> None:
     """Judge CANDIDATE against BASELINE with the contract's gate rules.
@@ -89,21 +80,13 @@ def gate_command(
 
     output = Output(json_path, quiet)
     files = CommandFiles(force=force).reads_all(result_inputs([baseline, candidate]))
-    files.reads(ledger_path)
+    files.reads(params.ledger)
     for option, path in (("--junit", junit), ("--markdown", markdown), ("--html", html),
                          ("--json", output.json_file)):  # fmt: skip
         files.writes(path, option=option)
     files.check()
     outputs = files.outputs
-    report = gate(
-        baseline,
-        candidate,
-        seed=seed,
-        resamples=resamples,
-        factors=factors,
-        allow_base_change=allow_base_change,
-        ledger=ledger_path,
-    )
+    report = gate(baseline, candidate, params)
     warn_unpaired(report)
     if report.test_set is not None:
         files.reads(report.test_set.ledger)  # the ledger the verdict read

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from evalkit._version import __version__
@@ -19,6 +16,7 @@ from evalkit.comparison.models import (
     Decision,
     ResultRef,
 )
+from evalkit.comparison.options import CompareParams, ComparisonParams, GateParams
 from evalkit.comparison.paired import compare_scopes, new_errors, pair_examples, scope_counts
 from evalkit.comparison.provenance import compare_provenance
 from evalkit.comparison.ranking import decide, rank_candidates, ranking_entries
@@ -40,17 +38,13 @@ from evalkit.comparison.test_set import (
 )
 from evalkit.comparison.verdict import CandidateTotals, apply_rules
 from evalkit.errors import UsageError
+from evalkit.options import takes
 
 if TYPE_CHECKING:
     from evalkit.scoring.result import ScoreResult
 
     ResultLike: TypeAlias = ScoredResult | ScoreResult | str | os.PathLike[str]
     """A result folder, or a result in memory (what ``score`` returns, or one loaded)."""
-
-DEFAULT_SEED = 0
-# 10,000 resamples puts the Monte Carlo error of a 95% percentile bound well
-# below the third decimal; they cost milliseconds (see statistics.py).
-DEFAULT_RESAMPLES = 10_000
 
 
 def _load(result: ResultLike) -> ScoredResult:
@@ -115,15 +109,14 @@ def _compare_one(
     baseline: ScoredResult,
     candidate: ScoredResult,
     name: str,
-    seed: int,
-    resamples: int,
-    provenance: _ProvenanceOptions,
+    options: ComparisonParams,
     findings: LedgerFindings,
 ) -> CandidateReport:
     check_compatible(baseline, candidate)
     section, ablation = compare_provenance(
-        baseline, candidate, list(provenance.factors), provenance.allow_base_change
+        baseline, candidate, list(options.factors), options.allow_base_change
     )
+    seed, resamples = options.seed, options.resamples
     summary = baseline.summary
     rules = parse_gate_rules(summary.contract.normalized, baseline.path / "summary.json")
     paired = pair_examples(baseline, candidate, _correct_fields(baseline))
@@ -149,7 +142,7 @@ def _compare_one(
             fingerprint=summary.contract.fingerprint,
         ),
         gold_sha256=summary.gold.sha256,
-        options=ComparisonOptions(seed=seed, resamples=resamples, confidence=CONFIDENCE),
+        options=_recorded(options),
         rules=rules,
         pairing=paired.pairing,
         failures=failures,
@@ -182,11 +175,9 @@ def _unique_names(results: list[ScoredResult]) -> list[str]:
     return names
 
 
-@dataclass(frozen=True)
-class _ProvenanceOptions:
-    factors: Sequence[str] = ()
-    allow_base_change: bool = False
-    ledger: Path | None = None
+def _recorded(options: ComparisonParams) -> ComparisonOptions:
+    """What the report records of its options: the statistics its intervals rest on."""
+    return ComparisonOptions(seed=options.seed, resamples=options.resamples, confidence=CONFIDENCE)
 
 
 def _with_record(
@@ -206,22 +197,13 @@ def _with_record(
     )
 
 
-def _check_options(seed: int, resamples: int) -> None:
-    if seed < 0:
-        raise UsageError(f"seed {seed} is negative; pass a seed of 0 or more")
-    if resamples < 100:
-        raise UsageError(f"resamples {resamples} is too few for a 95% interval; pass 100 or more")
-
-
+@takes(GateParams)
 def gate(
     baseline: ResultLike,
     candidate: ResultLike,
-    *,
-    seed: int = DEFAULT_SEED,
-    resamples: int = DEFAULT_RESAMPLES,
-    factors: Sequence[str] = (),
-    allow_base_change: bool = False,
-    ledger: str | os.PathLike[str] | None = None,
+    params: GateParams | None = None,
+    /,
+    **options: Any,
 ) -> CandidateReport:
     """Compare a candidate with the baseline example by example and judge the contract's gate.
 
@@ -232,29 +214,26 @@ def gate(
     ``allow_base_change``). ``factors`` names the settings an ablation
     studies (``r``): any other difference of the adapter cards fails as
     ``confounded_ablation``. ``ledger`` overrides the test-set ledger to read.
+    ``seed`` and ``resamples`` set the paired bootstrap. The options are
+    ``params`` (a :class:`~evalkit.comparison.options.GateParams`, the
+    command's options) or the same fields as keywords.
     The report's ``verdict`` is ``fail`` when any rule fails in any scope.
     """
-    _check_options(seed, resamples)
+    given = GateParams.build(params, options)
     base, cand = _load(baseline), _load(candidate)
-    options = _ProvenanceOptions(factors, allow_base_change, Path(ledger) if ledger else None)
     check_compatible(base, cand)  # before the ledger: its state is the gold file's
-    findings = ledger_findings([base, cand], options.ledger)
-    report = _compare_one(base, cand, cand.name, seed, resamples, options, findings)
+    findings = ledger_findings([base, cand], given.ledger)
+    report = _compare_one(base, cand, cand.name, given, findings)
     decision = _with_record(report, [report], decide([report], 0.0), base, {cand.name: cand})
     return report.model_copy(update={"decision": decision})
 
 
+@takes(CompareParams)
 def compare(
     baseline: ResultLike,
-    *candidates: ResultLike,
-    seed: int = DEFAULT_SEED,
-    resamples: int = DEFAULT_RESAMPLES,
-    min_gain: float = 0.0,
-    factors: Sequence[str] = (),
-    allow_base_change: bool = False,
-    ledger: str | os.PathLike[str] | None = None,
-    suspect_min_agree: int | None = None,
-    text_column: str | None = None,
+    *candidates: ResultLike | CompareParams,
+    params: CompareParams | None = None,
+    **options: Any,
 ) -> ComparisonReport:
     """Compare one or more candidates with the baseline, rank them and decide.
 
@@ -269,30 +248,37 @@ def compare(
     invalid outputs abstain) contradict with the same format-valid answer,
     with the first words of ``text_column`` of the gold file (default
     ``text``, or the contract's conversation column).
+
+    The options are ``params`` (a :class:`~evalkit.comparison.options.CompareParams`,
+    the command's options; given last among the results, or as ``params=``)
+    or the same fields as keywords.
     """
+    if candidates and isinstance(candidates[-1], CompareParams):
+        if params is not None:
+            raise TypeError("compare() got two CompareParams: pass one")
+        params, candidates = candidates[-1], candidates[:-1]
+    given = CompareParams.build(params, options)
     if not candidates:
         raise UsageError("no candidate given; pass at least one result folder to compare")
-    _check_options(seed, resamples)
     base = _load(baseline)
-    loaded = [_load(candidate) for candidate in candidates]
+    loaded = [_load(candidate) for candidate in candidates]  # type: ignore[arg-type]
     names = _unique_names(loaded)
-    options = _ProvenanceOptions(factors, allow_base_change, Path(ledger) if ledger else None)
     for result in loaded:
         check_compatible(base, result)  # before the ledger: its state is the gold file's
-    findings = ledger_findings([base, *loaded], options.ledger)
+    findings = ledger_findings([base, *loaded], given.ledger)
     reports = [
-        _compare_one(base, result, name, seed, resamples, options, findings)
+        _compare_one(base, result, name, given, findings)
         for result, name in zip(loaded, names, strict=True)
     ]
     ranked = rank_candidates(reports)
     top = ranked[0]
     by_name = dict(zip(names, loaded, strict=True))
-    decision = _with_record(top, ranked, decide(ranked, min_gain), base, by_name)
+    decision = _with_record(top, ranked, decide(ranked, given.min_gain), base, by_name)
     suspects, suspect_check = find_suspects(
         [base, *loaded],
         [base.name, *names],
-        min_agree=suspect_min_agree,
-        text_column=text_column,
+        min_agree=given.suspect_min_agree,
+        text_column=given.text_column,
     )
     return ComparisonReport(
         evalkit_version=__version__,
