@@ -165,3 +165,16 @@ def test_evalkit_rescore_takes_its_options_and_records_its_look(
     (line,) = [json.loads(raw) for raw in elsewhere.read_text().splitlines()]
     assert line["purpose"] == "evaluator upgrade"
     assert "no_ledger" in inspect.signature(evalkit.rescore).parameters
+
+
+def test_the_contract_commands_have_only_inputs_and_outputs() -> None:
+    """``contract check`` prints FILE's normal form (``--format`` is how it is printed) and
+    ``contract schema`` writes the schema: neither takes an option that is a library
+    parameter, so neither has an options object; an option added that the library takes
+    belongs on one."""
+    from evalkit.cli.contract_cmd import check_command, schema_command
+    from evalkit.contract import load_contract
+
+    assert {param.name for param in check_command.params} == {"file", "fmt", "quiet"}
+    assert {param.name for param in schema_command.params} == {"out", "force", "quiet"}
+    assert list(inspect.signature(load_contract).parameters) == ["path"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult, load_result
@@ -198,7 +198,7 @@ def rescore(
     from evalkit.scoring.write import record_look
 
     inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
-    ledger = False if given.no_ledger else given.ledger
+    ledger: Path | Literal[False] | None = False if given.no_ledger else given.ledger
     chosen = rescore_ledger(inputs.result.summary.ledger, inputs.ledger, inputs.gold, ledger)
     scored = compute_rescore(inputs, contract, workers=given.workers, ledger=chosen)
     if chosen is None:
