@@ -205,7 +205,9 @@ def _check_replaceable(output: _Output, force: bool) -> None:
         return  # nothing there to lose
     kind = "folder" if path.is_dir() else "file"
     if not force:
-        raise OutputExists(f"{path}: {kind} exists already; pass --force to overwrite it")
+        raise OutputExists(
+            f"{path}: {kind} exists already; pass {{force}} to overwrite it", refs={"force": True}
+        )
     if not output.folder:
         return
     if not path.is_dir():
@@ -213,14 +215,16 @@ def _check_replaceable(output: _Output, force: bool) -> None:
     if marker is not None and not (path / marker).exists():
         raise OutputExists(
             f"{path}: folder has no {marker}, so evalkit did not write it; refusing to "
-            "replace it even with --force (choose another path)"
+            "replace it even with {force} (choose another path)",
+            refs={"force": True},
         )
     ledger = _holds_ledger(path)
     if ledger is not None:
         raise OutputExists(
             f"{path}: holds the test-set ledger {ledger} (the record of every look at a test "
-            "set); refusing to replace the folder even with --force (choose another path, or "
-            "move the ledger out first)"
+            "set); refusing to replace the folder even with {force} (choose another path, or "
+            "move the ledger out first)",
+            refs={"force": True},
         )
 
 

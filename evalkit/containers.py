@@ -71,7 +71,8 @@ def resolve_hf_split(path: Path, hf_split: str | None) -> Path:
         if hf_split is None:
             raise UsageError(
                 f"{path}: is a Hugging Face DatasetDict with splits {', '.join(splits)}; "
-                "choose one with --hf-split NAME"
+                "choose one with {hf_split}",
+                refs={"hf_split": "NAME"},
             )
         if hf_split not in splits:
             raise UsageError(
@@ -113,7 +114,8 @@ def hf_dataset(folder: Path) -> HfDataset:
     if is_hf_dataset_dict(folder):
         raise UsageError(
             f"{folder}: is a Hugging Face DatasetDict with splits {', '.join(hf_splits(folder))}; "
-            "choose one with --hf-split NAME"
+            "choose one with {hf_split}",
+            refs={"hf_split": "NAME"},
         )
     state_path = folder / STATE
     if not state_path.is_file():

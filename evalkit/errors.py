@@ -8,17 +8,90 @@ turns them into a message on stderr and an exit code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Self
+
+#: The value of a ref that names a parameter only (``{tolerance}``), no value.
+NO_VALUE: Any = type("NoValue", (), {"__repr__": lambda self: "NO_VALUE"})()
+
+#: How a message's parameters are named: ``(parameter, value) -> words``.
+Naming = Callable[[str, Any], str]
+
+Refs = Mapping[str, Any] | Iterable[str]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A ref that names a parameter other than its placeholder, for two values of one
+    parameter in one message: ``{"cuda": Ref("device", "cuda"), "cpu": Ref("device", "cpu")}``."""
+
+    parameter: str
+    value: Any = NO_VALUE
+
+
+def python_name(parameter: str, value: Any = NO_VALUE) -> str:
+    """A parameter as a Python caller writes it: ``tolerance``, ``force=True``."""
+    return parameter if value is NO_VALUE else f"{parameter}={value!r}"
 
 
 class EvalkitError(Exception):
-    """Base of every error evalkit reports to a user (exit code 2: bad input)."""
+    """Base of every error evalkit reports to a user (exit code 2: bad input).
+
+    The library knows parameters, not flags. A message that names one (``pass
+    {force} to overwrite it``) writes it as ``{name}`` and lists it in
+    ``refs``: a name alone (``tolerance``), or a name and the value the advice
+    is about (``{"force": True}``, ``{"null_group": "singleton"}``), or a
+    :class:`Ref` where the placeholder is not the parameter's name. From
+    Python the message reads ``pass force=True to overwrite it``; the command
+    line, which knows which flag sets which parameter, renders the same error
+    with flags (``pass --force``) through :meth:`naming`, called in one
+    place: ``evalkit.cli._vocabulary``. Braces that are not a ref's stay as
+    written.
+    """
 
     exit_code: int = 2
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str, *, refs: Refs = ()) -> None:
+        self.template = message
+        self.refs: dict[str, Any] = (
+            dict(refs) if isinstance(refs, Mapping) else dict.fromkeys(refs, NO_VALUE)
+        )
+        self.named = False
+        self.message = self._render(python_name)
+        super().__init__(self.message)
+
+    def _render(self, name: Naming, template: str | None = None) -> str:
+        message = self.template if template is None else template
+        for ref, value in self.refs.items():
+            parameter, value = (
+                (value.parameter, value.value) if isinstance(value, Ref) else (ref, value)
+            )
+            message = message.replace("{" + ref + "}", name(parameter, value))
+        return message
+
+    def naming(self, name: Naming) -> Self:
+        """This error, each parameter called ``name(parameter, value)`` (e.g. its flag).
+
+        The first naming wins: an error named by the command that ran keeps
+        its words when a group above it sees it again.
+        """
+        if not self.named:
+            self.named = True
+            self.message = self._render(name)
+            self.args = (self.message,)
+        return self
+
+    def wrapped(self, before: str = "", after: str = "") -> Self:
+        """This error with words around it (where it happened), its refs kept, so the
+        command line still names them as flags."""
+        wider = type(self).__new__(type(self))  # whatever the subclass's __init__ takes
+        wider.__dict__.update(self.__dict__)
+        wider.template = before + self.template + after
+        wider.named = False
+        wider.message = wider._render(python_name)
+        wider.args = (wider.message,)
+        return wider
 
     def __str__(self) -> str:
         return self.message
@@ -137,35 +210,25 @@ class ParameterError(InvalidParameter):
     """A library parameter has a value it cannot take, named as the library names it.
 
     The message reads ``near_dup must be a Jaccard threshold in (0, 1], got
-    1.5``. The library knows parameters, not flags: the command line, which
-    knows which flag sets which parameter, says the same with the flags
-    (:meth:`naming`, called in one place: ``evalkit.cli._vocabulary``).
-    ``refs`` are other parameters the problem names as ``{name}`` (``needs
-    {text}``), named the same way.
+    1.5``: the ``parameter`` first, then the ``problem``, whose other
+    parameters are ``{name}`` refs, as in every :class:`EvalkitError`.
     """
 
-    def __init__(self, parameter: str, problem: str, *, refs: Sequence[str] = ()) -> None:
+    def __init__(self, parameter: str, problem: str, *, refs: Refs = ()) -> None:
         self.parameter = parameter
         self.problem = problem
-        self.refs = tuple(refs)
-        super().__init__(self._render(lambda name: name))
-
-    def _render(self, name: Callable[[str], str]) -> str:
-        problem = self.problem
-        for ref in self.refs:
-            problem = problem.replace("{" + ref + "}", name(ref))
-        return f"{name(self.parameter)} {problem}"
-
-    def naming(self, name: Callable[[str], str]) -> ParameterError:
-        """This error, each parameter called ``name(parameter)`` (e.g. its flag)."""
-        self.message = self._render(name)
-        self.args = (self.message,)
-        return self
+        named = dict(refs) if isinstance(refs, Mapping) else dict.fromkeys(refs, NO_VALUE)
+        super().__init__("{" + parameter + "} " + problem, refs={parameter: NO_VALUE, **named})
 
     @property
     def problem_text(self) -> str:
         """The problem alone, its other parameters named as the library names them."""
-        return self._render(lambda name: name).removeprefix(f"{self.parameter} ")
+        return self.problem_named(python_name)
+
+    def problem_named(self, name: Naming) -> str:
+        """The problem alone, its other parameters called ``name(parameter, value)``
+        (a click usage error on the option itself says the rest)."""
+        return self._render(name, self.problem)
 
 
 class EngineFailure(EvalkitError):

@@ -328,14 +328,16 @@ def _check_writable_as(frame: pl.DataFrame, path: Path, fmt: TableFormat) -> Non
         if fmt == "csv" and (dtype.is_nested() or dtype in (pl.Object, pl.Binary)):
             raise UsageError(
                 f"{path.name}: column {column!r} holds {dtype} values, which CSV cannot hold; "
-                "use --format parquet or jsonl"
+                "use {fmt} or jsonl",
+                refs={"fmt": "parquet"},
             )
         if fmt == "jsonl" and dtype.is_float() and frame.height:
             values = frame[column]
             if bool((values.is_nan() | values.is_infinite()).any()):
                 raise UsageError(
                     f"{path.name}: column {column!r} holds NaN or infinite numbers, which JSON "
-                    "cannot hold; use --format parquet"
+                    "cannot hold; use {fmt}",
+                    refs={"fmt": "parquet"},
                 )
 
 

@@ -47,3 +47,19 @@ def near_dup(value: object, parameter: str = "near_dup") -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not 0.0 < float(value) <= 1.0:
         raise ParameterError(parameter, f"must be a Jaccard threshold in (0, 1], got {value!r}")
     return float(value)
+
+
+def text_columns(value: object, parameter: str = "text") -> tuple[str, ...]:
+    """The column(s) of a text option: one, two (prompt and completion) or three (Alpaca's
+    instruction, input and output), each named once; one name may be given as a string."""
+    names: tuple[str, ...] = (value,) if isinstance(value, str) else tuple(value)  # type: ignore[arg-type]
+    if not names or len(names) > 3:
+        raise ParameterError(
+            parameter,
+            "must name one column, two (prompt and completion) or three (Alpaca's "
+            f"instruction, input and output); got {len(names)}",
+        )
+    if len(set(names)) != len(names):
+        repeated = next(name for name in names if names.count(name) > 1)
+        raise ParameterError(parameter, f"names column {repeated!r} twice")
+    return names

@@ -37,6 +37,12 @@ def id_field(help: str, *, required: bool = False, aliases: tuple[str, ...] = ()
     return option(None, flag="--id", metavar="COL", help=help, aliases=aliases)
 
 
+def text_field(help: str) -> Any:
+    """``text``: the column(s) of text or conversations (``--text COL``, once to three
+    times); one name may be given as a string in Python."""
+    return option(metavar="COL", check=params.text_columns, help=help)
+
+
 def system_field() -> Any:
     """``system``: the column of system prompts (LLaMA-Factory's ``system``)."""
     return option(

@@ -267,7 +267,7 @@ def test_frames_name_the_row() -> None:
 
 def test_text_and_conversation_columns_cannot_pair() -> None:
     frame = pl.DataFrame({"p": ["q"], "c": [[{"role": "assistant", "content": "a"}]]})
-    with pytest.raises(InvalidConversation, match="--text p holds text but --text c"):
+    with pytest.raises(InvalidConversation, match="text p holds text but text c"):
         read_chat(frame, ["p", "c"], source="f")
 
 

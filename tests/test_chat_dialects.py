@@ -345,7 +345,7 @@ def test_system_and_tools_options_name_other_columns(tmp_path: Path) -> None:
     (conversation,) = template_conversations(chat)
     assert conversation.messages[0] == {"role": "system", "content": "Be brief."}
     assert conversation.tools == [WEATHER_TOOL]
-    with pytest.raises(UnknownColumn, match="--tools nope: no such column"):
+    with pytest.raises(UnknownColumn, match=": tools nope: no such column"):
         chat_of(path, "messages", tools="nope")
     text_frame = pl.DataFrame({"t": ["x"], "system": ["s"]})
     assert read_chat(text_frame, "t", source="f").kind == "text"  # the default is not forced

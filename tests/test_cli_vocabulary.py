@@ -19,6 +19,7 @@ from conftest import assert_one_line_error
 
 from evalkit import params
 from evalkit.cli import cli
+from evalkit.cli._params import _Library
 from evalkit.cli._vocabulary import QUIET_HELP, Checked, Command, flag_of
 from evalkit.errors import ParameterError
 
@@ -136,10 +137,12 @@ def test_quiet_has_one_spelling_and_one_meaning(path: str, command: click.Comman
 
 
 def _check_of(option: click.Option) -> object:
-    """The library check an option's type runs (a ``Checked`` option, or an options field)."""
+    """The library check an option's type runs: a shared option's, or an options field's."""
     if isinstance(option.type, Checked):
         return option.type.check
-    return getattr(getattr(option.type, "spec", None), "check", None)
+    if isinstance(option.type, _Library):
+        return option.type.spec.check
+    return None
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=IDS)

@@ -255,7 +255,7 @@ def test_ray_address_that_nobody_answers_is_one_line_at_once() -> None:
     from evalkit.errors import UsageError
     from evalkit.leakage.distributed.session import _connect
 
-    with pytest.raises(UsageError, match=r"--ray-address 127.0.0.1:9: nothing answers there"):
+    with pytest.raises(UsageError, match=r"Ray address 127.0.0.1:9: nothing answers there"):
         _connect(ray, "127.0.0.1:9", {})  # Ray itself would retry for minutes
 
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-PACKAGES = ["evalkit", "evalkit.model", "evalkit.contract", "evalkit.scoring"]
+PACKAGES = ["evalkit", "evalkit.model", "evalkit.contract", "evalkit.scoring", "evalkit.chat"]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

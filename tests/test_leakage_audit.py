@@ -372,7 +372,7 @@ def test_engine_ray_without_ray_installed_is_one_line(
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray now raises ImportError
     result = run_cli("audit", *split_files, "--id", "ticket_id", "--text", "text",
                      "--engine", "ray")  # fmt: skip
-    assert_one_line_error(result, "--engine ray needs Ray", "pip install 'evalkit[ray]'")
+    assert_one_line_error(result, "the Ray engine needs Ray", "pip install 'evalkit[ray]'")
     result = run_cli("audit", *split_files, "--id", "ticket_id", "--text", "text",
                      "--ray-address", "head:6379")  # fmt: skip
     assert_one_line_error(result, "--ray-address needs --engine ray")

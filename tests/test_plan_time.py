@@ -353,7 +353,7 @@ def test_a_measured_file_that_is_not_a_smoke_report(run_cli, tmp_path: Path) -> 
     not_smoke = tmp_path / "plan.json"
     assert run_cli("plan", "--config", LLAMA7, "--json", not_smoke, "--quiet").exit_code == 0
     result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", not_smoke)
-    assert_one_line_error(result, "plan.json", "not an `evalkit smoke --json` report")
+    assert_one_line_error(result, "plan.json", "not a report of evalkit smoke")
     garbage = tmp_path / "garbage.json"
     garbage.write_text("{not json")
     result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", garbage)
@@ -406,7 +406,7 @@ def test_a_tokens_report_on_the_command_line(run_cli, tmp_path: Path) -> None:
     not_a_report.write_text("{}")
     assert_one_line_error(
         run_cli("plan", "--config", LLAMA7, "--tokens-report", not_a_report),
-        "other.json", "not an `evalkit tokens --json` report",
+        "other.json", "not a report of evalkit tokens",
     )  # fmt: skip
 
 

@@ -347,7 +347,9 @@ def test_duplicate_prediction_ids(tmp_path: Path) -> None:
     (tmp_path / "pred.jsonl").write_text(
         '{"id": "a", "output": "{\\"v\\": \\"1\\"}"}\n{"id": "a", "output": "{\\"v\\": \\"2\\"}"}\n'
     )
-    with pytest.raises(DuplicateIds, match=r"id 'a' has 2 predictions .* --on-duplicate"):
+    with pytest.raises(
+        DuplicateIds, match=r"id 'a' has 2 predictions .* or pass on_duplicate first\|last$"
+    ):
         run_case(tmp_path)
     first = run_case(tmp_path, on_duplicate="first")
     last = run_case(tmp_path, on_duplicate="last")

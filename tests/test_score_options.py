@@ -55,7 +55,7 @@ def test_every_score_option_is_a_field_of_its_options_object() -> None:
 
     names = {param.name for param in score_command.params}
     assert names - _names(ScoreParams) == {
-        "contract_path", "gold_path", "pred_path", "out", "force", "quiet"
+        "contract_path", "gold_path", "predictions", "out", "force", "quiet"
     }  # fmt: skip
     assert _names(ScoreParams) <= names
 
@@ -134,7 +134,7 @@ def test_the_command_line_names_the_flags(run_cli, files: dict[str, Path], tmp_p
                           "--base-revision needs --base-model (or --adapter)")  # fmt: skip
     assert_one_line_error(run_cli(*common, "--workers", "0"), "--workers", "positive")
     assert_one_line_error(run_cli(*common, "--no-ledger", "--hf-split", "test"),
-                          "--hf-split test: neither the gold nor the predictions")  # fmt: skip
+                          "--hf-split test: neither --gold nor --pred is")  # fmt: skip
     assert not (tmp_path / "x").exists()
 
 

@@ -199,7 +199,7 @@ def test_freeze_with_unknown_split_name_is_refused(tmp_path: Path) -> None:
 
     frame = pl.DataFrame(generate(200, 7))
     split(frame, **{**TICKET_OPTIONS, "sizes": [140, 30, 30]}).write(tmp_path / "v1")
-    with pytest.raises(UsageError, match="'val' is not one of --names"):
+    with pytest.raises(UsageError, match="'val' is not one of names"):
         split(
             frame,
             **{**TICKET_OPTIONS, "sizes": [140, 30, 30]},

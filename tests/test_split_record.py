@@ -132,7 +132,7 @@ def test_frozen_split_and_numbers_given_as_other_types(tmp_path: Path) -> None:
 
 def test_a_fractional_size_is_refused() -> None:
     frame = pl.DataFrame({"id": range(10), "g": range(10)})
-    with pytest.raises(UsageError, match=r"--sizes: a whole number, got 5\.5"):
+    with pytest.raises(UsageError, match=r"^sizes: a whole number, got 5\.5"):
         split(frame, group=["g"], sizes=[5.5, 4.5], names=["a", "b"])  # type: ignore[list-item]
 
 

@@ -9,34 +9,51 @@ input and output; beside them a ``system`` and a ``tools`` column.
 whatever the shape; :func:`template_conversations` gives what a chat template
 receives for each conversation. The other packages (splitting, leakage,
 scoring, tokens, model) use them and never parse messages themselves.
+
+The names load when first used (:mod:`evalkit._lazy`): ``evalkit prompts
+--help`` needs only :mod:`evalkit.chat.prompt_options`, not the readers.
 """
 
 from __future__ import annotations
 
-from evalkit.chat.column import ChatColumn, read_chat, require_compared_roles
-from evalkit.chat.normalize import ConversationProblem, Message, Normalized, normalize_value
-from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, ROLES, Role, parse_roles
-from evalkit.chat.template import (
-    CallArguments,
-    TemplateConversation,
-    handed_counts,
-    template_conversations,
-)
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "DEFAULT_COMPARED_ROLES",
-    "ROLES",
-    "CallArguments",
-    "ChatColumn",
-    "ConversationProblem",
-    "Message",
-    "Normalized",
-    "Role",
-    "TemplateConversation",
-    "handed_counts",
-    "normalize_value",
-    "parse_roles",
-    "read_chat",
-    "require_compared_roles",
-    "template_conversations",
-]
+from evalkit._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from evalkit.chat.column import ChatColumn as ChatColumn
+    from evalkit.chat.column import read_chat as read_chat
+    from evalkit.chat.column import require_compared_roles as require_compared_roles
+    from evalkit.chat.normalize import ConversationProblem as ConversationProblem
+    from evalkit.chat.normalize import Message as Message
+    from evalkit.chat.normalize import Normalized as Normalized
+    from evalkit.chat.normalize import normalize_value as normalize_value
+    from evalkit.chat.roles import DEFAULT_COMPARED_ROLES as DEFAULT_COMPARED_ROLES
+    from evalkit.chat.roles import ROLES as ROLES
+    from evalkit.chat.roles import Role as Role
+    from evalkit.chat.roles import parse_roles as parse_roles
+    from evalkit.chat.template import CallArguments as CallArguments
+    from evalkit.chat.template import TemplateConversation as TemplateConversation
+    from evalkit.chat.template import handed_counts as handed_counts
+    from evalkit.chat.template import template_conversations as template_conversations
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "ChatColumn": "evalkit.chat.column",
+        "read_chat": "evalkit.chat.column",
+        "require_compared_roles": "evalkit.chat.column",
+        "ConversationProblem": "evalkit.chat.normalize",
+        "Message": "evalkit.chat.normalize",
+        "Normalized": "evalkit.chat.normalize",
+        "normalize_value": "evalkit.chat.normalize",
+        "DEFAULT_COMPARED_ROLES": "evalkit.chat.roles",
+        "ROLES": "evalkit.chat.roles",
+        "Role": "evalkit.chat.roles",
+        "parse_roles": "evalkit.chat.roles",
+        "CallArguments": "evalkit.chat.template",
+        "TemplateConversation": "evalkit.chat.template",
+        "handed_counts": "evalkit.chat.template",
+        "template_conversations": "evalkit.chat.template",
+    },
+)

@@ -32,9 +32,10 @@ def _check_columns(frame: pl.DataFrame, names: Sequence[str], source: str) -> No
         if name not in frame.columns:
             listing = ", ".join(frame.columns[:20]) + (" …" if frame.width > 20 else "")
             raise UnknownColumn(
-                f"{source}: no column {name!r} for Alpaca's {part} (three --text columns are "
+                f"{source}: no column {name!r} for Alpaca's {part} (three {{text}} columns are "
                 "read as Alpaca's instruction, input and output, in that order); the columns "
-                f"are: {listing or '(none)'}"
+                f"are: {listing or '(none)'}",
+                refs=["text"],
             )
         dtype = frame.schema[name]
         if not (dtype in (pl.String, pl.Null) or isinstance(dtype, pl.Categorical | pl.Enum)):

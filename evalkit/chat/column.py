@@ -21,6 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalkit import params
 from evalkit.chat.alpaca import read_alpaca
 from evalkit.chat.extras import (
     DEFAULT_SYSTEM,
@@ -262,17 +263,7 @@ def require_compared_roles(chats: Sequence[ChatColumn], roles: Sequence[Role]) -
 
 
 def _text_columns(columns: str | Sequence[str]) -> tuple[str, ...]:
-    names = (columns,) if isinstance(columns, str) else tuple(columns)
-    if not names or len(names) > 3:
-        raise ParameterError(
-            "text",
-            "must name one column, two (prompt and completion) or three (Alpaca's "
-            f"instruction, input and output); got {len(names)}",
-        )
-    if len(set(names)) != len(names):
-        repeated = next(name for name in names if names.count(name) > 1)
-        raise ParameterError("text", f"names column {repeated!r} twice")
-    return names
+    return params.text_columns(columns, "text")
 
 
 def _conversation_columns(
@@ -290,8 +281,9 @@ def _conversation_columns(
         text_column = next(n for n, (k, _) in zip(names, read, strict=True) if k == "text")
         chat_column = next(n for n, (k, _) in zip(names, read, strict=True) if k != "text")
         raise InvalidConversation(
-            f"{source}: --text {text_column} holds text but --text {chat_column} holds "
-            "conversations; give two text columns or two conversation columns"
+            f"{source}: {{text}} {text_column} holds text but {{text}} {chat_column} holds "
+            "conversations; give two text columns or two conversation columns",
+            refs=["text"],
         )
     if kinds == {"text"}:
         return "text", tuple(value for _, value in read)
@@ -353,7 +345,7 @@ def read_chat(
         return ChatColumn(names, "text", "text", read, None, None, 0)
     shape, normalized, prompt_turns = read
     conversations = normalized.conversations
-    system_column = resolve_column(frame, system, DEFAULT_SYSTEM, "--system", source)
+    system_column = resolve_column(frame, system, DEFAULT_SYSTEM, "system", source)
     added = kept = 0
     system_rows = None
     if system_column is not None and system_column not in names:
@@ -364,7 +356,7 @@ def read_chat(
             prompt_turns = prompt_turns + applied.added.cast(prompt_turns.dtype)
     elif system_column is not None:
         system_column = None
-    tools_column = resolve_column(frame, tools, DEFAULT_TOOLS, "--tools", source)
+    tools_column = resolve_column(frame, tools, DEFAULT_TOOLS, "tools", source)
     if tools_column in names:
         tools_column = None
     return ChatColumn(

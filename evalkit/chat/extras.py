@@ -44,15 +44,17 @@ TOOL_SHAPE = (
 
 
 def resolve_column(
-    frame: pl.DataFrame, given: str | None, default: str, option: str, source: str
+    frame: pl.DataFrame, given: str | None, default: str, parameter: str, source: str
 ) -> str | None:
-    """The column an option names (it must exist), or the default one when present."""
+    """The column ``parameter`` names (it must exist), or the default one when present."""
     if given is None:
         return default if default in frame.columns else None
     if given not in frame.columns:
         listing = ", ".join(frame.columns[:20]) + (" …" if frame.width > 20 else "")
         raise UnknownColumn(
-            f"{source}: {option} {given}: no such column; the columns are: {listing or '(none)'}"
+            f"{source}: {{{parameter}}} {given}: no such column; the columns are: "
+            f"{listing or '(none)'}",
+            refs=[parameter],
         )
     return given
 

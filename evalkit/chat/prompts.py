@@ -25,15 +25,15 @@ would refuse is bad input, named by its line and message.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from evalkit.chat.column import ChatColumn, read_chat
+from evalkit.chat.prompt_options import PromptFormat, PromptsParams
 from evalkit.chat.requests import RequestProblem, api_prompt, api_tools
-from evalkit.containers import is_hf_dataset
+from evalkit.containers import is_hf_dataset, resolve_hf_split
 from evalkit.errors import (
     DuplicateIds,
     InvalidConversation,
@@ -42,6 +42,7 @@ from evalkit.errors import (
     UsageError,
 )
 from evalkit.io import atomic_write_bytes, check_new_output, require_columns
+from evalkit.options import takes
 from evalkit.table_input import is_path, read_input
 
 if TYPE_CHECKING:
@@ -49,10 +50,7 @@ if TYPE_CHECKING:
 
     from evalkit.table_input import TableLike
 
-PromptFormat = Literal["openai-batch", "jsonl"]
-PROMPT_FORMATS: tuple[PromptFormat, ...] = ("openai-batch", "jsonl")
 BATCH_URL = "/v1/chat/completions"
-MAX_TEMPERATURE = 2.0  # the Chat Completions API's range is [0, 2]
 
 
 @dataclass(frozen=True)
@@ -94,13 +92,14 @@ class PromptFile:
         return path
 
 
-def _check_options(
-    fmt: str, model: str | None, max_tokens: int | None, temperature: float | None
-) -> None:
-    if fmt not in PROMPT_FORMATS:
-        raise ParameterError("format", f"must be one of {', '.join(PROMPT_FORMATS)}, got {fmt!r}")
+def _check_options(given: PromptsParams) -> None:
+    fmt, model = given.format, given.model
     if fmt == "jsonl":
-        settings = (("model", model), ("max_tokens", max_tokens), ("temperature", temperature))
+        settings = (
+            ("model", model),
+            ("max_tokens", given.max_tokens),
+            ("temperature", given.temperature),
+        )
         for name, value in settings:
             if value is not None:
                 raise ParameterError(
@@ -116,12 +115,6 @@ def _check_options(
             "must be given: an openai-batch request names the model that answers it "
             "(e.g. gpt-4o-mini, or your fine-tuned model's name)",
         )
-    if max_tokens is not None and max_tokens < 1:
-        raise ParameterError("max_tokens", f"must be at least 1, got {max_tokens}")
-    if temperature is not None and not (
-        math.isfinite(temperature) and 0.0 <= temperature <= MAX_TEMPERATURE
-    ):
-        raise ParameterError("temperature", f"must be between 0 and 2, got {temperature}")
 
 
 def _checked_ids(
@@ -196,22 +189,14 @@ def _prompt_messages(chat: ChatColumn, where: Callable[[int], str]) -> _Prompts:
     return result
 
 
-def prompts(
-    split: TableLike,
-    *,
-    id_column: str,
-    text: str | Sequence[str],
-    format: PromptFormat = "openai-batch",
-    model: str | None = None,
-    max_tokens: int | None = None,
-    temperature: float | None = None,
-    system: str | None = None,
-    tools: str | None = None,
-) -> PromptFile:
+@takes(PromptsParams)
+def prompts(split: TableLike, params: PromptsParams | None = None, /, **values: Any) -> PromptFile:
     """The inference inputs of a split, as OpenAI Batch requests or ``{id, messages}``.
 
-    ``split`` is one split file (or dataset folder), or a polars, pandas or
-    pyarrow frame.
+    ``split`` is one split file (or dataset folder; a DatasetDict folder with
+    ``hf_split``), or a polars, pandas or pyarrow frame. ``params`` is a
+    :class:`~evalkit.chat.prompt_options.PromptsParams` (the command's
+    options), or its fields as keywords (``id_column=``, ``text=``, ...).
 
     ``text`` is the conversation column (or prompt and completion columns,
     Alpaca's three columns, or a text column); each prompt is its
@@ -223,22 +208,35 @@ def prompts(
     sampling) and ``max_tokens`` is sent only when given. Bad input raises
     an :class:`~evalkit.errors.EvalkitError`; nothing is written here.
     """
+    given = PromptsParams.build(params, values)
     import orjson
     import polars as pl
 
-    _check_options(format, model, max_tokens, temperature)
+    _check_options(given)
+    id_column, text, format, model = given.id_column, given.text, given.format, given.model
+    max_tokens, temperature = given.max_tokens, given.temperature
     if is_path(split):
-        path = Path(split)
+        path = resolve_hf_split(Path(split), given.hf_split)
         if path.is_dir() and not is_hf_dataset(path):
             raise UsageError(
                 f"{path}: is a folder; pass one split file, e.g. {path / 'test.parquet'} "
                 "(prompts are written per split)"
             )
+        split = path
+    elif given.hf_split is not None:
+        raise ParameterError(
+            "hf_split",
+            f"{given.hf_split}: the split is a frame, not a Hugging Face DatasetDict folder; "
+            "leave out {hf_split}",
+            refs=["hf_split"],
+        )
     table = read_input(split, name="split", ids=[id_column])
     frame, source, where = table.frame, table.label, table.row
     require_columns(frame, [id_column], source)
     ids = _checked_ids(frame, id_column, source, where)
-    chat = read_chat(frame, text, source=source, path=table.path, system=system, tools=tools)
+    chat = read_chat(
+        frame, text, source=source, path=table.path, system=given.system, tools=given.tools
+    )
     built = _prompt_messages(chat, where)
     answers_left_out = 0
     if chat.is_conversation:

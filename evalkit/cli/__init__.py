@@ -22,6 +22,7 @@ from typing import NoReturn
 import click
 
 from evalkit._version import __version__
+from evalkit.cli._vocabulary import Group
 from evalkit.errors import EvalkitError
 
 # name -> (module, attribute). Add a command by adding its module here.
@@ -46,8 +47,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 INTERNAL_ERROR_EXIT = 3
 
 
-class LazyGroup(click.Group):
-    """A click group that imports a command's module only when it is needed."""
+class LazyGroup(Group):
+    """A click group that imports a command's module only when it is needed.
+
+    An error a command raises reaches the handler of :func:`_run_guarded`
+    named with that command's flags (:func:`evalkit.cli._vocabulary.flags_named`);
+    one raised outside any command is named with the options of ``evalkit`` itself.
+    """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*COMMANDS, *self.commands})

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from evalkit.cli._vocabulary import line_naming
 from evalkit.errors import ParameterError
 from evalkit.options import FieldType, OptionSpec, Params, field_types, spec_of
 
@@ -60,7 +61,7 @@ class _Library(click.ParamType):
             if self.spec.check is not None:
                 value = self.spec.check(value, self.parameter)
         except ParameterError as error:
-            self.fail(error.problem_text, param, ctx)
+            self.fail(error.problem_named(line_naming(ctx)), param, ctx)
         return value
 
 

@@ -17,7 +17,8 @@ else a command prints goes to stderr, so the output can be piped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,7 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from evalkit import params
-from evalkit.errors import ParameterError
+from evalkit.errors import NO_VALUE, EvalkitError, Naming, ParameterError, python_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,32 +57,124 @@ class Command(click.Command):
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if self.aliases:
             args = _rewrite_aliases(self, ctx, args)
-        return super().parse_args(ctx, args)
+        with flags_named(ctx):
+            return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
+        with flags_named(ctx):
             return super().invoke(ctx)
-        except ParameterError as error:
-            raise error.naming(lambda name: flag_of(self, name) or name) from None
 
 
-def flag_of(command: click.Command, parameter: str) -> str | None:
-    """The flag that sets the library's ``parameter`` (None: no option of ``command`` does).
+class Group(click.Group):
+    """A click group whose subcommands are :class:`Command` s (errors name their flags)."""
 
-    The one place where a parameter's name becomes a flag: an option's
-    Python name is the parameter it is passed to (``--seq-len`` ->
-    ``max_seq_length``), so the option list itself is the table.
+    command_class = Command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with flags_named(ctx):
+            return super().invoke(ctx)
+
+
+@contextmanager
+def flags_named(ctx: click.Context) -> Iterator[None]:
+    """Re-raise an :class:`EvalkitError` with its parameters named as flags of ``ctx``'s line.
+
+    The one place the library's words become the command line's: an error
+    says ``pass force=True`` from Python and ``pass --force`` here. A
+    parameter is looked up in the running command's options, then in those
+    of the groups above it (``--debug`` of ``evalkit``).
+    """
+    try:
+        yield
+    except EvalkitError as error:
+        raise error.naming(line_naming(ctx)) from None
+
+
+def line_naming(ctx: click.Context | None) -> Naming:
+    """How ``ctx``'s command line names a parameter: its flag, or its own name."""
+    commands = []
+    while ctx is not None:
+        commands.append(ctx.command)
+        ctx = ctx.parent
+    return lambda name, value: spelling(commands, name, value)
+
+
+def spelling(
+    commands: click.Command | Sequence[click.Command], parameter: str, value: Any = NO_VALUE
+) -> str:
+    """How a command line writes ``parameter`` (set to ``value``, when one is given).
+
+    ``force`` -> ``--force``; ``{"force": True}`` -> ``--force``; ``{"ledger":
+    False}`` -> ``--no-ledger`` for a ``--ledger/--no-ledger`` pair, or where
+    the command has a ``--no-ledger`` flag beside ``--ledger PATH``;
+    ``{"null_group": "singleton"}`` -> ``--null-group singleton``. The
+    option is the first of ``commands`` (the running command, then its
+    groups) that sets the parameter; a parameter none sets keeps the
+    library's words.
+    """
+    if isinstance(commands, click.Command):
+        commands = [commands]
+    for command in commands:
+        option = option_of(command, parameter)
+        if option is not None:
+            return _spelled(command, option, value)
+    return python_name(parameter, value)
+
+
+def _spelled(command: click.Command, option: click.Option, value: Any) -> str:
+    flag = _long(option.opts)
+    if value is NO_VALUE:
+        return flag
+    if isinstance(value, bool):
+        if value is False and option.is_flag and option.secondary_opts:
+            return _long(option.secondary_opts)
+        if (
+            value is False
+            and (negative := flag_of(command, "no_" + flag[2:].replace("-", "_"))) is not None
+        ):
+            return negative
+        if option.is_flag:
+            return flag
+    if isinstance(value, list | tuple):
+        value = ",".join(str(item) for item in value)
+    return f"{flag} {value}"
+
+
+def option_of(command: click.Command, parameter: str) -> click.Option | None:
+    """The option of ``command`` that sets the library's ``parameter`` (None: none does).
+
+    An option's Python name is the parameter it is passed to (``--seq-len``
+    -> ``max_seq_length``), so the option list itself is the table; an option
+    whose Python name differs (``--format`` -> ``fmt``) is also found by its
+    flag's own words.
     """
     options = [param for param in command.params if isinstance(param, click.Option)]
     for option in options:
         if option.name == parameter:
-            longs = [opt for opt in option.opts if opt.startswith("--")]
-            return (longs or option.opts)[0]
-    for option in options:  # an option whose Python name differs (--format -> fmt)
+            return option
+    for option in options:
         for opt in option.opts:
             if opt.startswith("--") and opt[2:].replace("-", "_") == parameter:
-                return opt
+                return option
     return None
+
+
+def flag_of(command: click.Command, parameter: str) -> str | None:
+    """The flag that sets the library's ``parameter`` (None: no option of ``command`` does)."""
+    option = option_of(command, parameter)
+    if option is None:
+        return None
+    if option.name != parameter:  # found by its flag's words: that flag
+        for opt in option.opts:
+            if opt[2:].replace("-", "_") == parameter:
+                return opt
+    return _long(option.opts)
+
+
+def _long(opts: list[str]) -> str:
+    """The long spelling of an option (``--quiet`` of ``-q/--quiet``)."""
+    longs = [opt for opt in opts if opt.startswith("--")]
+    return (longs or opts)[0]
 
 
 class Checked(click.ParamType):
@@ -101,7 +194,7 @@ class Checked(click.ParamType):
         try:
             return self.check(value)
         except ParameterError as error:
-            self.fail(error.problem_text, param, ctx)
+            self.fail(error.problem_named(line_naming(ctx)), param, ctx)
 
 
 def _takes_value(command: click.Command, ctx: click.Context) -> set[str]:

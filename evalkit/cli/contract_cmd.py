@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli._vocabulary import Command, Output, quiet_option
+from evalkit.cli._vocabulary import Command, Group, Output, quiet_option
 
 
-@click.group("contract")
+@click.group("contract", cls=Group)
 def contract_group() -> None:
     """Check evaluation contracts and print their format.
 

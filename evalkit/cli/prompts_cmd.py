@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
 
 import click
 
-from evalkit.cli._table_options import hf_split_option, one_table, system_option, tools_option
+from evalkit.chat.prompt_options import PromptsParams
+from evalkit.cli._params import params_options
 from evalkit.cli._vocabulary import Command, Output, quiet_option
 
 
 @click.command("prompts", cls=Command)
 @click.argument("split", metavar="SPLIT", type=click.Path(path_type=Path))
-@click.option("--id", "id_column", required=True, metavar="COL", help="Id column of the split.")
-@click.option(
-    "--text",
-    required=True,
-    multiple=True,
-    metavar="COL",
-    help="Conversation column (messages, ShareGPT; nested or as JSON text) or text "
-    "column; twice for prompt-completion (--text prompt --text completion), three times "
-    "for Alpaca (--text instruction --text input --text output).",
-)
-@system_option
-@tools_option("sent as body.tools")
+@params_options(PromptsParams)
 @click.option(
     "--out",
     required=True,
@@ -32,44 +21,10 @@ from evalkit.cli._vocabulary import Command, Output, quiet_option
     metavar="FILE",
     help="The prompt file to write (JSONL).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["openai-batch", "jsonl"]),
-    default="openai-batch",
-    show_default=True,
-    help="OpenAI Batch requests, or {<id>, messages} lines.",
-)
-@click.option("--model", metavar="NAME", help="Model of every Batch request (openai-batch).")
-@click.option(
-    "--max-tokens",
-    type=int,
-    metavar="N",
-    help="max_tokens of every Batch request (default: not sent, the server's limit).",
-)
-@click.option(
-    "--temperature",
-    type=float,
-    metavar="T",
-    help="temperature of every Batch request [default: 0, greedy].",
-)
-@hf_split_option
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @quiet_option
 def prompts_command(
-    split: Path,
-    id_column: str,
-    text: tuple[str, ...],
-    system: str | None,
-    tools: str | None,
-    out: Path,
-    fmt: str,
-    model: str | None,
-    max_tokens: int | None,
-    temperature: float | None,
-    hf_split: str | None,
-    force: bool,
-    quiet: bool,
+    split: Path, params: PromptsParams, out: Path, force: bool, quiet: bool
 ) -> None:
     """Write the inference inputs of SPLIT: each conversation without its answer.
 
@@ -98,23 +53,12 @@ def prompts_command(
       evalkit prompts chat-split/test.jsonl --id ticket_id --text messages \\
         --out test.batch.jsonl --model my-finetuned-model --max-tokens 200
     """
-    from evalkit.chat.prompts import PromptFormat, prompts
+    from evalkit.chat.prompts import prompts
     from evalkit.command_files import CommandFiles
     from evalkit.report.prompts_summary import render_prompts_summary
 
     CommandFiles(force=force).reads(split).writes(out, option="--out").check()
-    split = one_table(split, hf_split)
-    result = prompts(
-        split,
-        id_column=id_column,
-        text=list(text),
-        format=cast(PromptFormat, fmt),
-        model=model,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        system=system,
-        tools=tools,
-    )
+    result = prompts(split, params)
     result.write(out, force=force)
     output = Output(quiet=quiet)
     output.say(render_prompts_summary(result, str(out)))

@@ -29,7 +29,7 @@ from evalkit.scoring.options import ScoreParams
 )
 @click.option(
     "--pred",
-    "pred_path",
+    "predictions",
     required=True,
     type=click.Path(path_type=Path),
     help="Predictions: a file, or a Hugging Face save_to_disk folder.",
@@ -48,7 +48,7 @@ from evalkit.scoring.options import ScoreParams
 def score_command(
     contract_path: Path,
     gold_path: Path,
-    pred_path: Path,
+    predictions: Path,
     out: Path,
     params: ScoreParams,
     force: bool,
@@ -91,16 +91,16 @@ def score_command(
     from evalkit.scoring.sources import score_tables
 
     # A DatasetDict (gold or predictions) is read at the --hf-split split.
-    gold_path, pred_path = score_tables(gold_path, pred_path, params.hf_split)
-    files = CommandFiles(force=force).reads(contract_path, gold_path, pred_path)
+    gold_path, predictions = score_tables(gold_path, predictions, params.hf_split)
+    files = CommandFiles(force=force).reads(contract_path, gold_path, predictions)
     files.reads(params.card, params.adapter)
     if not params.no_ledger:  # the ledger this look is appended to
         files.reads(params.ledger or gold_path.parent / LEDGER_NAME)
     files.writes(out, option="--out", marker="summary.json").check()
     # The inputs are hashed and the parsing subprocesses start before the
     # imports below, so that both run beside this process's own start-up.
-    hash_early([gold_path, pred_path])
-    with early_workers(pred_path, params.workers):
+    hash_early([gold_path, predictions])
+    with early_workers(predictions, params.workers):
         from evalkit.cli._score_provenance import look_message, provenance_options
         from evalkit.report.html.score import render_score_html
         from evalkit.report.score_summary import render_score_summary
@@ -111,7 +111,7 @@ def score_command(
         result = compute_score(
             contract_path,
             gold_path,
-            pred_path,
+            predictions,
             params,
             card=provenance.card,
             base=provenance.base,

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from evalkit.cli._table_options import system_option, tools_option
-from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option, seed_option
+from evalkit.cli._params import params_options
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
+from evalkit.tokens.options import TokensParams
 
 DEFAULT_HTML_SAMPLE = 5
 
 
-@click.command("tokens", cls=Command, aliases={"--max-seq-length": "--seq-len"})
+@click.command("tokens", cls=Command)
 @click.argument(
     "files", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
@@ -23,52 +25,7 @@ DEFAULT_HTML_SAMPLE = 5
     metavar="DIR",
     help="Local tokenizer or model folder (loaded offline; nothing is downloaded).",
 )
-@click.option(
-    "--text",
-    "text",
-    multiple=True,
-    required=True,
-    metavar="COL",
-    help="Conversation or text column; twice for prompt and completion columns, three times "
-    "for Alpaca (--text instruction --text input --text output).",
-)
-@system_option
-@tools_option("passed to the chat template")
-@click.option("--id", "id_column", metavar="COL", help="Id column naming examples (default: row).")
-@click.option(
-    "--seq-len",
-    "max_seq_length",
-    type=int,
-    metavar="N",
-    help="Training length limit: count what it cuts (answers, stop tokens).",
-)
-@click.option(
-    "--loss",
-    type=click.Choice(["assistant", "completion", "all"]),
-    help="Supervised tokens: assistant turns, calls included, less those marked weight: 0 "
-    "or training: false (default for conversations), the completion column (default for "
-    "two columns), or all (default for one text column).",
-)
-@click.option(
-    "--encode",
-    type=click.Choice(["template", "text"]),
-    help="template: the chat template's render as apply_chat_template(tokenize=True) encodes "
-    "it (default for conversations); text: tokenizer(text), special tokens added.",
-)
-@click.option(
-    "--truncation-mode",
-    type=click.Choice(["keep_start", "keep_end"]),
-    default="keep_start",
-    show_default=True,
-    help="What --seq-len keeps (TRL's names): the start, or the end.",
-)
-@click.option(
-    "--sample",
-    type=int,
-    metavar="N",
-    help=f"Examples per split shown in --html (default {DEFAULT_HTML_SAMPLE}).",
-)
-@seed_option("Seed of the sample.")
+@params_options(TokensParams)
 @json_option("Write the whole report as JSON (docs/schemas/tokens-report.schema.json)")
 @click.option(
     "--html",
@@ -82,16 +39,7 @@ DEFAULT_HTML_SAMPLE = 5
 def tokens_command(
     files: tuple[Path, ...],
     tokenizer: Path,
-    text: tuple[str, ...],
-    system: str | None,
-    tools: str | None,
-    id_column: str | None,
-    max_seq_length: int | None,
-    loss: str | None,
-    encode: str | None,
-    truncation_mode: str,
-    sample: int | None,
-    seed: int,
+    params: TokensParams,
     json_path: Path | None,
     html_path: Path | None,
     force: bool,
@@ -139,26 +87,14 @@ def tokens_command(
     from evalkit.report.tokens_summary import render_tokens_summary
     from evalkit.tokens.api import check_tokens
 
-    if sample is not None and html_path is None:
+    if params.sample is not None and html_path is None:
         raise UsageError("--sample: the sampled examples are shown in --html FILE; give it too")
     output = Output(json_path, quiet)
     command_files = CommandFiles(force=force).reads(*files, tokenizer)
     command_files.writes(output.json_file, option="--json")
     command_files.writes(html_path, option="--html").check()
-    result = check_tokens(
-        list(files),
-        tokenizer=tokenizer,
-        text=list(text),
-        system=system,
-        tools=tools,
-        id_column=id_column,
-        max_seq_length=max_seq_length,
-        loss=loss,  # type: ignore[arg-type]
-        encode=encode,  # type: ignore[arg-type]
-        truncation_mode=truncation_mode,  # type: ignore[arg-type]
-        sample=(DEFAULT_HTML_SAMPLE if sample is None else sample) if html_path else 0,
-        seed=seed,
-    )
+    sample = (DEFAULT_HTML_SAMPLE if params.sample is None else params.sample) if html_path else 0
+    result = check_tokens(list(files), replace(params, sample=sample), tokenizer=tokenizer)
     report = result.report
     output.write_json(report.model_dump_json(indent=2) + "\n")
     if html_path is not None:

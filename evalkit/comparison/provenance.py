@@ -139,7 +139,8 @@ def check_same_base(
         raise DifferentBases(
             f"{baseline.path} and {candidate.path} were produced on different bases "
             f"({', '.join(changed)}): {side(left)} vs {side(right)}; compare adapters of one "
-            "base, or pass --allow-base-change to compare anyway"
+            "base, or pass {allow_base_change} to compare anyway",
+            refs={"allow_base_change": True},
         )
     return changed
 
@@ -155,7 +156,7 @@ def resolve_factors(
             raise ParameterError(
                 "factors",
                 f"needs the adapter card of both sides, but the {side} {result.path} "
-                "has none; score it with evalkit score --card FILE or --adapter DIR",
+                "has none; score it again with its adapter card or its adapter folder",
             )
     known = {
         f"{block}.{key}"

@@ -120,7 +120,10 @@ def _texts(
         return {}, None, None
     if column not in frame.columns:
         listing = ", ".join(frame.columns[:20])
-        raise UnknownColumn(f"{path}: no column {column!r} (--text); the columns are: {listing}")
+        raise UnknownColumn(
+            f"{path}: no column {column!r} ({{text_column}}); the columns are: {listing}",
+            refs=["text_column"],
+        )
     texts = _column_text(frame, column, str(path))
     keyed = dict(zip(frame[id_column].cast(str).to_list(), texts, strict=True))
     return {i: _first_words(keyed.get(i)) for i in ids}, column, None

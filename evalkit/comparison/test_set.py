@@ -87,7 +87,8 @@ def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
                     f"{result.path / 'summary.json'}: its look was recorded in "
                     f"{result.summary.ledger}, but the ledger of its gold file {gold} is "
                     f"{authoritative}, which counts the looks at this test set; score it again "
-                    "without --ledger (a ledger elsewhere counts only when the gold file has none)"
+                    "without {ledger} (a ledger elsewhere counts only when the gold file has none)",
+                    refs=["ledger"],
                 )
         if given is not None and not _same_file(given, authoritative):
             raise ParameterError(
@@ -99,12 +100,13 @@ def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
         return authoritative
     named = [(f"{r.path / 'summary.json'} ({r.summary.ledger})", p) for r, p in recorded]
     if given is not None:
-        named.append((f"--ledger {given}", given))
+        named.append((f"{{ledger}} {given}", given))
     for label, path in named[1:]:
         if not _same_file(path, named[0][1]):
             raise IncompatibleResults(
                 f"the looks of these results are in different ledgers: {named[0][0]} and "
-                f"{label}; score every result of one test set with the same ledger"
+                f"{label}; score every result of one test set with the same ledger",
+                refs=["ledger"],
             )
     return named[0][1] if named else None
 

@@ -93,8 +93,9 @@ def check_quantization(config: dict[str, Any], base: Path, device: str) -> bool:
     if device != "cuda":
         raise ModelLoadError(
             f"{source}: 'quantization_config' stores the weights in bitsandbytes {bits}, which "
-            "loads on a CUDA GPU only; use --device cuda on a GPU, or pass the unquantized "
-            "(16-bit) base folder"
+            "loads on a CUDA GPU only; use {device} on a GPU, or pass the unquantized "
+            "(16-bit) base folder",
+            refs={"device": "cuda"},
         )
     if importlib.util.find_spec("bitsandbytes") is None:
         raise ModelLoadError(

@@ -249,8 +249,9 @@ def decode_batches(
             raise OutOfDeviceMemory(
                 f"{loaded.device} ran out of memory decoding batch {number} of {len(batches)} "
                 f"({len(rows)} prompts, the longest {max(len(ids) for ids in chosen)} tokens, "
-                f"up to {settings.max_new_tokens} new; {first}); lower --batch-size (it was "
-                f"{len(rows)}) or --max-new-tokens"
+                f"up to {settings.max_new_tokens} new; {first}); lower {{batch_size}} (it was "
+                f"{len(rows)}) or {{max_new_tokens}}",
+                refs=["batch_size", "max_new_tokens"],
             ) from None
         for row, generation in zip(rows, generations, strict=True):
             results[row] = generation

@@ -67,12 +67,13 @@ def check_model_folder(folder: Path, what: str = "model") -> dict[str, Any]:
     config = folder / "config.json"
     if (folder / ADAPTER_CONFIG).is_file() and not config.is_file():
         hint = (
-            "pass it as --adapter and the model it was trained on as --base"
+            "pass it as {adapter} and the model it was trained on as {base}"
             if what == "model"
             else "merge it first (PEFT merge_and_unload, then save_pretrained)"
         )
         raise ModelLoadError(
-            f"{folder}: is an adapter folder (adapter_config.json), not a {what}; {hint}"
+            f"{folder}: is an adapter folder (adapter_config.json), not a {what}; {hint}",
+            refs=["adapter", "base"],
         )
     if not config.is_file():
         raise ModelLoadError(
@@ -96,7 +97,7 @@ def check_adapter_folder(folder: Path) -> dict[str, Any]:
     config = folder / ADAPTER_CONFIG
     if not config.is_file():
         hint = (
-            " (it looks like a model folder: pass it as --base)"
+            " (it looks like a model folder: pass it as {base})"
             if (folder / "config.json").is_file()
             else ""
         )

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import EvalkitError, WorkerFailed
+from evalkit.errors import NO_VALUE, EvalkitError, Ref, WorkerFailed
 
 
 def worker_error(error: dict[str, Any], what: str) -> EvalkitError:
@@ -27,8 +27,11 @@ def worker_error(error: dict[str, Any], what: str) -> EvalkitError:
     code = int(error.get("exit_code", 3))
     message = str(error.get("message", "no message"))
     if code == 3:
-        return WorkerFailed(f"internal error in the {what} process: {message} (rerun with --debug)")
-    failure = EvalkitError(message)
+        return WorkerFailed(
+            f"internal error in the {what} process: {message} (rerun with {{debug}})",
+            refs={"debug": True},
+        )
+    failure = EvalkitError(str(error.get("template", message)), refs=_refs(error.get("refs", [])))
     failure.exit_code = code
     return failure
 
@@ -55,12 +58,34 @@ def run_worker(module: str, request: dict[str, Any], scratch: Path, *, what: str
     if not result_path.is_file():
         raise WorkerFailed(
             f"the {what} process ended with exit code {completed.returncode} and no result "
-            "(out of memory? rerun with --debug)"
+            "(out of memory? rerun with {debug})",
+            refs={"debug": True},
         )
     result = json.loads(result_path.read_text(encoding="utf-8"))
     if "error" in result:
         raise worker_error(result["error"], what)
     return result["report"]
+
+
+def _error_record(error: EvalkitError) -> dict[str, Any]:
+    """What the parent needs to raise ``error`` again: its words, and its parameters as refs
+    (so that the command line there names them as flags): ``[placeholder, parameter]``, or
+    ``[placeholder, parameter, value]``."""
+    record: dict[str, Any] = {"message": error.message, "exit_code": error.exit_code}
+    refs: list[list[Any]] = []
+    for placeholder, value in error.refs.items():
+        ref = value if isinstance(value, Ref) else Ref(placeholder, value)
+        if ref.value is NO_VALUE:
+            refs.append([placeholder, ref.parameter])
+        elif ref.value is None or isinstance(ref.value, str | int | float):
+            refs.append([placeholder, ref.parameter, ref.value])
+        else:
+            return record  # a value JSON cannot carry: the words alone
+    return {**record, "template": error.template, "refs": refs}
+
+
+def _refs(record: list[list[Any]]) -> dict[str, Ref]:
+    return {ref[0]: Ref(ref[1], ref[2] if len(ref) > 2 else NO_VALUE) for ref in record}
 
 
 def worker_main(argv: list[str], compute: Callable[[dict[str, Any]], Any]) -> int:
@@ -75,7 +100,7 @@ def worker_main(argv: list[str], compute: Callable[[dict[str, Any]], Any]) -> in
     except EvalkitError as error:
         if request.get("debug"):
             traceback.print_exc()
-        result = {"error": {"message": error.message, "exit_code": error.exit_code}}
+        result = {"error": _error_record(error)}
     except Exception as error:  # a bug: reported by the parent as an internal error
         if request.get("debug"):
             traceback.print_exc(file=sys.stderr)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit import params
 from evalkit._version import __version__
-from evalkit.errors import UsageError
+from evalkit.errors import NO_VALUE, Ref, UsageError
 from evalkit.io import sha256_file
 from evalkit.model.decode import DecodeSettings, Generation, decode_batches, plan_batches
 from evalkit.model.load import LoadedModel
@@ -207,8 +207,9 @@ def generate(
 
     if id_column == OUTPUT_COLUMN:
         raise UsageError(
-            f"--id {OUTPUT_COLUMN}: predictions.jsonl has an {OUTPUT_COLUMN!r} column "
-            "of its own; rename the id column"
+            f"{{id_column}} {OUTPUT_COLUMN}: predictions.jsonl has an {OUTPUT_COLUMN!r} column "
+            "of its own; rename the id column",
+            refs=["id_column"],
         )
     base_path = Path(base)
     adapter_path = Path(adapter) if adapter is not None else None
@@ -299,7 +300,11 @@ def _check_context(loaded: LoadedModel, prompts: PromptSet, max_new_tokens: int)
             )
         if len(ids) + max_new_tokens > limit:
             raise UsageError(
-                f"id {prompts.ids[row]!r}: the prompt has {len(ids)} tokens and --max-new-tokens "
-                f"is {max_new_tokens}, beyond the model's context of {limit} ({key}); use "
-                f"--max-new-tokens {limit - len(ids)} or less, or shorten the prompt"
+                f"id {prompts.ids[row]!r}: the prompt has {len(ids)} tokens and "
+                f"{{max_new_tokens}} is {max_new_tokens}, beyond the model's context of {limit} "
+                f"({key}); use {{fewer}} or less, or shorten the prompt",
+                refs={
+                    "max_new_tokens": NO_VALUE,
+                    "fewer": Ref("max_new_tokens", limit - len(ids)),
+                },
             )

@@ -312,7 +312,8 @@ def _check_vocabulary(loaded: LoadedModel) -> None:
         raise ModelLoadError(
             f"{loaded.tokenizer_folder}: the tokenizer has {tokens} tokens but the model in "
             f"{loaded.base} has {rows} embedding rows; pass the tokenizer it was trained "
-            "with (--tokenizer)"
+            "with ({tokenizer})",
+            refs=["tokenizer"],
         )
 
 
@@ -348,7 +349,8 @@ def load_model(
     if tokenizer is None and not has_tokenizer(tokenizer_folder):
         raise ModelLoadError(
             f"{tokenizer_folder}: holds no tokenizer files (tokenizer.json, "
-            "tokenizer_config.json); pass --tokenizer DIR, the tokenizer the model was trained with"
+            "tokenizer_config.json); pass {tokenizer}, the tokenizer the model was trained with",
+            refs={"tokenizer": "DIR"},
         )
     loaded_tokenizer = load_tokenizer(tokenizer_folder)
     loaded = load_base(base_path, device=device, dtype=dtype)

@@ -81,13 +81,11 @@ def read_run(run_dir: Path) -> RunRecord:
     from pydantic import ValidationError
 
     if not run_dir.is_dir():
-        raise UnreadableFile(
-            f"{run_dir}: no such folder; pass the --out folder of evalkit generate"
-        )
+        raise UnreadableFile(f"{run_dir}: no such folder; pass the folder evalkit generate wrote")
     path = run_dir / RUN_FILE
     if not path.is_file():
         raise UnreadableFile(
-            f"{run_dir}: holds no {RUN_FILE}; pass the --out folder of evalkit generate"
+            f"{run_dir}: holds no {RUN_FILE}; pass the folder evalkit generate wrote"
         )
     data = read_json(path)
     if not isinstance(data, dict):

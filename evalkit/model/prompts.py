@@ -93,9 +93,11 @@ def read_prompts(
     chat = read_chat(frame, list(text_columns), source=source, path=table.path)
     if not chat.is_conversation:
         raise UsageError(
-            f"{source}: --text {' '.join(text_columns)} holds plain text, not conversations; "
+            f"{source}: {{text_columns}} {' '.join(text_columns)} holds plain text, not "
+            "conversations; "
             "generate renders conversations with the chat template (write each example as "
-            "messages: [{role, content}, …])"
+            "messages: [{role, content}, …])",
+            refs=["text_columns"],
         )
     require_template(tokenizer, str(tokenizer_folder))
     prompts = template_conversations(chat, prompt=True)

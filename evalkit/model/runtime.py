@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from evalkit.errors import DeviceUnavailable, ParameterError, UsageError
+from evalkit.errors import DeviceUnavailable, ParameterError, Ref, UsageError
 
 DeviceChoice = Literal["auto", "cpu", "cuda"]
 DtypeChoice = Literal["auto", "float32", "bfloat16", "float16"]
@@ -101,7 +101,8 @@ def resolve_device(choice: str) -> str:
             else f"torch (CUDA {build}) sees no GPU: check CUDA_VISIBLE_DEVICES and the driver"
         )
         raise DeviceUnavailable(
-            f"--device cuda: no CUDA GPU is available ({why}); use --device cpu"
+            f"{{cuda}}: no CUDA GPU is available ({why}); use {{cpu}}",
+            refs={"cuda": Ref("device", "cuda"), "cpu": Ref("device", "cpu")},
         )
     return choice
 
@@ -144,8 +145,9 @@ def resolve_dtype(choice: str, device: str, config: dict[str, Any] | None = None
     bf16_ok = device != "cuda" or bool(torch.cuda.is_bf16_supported())
     if choice == "bfloat16" and not bf16_ok:
         raise DeviceUnavailable(
-            f"--dtype bfloat16: this GPU ({torch.cuda.get_device_name()}) has no bfloat16 "
-            "support; use --dtype float16 or float32"
+            f"{{bfloat16}}: this GPU ({torch.cuda.get_device_name()}) has no bfloat16 "
+            "support; use {float16} or float32",
+            refs={"bfloat16": Ref("dtype", "bfloat16"), "float16": Ref("dtype", "float16")},
         )
     return choice
 

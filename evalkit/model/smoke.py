@@ -114,7 +114,8 @@ def _tokenizer(base: Path, tokenizer: Path | None) -> tuple[Any, Path]:
     if tokenizer is None and not has_tokenizer(folder):
         raise ModelLoadError(
             f"{folder}: holds no tokenizer files (tokenizer.json, tokenizer_config.json); "
-            "pass --tokenizer DIR, the tokenizer the model is trained with"
+            "pass {tokenizer}, the tokenizer the model is trained with",
+            refs={"tokenizer": "DIR"},
         )
     loaded = load_tokenizer(folder)
     require_fast(loaded, folder)

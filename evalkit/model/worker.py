@@ -31,8 +31,9 @@ def _device(requested: str | None, run: RunRecord) -> str:
 
         if not torch_module().cuda.is_available():
             raise DeviceUnavailable(
-                "the run generated on cuda and this machine has no CUDA GPU; pass --device cpu "
-                "to check on the CPU (tokens may then differ for numerical reasons alone)"
+                "the run generated on cuda and this machine has no CUDA GPU; pass {device} "
+                "to check on the CPU (tokens may then differ for numerical reasons alone)",
+                refs={"device": "cpu"},
             )
     return run.device.type
 

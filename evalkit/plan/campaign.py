@@ -66,8 +66,9 @@ class Measured:
 
 def _not_smoke(path: Path, why: str) -> MalformedFile:
     return MalformedFile(
-        f"--measured {path}: not an `evalkit smoke --json` report ({why}); pass the file "
-        "smoke wrote with --json"
+        f"{{measured}} {path}: not a report of evalkit smoke ({why}); pass the JSON report "
+        "smoke wrote",
+        refs=["measured"],
     )
 
 
@@ -82,7 +83,7 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
     data = read_json_file(path)
     if not isinstance(data, dict) or "verdict" not in data or "settings" not in data:
         raise _not_smoke(path, "no verdict or settings")
-    data = SMOKE_FORMAT.upgrade(data, path, "pass the file smoke wrote with --json")
+    data = SMOKE_FORMAT.upgrade(data, path, "pass the JSON report smoke wrote")
     try:
         report = SmokeReport.model_validate(data)
     except ValidationError as error:
@@ -100,7 +101,7 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
         missing = "training" if throughput.train_tokens_per_second is None else "evaluation"
         raise ParameterError(
             "measured",
-            f"{path}: no {missing} rate was measured (training needs --steps 2 or "
+            f"{path}: no {missing} rate was measured (training needs 2 steps or "
             "more: the first step is a warm-up); run evalkit smoke again",
         )
     if throughput.save_seconds is None:

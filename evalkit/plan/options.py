@@ -270,14 +270,15 @@ def _quant_of_stored(shape: ModelShape, method: str, quant: Quant | None) -> Qua
         raise UsageError(
             f"{source} stores the weights as {stored!r}, which the plan does not model (it "
             "plans bitsandbytes nf4 and int8); plan the unquantized base's config with "
-            "--method qlora"
+            "{method}",
+            refs={"method": "qlora"},
         )
     expected = planned[stored]
     if method != "qlora":
         raise UsageError(
             f"{source} stores the linears in bitsandbytes {stored}: this base trains as "
-            f"QLoRA; use --method qlora (--quant {expected}), or pass the unquantized base's "
-            "config"
+            "QLoRA; use {method} ({quant}), or pass the unquantized base's config",
+            refs={"method": "qlora", "quant": expected},
         )
     if quant is not None and (quant == "int8") != (expected == "int8"):
         raise ParameterError(

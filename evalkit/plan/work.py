@@ -86,7 +86,9 @@ def _tier_floor(n: int, quantiles: dict[str, Any]) -> int:
 def _split(report: dict[str, Any], path: Path, split: str | None) -> tuple[str, dict[str, Any]]:
     splits = report.get("splits")
     if not isinstance(splits, dict) or not splits:
-        raise MalformedFile(f"{path}: no 'splits' object; pass `evalkit tokens --json` output")
+        raise MalformedFile(
+            f"{path}: no 'splits' object; pass the JSON report evalkit tokens writes"
+        )
     if split is None:
         if "train" in splits:
             split = "train"
@@ -113,8 +115,9 @@ def _check_report(report: Any, path: Path) -> dict[str, Any]:
     keys = ("format_version", "tokenizer", "options", "splits", "checks")
     if not isinstance(report, dict) or any(key not in report for key in keys):
         raise MalformedFile(
-            f"{path}: not an `evalkit tokens --json` report (it needs the keys "
-            f"{', '.join(keys)}); pass that report, or the count with --train-tokens"
+            f"{path}: not a report of evalkit tokens (it needs the keys "
+            f"{', '.join(keys)}); pass that report, or the count with {{train_tokens}}",
+            refs=["train_tokens"],
         )
     return report
 

@@ -244,11 +244,12 @@ def read_config(folder: Path) -> AdapterConfig:
     path = folder / CONFIG_NAME
     if not path.is_file():
         hint = (
-            " (a full model folder? pass it as --base)" if (folder / "config.json").exists() else ""
+            " (a full model folder? pass it as {base})" if (folder / "config.json").exists() else ""
         )
         raise NotAnAdapter(
             f"{folder}: no {CONFIG_NAME}, so this is not a PEFT adapter folder{hint}; "
-            "pass the folder that save_pretrained wrote"
+            "pass the folder that save_pretrained wrote",
+            refs=["base"],
         )
     from evalkit.documents import DocumentError, load_json
 

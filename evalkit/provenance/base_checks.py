@@ -94,18 +94,22 @@ def read_base(folder: Path) -> BaseFolder:
 
     if not folder.is_dir():
         raise UnreadableFile(
-            f"{folder}: no such folder; --base takes a local model folder (config.json and "
-            "*.safetensors), never a hub id: nothing is downloaded"
+            f"{folder}: no such folder; {{base}} takes a local model folder (config.json and "
+            "*.safetensors), never a hub id: nothing is downloaded",
+            refs=["base"],
         )
     config_path = folder / "config.json"
     if not config_path.is_file():
-        raise NotAnAdapter(f"{folder}: no config.json, so --base is not a model folder")
+        raise NotAnAdapter(
+            f"{folder}: no config.json, so {{base}} is not a model folder", refs=["base"]
+        )
     config = read_json_file(config_path)
     files = _weight_files(folder)
     if not files:
         raise NotAnAdapter(
-            f"{folder}: no *.safetensors weights; --base needs a model saved with safetensors "
-            "(save_pretrained's default)"
+            f"{folder}: no *.safetensors weights; {{base}} needs a model saved with safetensors "
+            "(save_pretrained's default)",
+            refs=["base"],
         )
     weights = {}
     for path in files:

@@ -65,9 +65,10 @@ def _revision(
     if base_revision is not None:
         if given and given != base_revision:
             raise UsageError(
-                f"{config.path}: revision is {given!r} but --base-revision says "
+                f"{config.path}: revision is {given!r} but {{base_revision}} says "
                 f"{base_revision!r}; the adapter was saved against the first, drop the option "
-                "or fix the config"
+                "or fix the config",
+                refs=["base_revision"],
             )
         return base_revision
     return given or revision_from_path(config.base_id) or revision_from_path(base_dir)
@@ -308,12 +309,13 @@ def load_card(path: str | os.PathLike[str]) -> AdapterCard:
     file = Path(path)
     if file.is_dir():
         raise UsageError(
-            f"{file}: is a folder; --card takes a card.json written by evalkit card "
-            "(pass an adapter folder with --adapter)"
+            f"{file}: is a folder; {{card}} takes a card.json written by evalkit card "
+            "(pass an adapter folder with {adapter})",
+            refs=["card", "adapter"],
         )
     if not file.is_file():
         raise NotAnAdapter(
-            f"{file}: no such file; write one with evalkit card ADAPTER_DIR --json card.json"
+            f"{file}: no such file; write one with evalkit card ADAPTER_DIR (its JSON report)"
         )
     try:
         raw = read_json_file(file)

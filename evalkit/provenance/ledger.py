@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.errors import UnreadableFile, UsageError
+from evalkit.errors import NO_VALUE, Ref, UnreadableFile, UsageError
 from evalkit.provenance.ledger_head import (
     FIRST_FORMAT_WITH_HEAD,
     HEAD_SUFFIX,
@@ -170,7 +170,8 @@ def check_ledger_file(path: Path) -> None:
     if path.suffix == HEAD_SUFFIX:
         raise UsageError(
             f"{path}: a ledger's head has this name ({HEAD_SUFFIX}); pass the ledger "
-            "(a .jsonl file) to --ledger"
+            "(a .jsonl file) to {ledger}",
+            refs=["ledger"],
         )
     try:
         data = path.read_bytes() if path.is_file() else b""
@@ -179,7 +180,8 @@ def check_ledger_file(path: Path) -> None:
     if data.strip() and not is_ledger(data):
         raise UsageError(
             f"{path}: not a test-set ledger (no line of it is one), so no look is appended to "
-            "it; pass --ledger with a new path or an evalkit-ledger.jsonl, or --no-ledger"
+            "it; pass {ledger} with a new path or an evalkit-ledger.jsonl, or {no_ledger}",
+            refs={"ledger": NO_VALUE, "no_ledger": Ref("ledger", False)},
         )
 
 
@@ -303,7 +305,9 @@ def append_look(
             data = handle.read()
             appended = _append_locked(ledger, handle.fileno(), data, line)
     except IsADirectoryError as error:
-        raise UsageError(f"{ledger}: is a folder; --ledger takes a .jsonl file") from error
+        raise UsageError(
+            f"{ledger}: is a folder; {{ledger}} takes a .jsonl file", refs=["ledger"]
+        ) from error
     except OSError as error:
         raise UnreadableFile(
             f"{ledger}: cannot append the look ({error.strerror}); the ledger and its head were "

@@ -130,7 +130,8 @@ def scan_ledger(path: str | os.PathLike[str]) -> LedgerScan:
             return scan
         raise UnreadableFile(
             f"{ledger}: no such ledger; evalkit score writes {LEDGER_NAME} beside the gold file "
-            "(or at --ledger)"
+            "(or at {ledger})",
+            refs=["ledger"],
         )
     data, scan.tips, unreadable = _read_locked(ledger)
     scan.raw_lines = ledger_lines(data)

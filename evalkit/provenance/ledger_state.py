@@ -152,7 +152,7 @@ def resolve_ledger(path: str | os.PathLike[str]) -> tuple[Path, str | None]:
     if not ledger.is_file() and not head_path(ledger).is_file():
         raise UnreadableFile(
             f"{given}: not a ledger, and as a gold file it has no {LEDGER_NAME} beside it, so "
-            "no look at it was recorded there; pass the ledger file (score --ledger) or its folder"
+            "no look at it was recorded there; pass the ledger file score wrote, or its folder"
         )
     return ledger, sha256_file(given)
 

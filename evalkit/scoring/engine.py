@@ -77,7 +77,8 @@ def _resolve_duplicates(
         raise DuplicateIds(
             f"{path}: id {first!r} has {int((repeated == first).sum())} predictions "
             f"({duplicate_ids} ids are repeated); keep one per id, or pass "
-            "--on-duplicate first|last"
+            "{on_duplicate} first|last",
+            refs=["on_duplicate"],
         )
     keep: Literal["first", "last"] = "first" if on_duplicate == "first" else "last"
     return _Resolved(predictions.unique(subset="id", keep=keep, maintain_order=True), duplicate_ids)
@@ -150,8 +151,9 @@ def _require_a_match(
     if unknown_ids == predictions.height:
         raise InvalidTable(
             f"{pred_path}: none of its {predictions.height:,} ids is an id of {gold_path} "
-            f"(e.g. {example!r} here, {gold['id'][0]!r} there); check --id and that "
-            "these predictions are for this gold file"
+            f"(e.g. {example!r} here, {gold['id'][0]!r} there); check {{id_col}} and that "
+            "these predictions are for this gold file",
+            refs=["id_col"],
         )
 
 

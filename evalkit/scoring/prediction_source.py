@@ -60,7 +60,8 @@ def check_source(path: Path) -> None:
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         raise UnreadableFile(
             f"{path}: is {special_kind(mode)}, not a regular file; {NOT_REGULAR_FIX} "
-            "(or pipe it in as --pred /dev/stdin)"
+            "(or pipe it in as {predictions})",
+            refs={"predictions": "/dev/stdin"},
         )
 
 
@@ -84,7 +85,8 @@ def sniff_format(data: bytes, path: Path, first_record: Any) -> str:
     if head.startswith(b"{"):
         return record_format(first_record)
     raise UsageError(
-        f"{path}: cannot tell the predictions format from its content; pass --pred-format"
+        f"{path}: cannot tell the predictions format from its content; pass {{pred_format}}",
+        refs=["pred_format"],
     )
 
 

@@ -92,7 +92,8 @@ def _format_of(path: Path, data: bytes | None) -> str:
     if data is None and suffix not in (".jsonl", ".ndjson", ".json"):
         raise UnreadableFile(
             f"{path}: cannot tell the predictions format from {suffix or 'no extension'!r}; "
-            "pass --pred-format"
+            "pass {pred_format}",
+            refs=["pred_format"],
         )
     data = data if data is not None else _head(path)
     if suffix not in (".jsonl", ".ndjson", ".json"):
@@ -142,7 +143,7 @@ def _records_frame(records: Any, name: str, id_col: str, output_col: str) -> pl.
         text, invalid = clean_text(raw)
         rows.append((identifier, text, None, invalid))
     if rows and not seen_output:
-        raise UnknownColumn(_no_output_message(name, output_col, list(keys)))
+        raise _no_output(name, output_col, list(keys))
     return records_frame(rows)
 
 
@@ -218,15 +219,16 @@ def _read_arrow_pieces(data: bytes, name: str, id_col: str, output_col: str) -> 
     if len(id_types) > 1:
         return None
     if columns and output_col not in columns:  # as the exact reader: no record has it
-        raise UnknownColumn(_no_output_message(name, output_col, list(dict.fromkeys(columns))))
+        raise _no_output(name, output_col, list(dict.fromkeys(columns)))
     return pl.concat(frames, rechunk=False) if frames else None
 
 
-def _no_output_message(name: str, output_col: str, columns: list[str]) -> str:
+def _no_output(name: str, output_col: str, columns: list[str]) -> UnknownColumn:
     listing = ", ".join(columns[:20]) or "(none)"
-    return (
+    return UnknownColumn(
         f"{name}: no record has an output column {output_col!r}; the columns are: {listing}; "
-        "pass --output-col"
+        "pass {output_col}",
+        refs=["output_col"],
     )
 
 
@@ -372,7 +374,10 @@ def read_predictions(
     """
     source = Path(path)
     if pred_format not in PRED_FORMATS:
-        raise UsageError(f"unknown --pred-format {pred_format!r}; use one of {PRED_FORMATS}")
+        raise UsageError(
+            f"unknown {{pred_format}} {pred_format!r}; use one of {PRED_FORMATS}",
+            refs=["pred_format"],
+        )
     if not source.exists():
         raise UnreadableFile(f"{source}: no such file or folder")
     check_source(source)
@@ -384,7 +389,9 @@ def read_predictions(
     else:
         fmt = detect_format(source)
     if fmt != "hf" and source.is_dir():
-        raise UnreadableFile(f"{source}: is a folder; pass a file or --pred-format hf")
+        raise UnreadableFile(
+            f"{source}: is a folder; pass a file or {{pred_format}}", refs={"pred_format": "hf"}
+        )
     if fmt == "hf" and loaded is not None:
         raise UsageError(f"{source}: a pipe cannot hold a Hugging Face dataset folder")
     if fmt in ("openai-batch", "lm-eval") and output_col is not None:

@@ -49,7 +49,7 @@ def _found(recorded: str | None, folder: Path, what: str, key: str) -> Path:
     if not recorded:
         raise UsageError(
             f"{folder}: summary.json records no {what} ({key}), so there is nothing to "
-            "re-score; score the predictions with evalkit score --contract NEW instead"
+            "re-score; score the predictions under the new contract with evalkit score instead"
         )
     path = locate(recorded, folder)
     if path is None:
@@ -141,7 +141,7 @@ def compute_rescore(
             ledger=ledger,
         )
     except EvalkitError as error:
-        raise type(error)(f"re-scoring {old.path}: {error.message}") from error
+        raise error.wrapped(before=f"re-scoring {old.path}: ") from error
     for what, now, then in (
         ("predictions", scored.summary.predictions.sha256, recorded.sha256),
         ("gold file", scored.summary.gold.sha256, summary.gold.sha256),

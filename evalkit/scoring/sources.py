@@ -38,8 +38,9 @@ def score_tables(gold: Any, predictions: Any, hf_split: str | None) -> tuple[Any
     if hf_split is not None and not (gold_dict or pred_dict):
         raise ParameterError(
             "hf_split",
-            f"{hf_split}: neither the gold nor the predictions is a Hugging Face DatasetDict "
+            f"{hf_split}: neither {{gold}} nor {{predictions}} is a Hugging Face DatasetDict "
             "folder; leave it out",
+            refs=["gold", "predictions"],
         )
     if is_path(gold):
         gold = resolve_hf_split(Path(gold), hf_split if gold_dict else None)

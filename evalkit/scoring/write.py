@@ -144,7 +144,7 @@ def publish_score(
             try:
                 look = append_look(summary.ledger, summary, purpose=purpose)
             except EvalkitError as error:
-                raise type(error)(f"{error.message}; {folder} was not written") from error
+                raise error.wrapped(after=f"; {folder} was not written") from error
             reference = LookRef(line=look.line, sha256=look.entry["sha256"])
             summary = summary.model_copy(update={"look": reference})
         (staging / "summary.json").write_bytes(summary_json(summary))

@@ -20,7 +20,7 @@ import polars as pl
 
 from evalkit import params
 from evalkit._version import __version__
-from evalkit.errors import InfeasibleSplit, ParameterError, UsageError
+from evalkit.errors import NO_VALUE, InfeasibleSplit, ParameterError, Ref, UsageError
 from evalkit.io import TableFormat, sha256_file
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
@@ -159,16 +159,16 @@ def split(
     options = SplitOptions(
         group=list(group),
         stratify=stratify,
-        sizes=[_whole(size, "--sizes") for size in sizes] if sizes is not None else None,
+        sizes=[_whole(size, "sizes") for size in sizes] if sizes is not None else None,
         ratios=[float(ratio) for ratio in ratios] if ratios is not None else None,
         names=list(names),
-        seed=_whole(seed, "--seed"),
+        seed=_whole(seed, "seed"),
         id=id_column,
         text=text_columns[0] if text_columns else None,
         completion=text_columns[1] if len(text_columns) > 1 else None,
         roles=list(compared_roles) if roles is not None else None,
         null_group=null_group,
-        tolerance=_whole(tolerance, "--tolerance") if tolerance is not None else None,
+        tolerance=_whole(tolerance, "tolerance") if tolerance is not None else None,
         near_dup=float(near_dup) if near_dup is not None else None,
         freeze=str(freeze) if freeze is not None else None,
         tokenizer=str(tokenizer) if tokenizer is not None else None,
@@ -250,14 +250,16 @@ def split(
     )
 
 
-def _whole(value: SupportsIndex | float, option: str) -> int:
+def _whole(value: SupportsIndex | float, parameter: str) -> int:
     """``value`` as an int, as the manifest model reads it (a float only if whole)."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     try:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
-        raise UsageError(f"{option}: a whole number, got {value!r}") from None
+        raise UsageError(
+            f"{{{parameter}}}: a whole number, got {value!r}", refs=[parameter]
+        ) from None
 
 
 def _text_columns(text: str | Sequence[str] | None) -> list[str]:
@@ -408,14 +410,20 @@ def _check_tolerance(manifest: SplitManifest, source: str) -> None:
     worst = max(splits, key=lambda name: abs(splits[name].count_deviation))
     report = splits[worst]
     cause = (
-        "the groups frozen by --freeze already exceed it, or leave no closer counts"
+        "the groups frozen by {freeze} already exceed it, or leave no closer counts"
         if manifest.freezing is not None and manifest.freezing.frozen_groups
         else "the group sizes do not allow closer counts"
     )
     raise InfeasibleSplit(
         f"{source}: split {worst!r} gets {report.n_items} items for a target of "
-        f"{report.target} (off by {report.count_deviation:+d}, --tolerance {tolerance}); "
-        f"{cause}: change --sizes or raise --tolerance"
+        f"{report.target} (off by {report.count_deviation:+d}, {{given}}); "
+        f"{cause}: change {{sizes}} or raise {{tolerance}}",
+        refs={
+            "given": Ref("tolerance", tolerance),
+            "freeze": NO_VALUE,
+            "sizes": NO_VALUE,
+            "tolerance": NO_VALUE,
+        },
     )
 
 

@@ -34,8 +34,9 @@ def frozen_rows(
     unknown = sorted(set(placed["split"].unique().to_list()) - set(names))
     if unknown:
         raise UsageError(
-            f"{path}: split {unknown[0]!r} is not one of --names {','.join(names)}; "
-            "pass the names the earlier split used"
+            f"{path}: split {unknown[0]!r} is not one of {{names}} {','.join(names)}; "
+            "pass the names the earlier split used",
+            refs=["names"],
         )
     by_group = placed.filter(pl.col("group").is_not_null())
     leaked = by_group.group_by("group").agg(pl.col("split").n_unique()).filter(pl.col("split") > 1)
@@ -54,8 +55,9 @@ def frozen_rows(
     except pl.exceptions.PolarsError as error:
         raise InvalidTable(
             f"{path}: its group column has type {groups['group'].dtype} but the input's key "
-            f"({', '.join(group)}) has type {keys['group'].dtype}; freeze with the same --group "
-            f"columns ({str(error).splitlines()[0]})"
+            f"({', '.join(group)}) has type {keys['group'].dtype}; freeze with the same {{group}} "
+            f"columns ({str(error).splitlines()[0]})",
+            refs=["group"],
         ) from None
     result = matched.fill_null(-1).to_numpy().astype(np.int64)
     singletons = placed.filter(pl.col("group").is_null())

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from evalkit.errors import InvalidTable, UsageError
+from evalkit.errors import NO_VALUE, InvalidTable, UsageError
 from evalkit.splitting.state import FREE, GroupTable, IntArray
 
 NullGroupPolicy = Literal["error", "singleton"]
@@ -65,15 +65,17 @@ def key_groups(
         names = ", ".join(repr(column) for column in columns)
         raise InvalidTable(
             f"{source}: {n_null} row(s) have no value in group column {names} (first at "
-            f"row {first}); fill or drop them, or pass --null-group singleton to make each "
-            "its own group"
+            f"row {first}); fill or drop them, or pass {{null_group}} to make each "
+            "its own group",
+            refs={"null_group": "singleton"},
         )
     if not n_null:
         return _dense_rank(frame, columns), 0
     if id_column is None:
         raise UsageError(
-            f"{source}: {n_null} row(s) have no group; --null-group singleton needs --id COL "
-            "to order them, so that the split does not depend on row order"
+            f"{source}: {n_null} row(s) have no group; {{null_group}} needs {{id_column}} "
+            "to order them, so that the split does not depend on row order",
+            refs={"null_group": "singleton", "id_column": NO_VALUE},
         )
     null_mask = nulls.to_numpy()
     keyed_index = _dense_rank(frame.filter(~nulls), columns)

@@ -45,7 +45,8 @@ def load_tokenizer(path: Path) -> Any:
         from tokenizers import Tokenizer
     except ImportError:
         raise UsageError(
-            "--tokenizer needs the optional 'tokenizers' package: pip install 'evalkit[tokenize]'"
+            "{tokenizer} needs the optional 'tokenizers' package: pip install 'evalkit[tokenize]'",
+            refs=["tokenizer"],
         ) from None
     file = path / "tokenizer.json" if path.is_dir() else path
     if not file.exists():
@@ -89,10 +90,11 @@ def row_lengths(chat: ChatColumn, tokenizer: Any | None, source: str = "input ta
         return token_lengths(chat, tokenizer, source=source)
     if chat.is_conversation:
         raise UsageError(
-            f"--tokenizer: column {chat.columns[0]!r} holds conversations, whose token "
+            f"{{tokenizer}}: column {chat.columns[0]!r} holds conversations, whose token "
             "length is that of the chat template's render; give the tokenizer's folder "
             "(tokenizer.json, tokenizer_config.json and its chat template), not a bare "
-            "tokenizer.json"
+            "tokenizer.json",
+            refs=["tokenizer"],
         )
     total: pl.Series | None = None
     for texts in chat.texts:

@@ -120,8 +120,9 @@ def write_split(result: SplitResult, out: Path, fmt: TableFormat, force: bool) -
         column = repr(info.columns[0]) if info is not None else "the text column"
         raise InvalidTable(
             f"{source}: column {column} holds content as text in some messages and as a "
-            f"list of parts in others, which {fmt} cannot keep; pass --format jsonl "
-            "(the split files then hold the input's lines as written) or parquet"
+            f"list of parts in others, which {fmt} cannot keep; pass {{fmt}} "
+            "(the split files then hold the input's lines as written) or parquet",
+            refs={"fmt": "jsonl"},
         )
     rows = result.rows if path is not None and is_jsonl(path) else None
     lines = split_lines(path, rows) if rows is not None and path and fmt == "jsonl" else None

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit import params
-from evalkit.errors import ParameterError
+from evalkit.options import takes
 from evalkit.table_input import FRAME_SOURCE
 from evalkit.tokens.checks import (
     Context,
@@ -24,7 +23,7 @@ from evalkit.tokens.checks import (
     skipped,
     special_tokens_check,
 )
-from evalkit.tokens.figures import Settings, TruncationMode, empty_figures, measure
+from evalkit.tokens.figures import Settings, empty_figures, measure
 from evalkit.tokens.inputs import SplitInput, read_splits, resolve_modes
 from evalkit.tokens.load import (
     chat_template,
@@ -41,13 +40,13 @@ from evalkit.tokens.models import (
     ArgumentsHanded,
     CheckName,
     CheckResult,
-    Encode,
     Loss,
     SplitTokens,
     TokenizerInfo,
     TokensOptions,
     TokensReport,
 )
+from evalkit.tokens.options import TokensParams, TruncationMode
 from evalkit.tokens.parity import split_token_ids
 from evalkit.tokens.plan import (
     SplitPlanner,
@@ -74,19 +73,6 @@ class TokensResult:
     def failed(self) -> bool:
         """Whether a check failed (the command exits 1)."""
         return self.report.status == "fail"
-
-
-def _check_options(text: Sequence[str], max_seq_length: int | None, sample: int, seed: int) -> None:
-    if not 1 <= len(text) <= 3:
-        raise ParameterError(
-            "text",
-            "must name one column, two (prompt and completion) or three (Alpaca's "
-            f"instruction, input and output); got {len(text)}",
-        )
-    if max_seq_length is not None:
-        params.positive(max_seq_length, "max_seq_length", "tokens")
-    params.at_least(sample, 0, "sample", "examples per split")
-    params.seed(seed)
 
 
 def _tokenizer_info(tokenizer: Any, folder: Path, stops: list[int]) -> TokenizerInfo:
@@ -161,26 +147,23 @@ def _status(checks: Sequence[CheckResult]) -> Any:
     return "fail" if "fail" in statuses else "warn" if "warn" in statuses else "pass"
 
 
+@takes(TokensParams)
 def check_tokens(
     files: Splits,
+    params: TokensParams | None = None,
+    /,
     *,
     tokenizer: Path | str,
-    text: str | Sequence[str],
-    id_column: str | None = None,
-    max_seq_length: int | None = None,
-    loss: Loss | None = None,
-    encode: Encode | None = None,
-    truncation_mode: TruncationMode = "keep_start",
-    sample: int = 0,
-    seed: int = 0,
-    system: str | None = None,
-    tools: str | None = None,
+    **values: Any,
 ) -> TokensResult:
     """Check the splits in ``files`` as the model will see them through ``tokenizer``.
 
     ``files`` are split files (each named by its stem) or folders written by
     ``evalkit split``, a mapping of split name to table (a polars, pandas or
     pyarrow frame, or a file), or one table (a frame is then named ``data``).
+    ``params`` is a :class:`~evalkit.tokens.options.TokensParams` (the
+    command's options), or its fields as keywords (``text=``,
+    ``max_seq_length=``, ...).
 
     ``text`` is a column of conversations or of text, two columns (prompt
     and completion) or three (Alpaca's instruction, input and output);
@@ -192,16 +175,22 @@ def check_tokens(
     tokenizer's special tokens added (``encode="text"``: what a pipeline that
     renders and re-tokenizes does). ``loss`` says which tokens are supervised
     (default: assistant turns for conversations, the completion for a pair,
-    everything for one text column). Raises an ``EvalkitError`` for bad input;
-    a problem the checks find is in the report, not raised.
+    everything for one text column). ``sample`` examples per split (default
+    none) are kept, drawn with ``seed``, for the HTML page. Raises an
+    ``EvalkitError`` for bad input; a problem the checks find is in the
+    report, not raised.
     """
-    columns = [text] if isinstance(text, str) else list(text)
-    _check_options(columns, max_seq_length, sample, seed)
+    given = TokensParams.build(params, values)
+    columns = list(given.text)
+    id_column, system, tools = given.id_column, given.system, given.tools
+    max_seq_length, truncation_mode = given.max_seq_length, given.truncation_mode
+    sample = 0 if given.sample is None else given.sample
+    seed = given.seed
     folder = Path(tokenizer)
     loaded = load_tokenizer(folder)
     require_fast(loaded, folder)
     splits = read_splits(files, columns, id_column, system=system, tools=tools)
-    chosen_loss, chosen_encode = resolve_modes(splits[0].chat, loss, encode)
+    chosen_loss, chosen_encode = resolve_modes(splits[0].chat, given.loss, given.encode)
     conversations = splits[0].chat.is_conversation
     stops = stop_token_ids(loaded, folder)
     template = chat_template(loaded)

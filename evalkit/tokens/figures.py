@@ -23,11 +23,11 @@ from typing import Any, Literal
 import numpy as np
 
 from evalkit.tokens.encode import TokenRun, encode_batch, span_runs
+from evalkit.tokens.options import TruncationMode
 from evalkit.tokens.parity import PromptMatch, prompt_matches
 from evalkit.tokens.spans import Span
 
 Supervision = Literal["spans", "after_prompt", "all"]
-TruncationMode = Literal["keep_start", "keep_end"]
 CHUNK_ROWS = 2048
 # Chunks planned ahead of the one being measured: the encoder always has one
 # queued, so it never waits for this thread's Python.

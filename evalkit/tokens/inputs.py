@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, cast
 
 from evalkit.chat import ChatColumn, read_chat
-from evalkit.errors import InvalidTable, UsageError
+from evalkit.errors import NO_VALUE, InvalidTable, Ref, UsageError
 from evalkit.io import require_columns
 from evalkit.leakage.inputs import split_sources
 from evalkit.table_input import TableInput, is_frame, is_path, read_input
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
     Splits: TypeAlias = Sequence[str | Path] | Mapping[str, TableLike] | TableLike
     """Split files and folders, a mapping of split name to table, or one table."""
+
+ASSISTANT, COMPLETION, ALL = (Ref("loss", loss) for loss in ("assistant", "completion", "all"))
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ def _ids(frame: object, id_column: str | None, source: str, n: int) -> list[str]
         first = int(missing.arg_true()[0]) + 1
         raise InvalidTable(
             f"{source}: row {first} has no value in id column {id_column!r}; every example "
-            "needs an id (or leave out --id to name examples by row)"
+            "needs an id (or leave out {id_column} to name examples by row)",
+            refs=["id_column"],
         )
     return values.cast(pl.String).to_list()
 
@@ -124,8 +127,9 @@ def read_splits(
     kinds = {split.chat.kind for split in splits}
     if len(kinds) > 1:
         raise InvalidTable(
-            f"--text {text[0]} holds text in some splits and conversations in others; "
-            "every split must hold the same kind"
+            f"{{text}} {text[0]} holds text in some splits and conversations in others; "
+            "every split must hold the same kind",
+            refs=["text"],
         )
     return splits
 
@@ -151,23 +155,27 @@ def resolve_modes(
         chosen_loss: Loss = loss or "assistant"
         if chosen_loss == "completion" and not chat.paired:
             raise UsageError(
-                "--loss completion: supervises the completion column, so give two --text "
+                "{completion}: supervises the completion column, so give two {text} "
                 f"columns (prompt and completion); {column!r} alone holds whole conversations "
-                "(use --loss assistant)"
+                "(use {assistant})",
+                refs={"completion": COMPLETION, "text": NO_VALUE, "assistant": ASSISTANT},
             )
         return chosen_loss, encode or "template"
     if encode == "template":
         raise UsageError(
-            f"--encode template renders conversations with the chat template, but column "
-            f"{column!r} holds text; use --encode text (the default for text)"
+            f"{{template}} renders conversations with the chat template, but column "
+            f"{column!r} holds text; use {{as_text}} (the default for text)",
+            refs={"template": Ref("encode", "template"), "as_text": Ref("encode", "text")},
         )
     if loss == "assistant":
         raise UsageError(
-            f"--loss assistant needs conversations (assistant turns), but column {column!r} "
-            "holds text; use --loss completion with two --text columns, or --loss all"
+            f"{{assistant}} needs conversations (assistant turns), but column {column!r} "
+            "holds text; use {completion} with two {text} columns, or {all}",
+            refs={"assistant": ASSISTANT, "completion": COMPLETION, "text": NO_VALUE, "all": ALL},
         )
     if loss == "completion" and not chat.paired:
         raise UsageError(
-            "--loss completion: give two --text columns (prompt and completion), or use --loss all"
+            "{completion}: give two {text} columns (prompt and completion), or use {all}",
+            refs={"completion": COMPLETION, "text": NO_VALUE, "all": ALL},
         )
     return loss or ("completion" if chat.paired else "all"), "text"

@@ -15,6 +15,7 @@ from pydantic import Field
 from evalkit._version import __version__
 from evalkit.persisted import Persisted
 from evalkit.table_input import source_field
+from evalkit.tokens.options import Encode, Loss, TruncationMode
 
 TOKENS_FORMAT_VERSION = 1
 CheckName = Literal[
@@ -38,9 +39,6 @@ CHECK_NAMES: tuple[CheckName, ...] = (
     "truncation",
 )
 Status = Literal["pass", "warn", "fail", "skip"]
-Loss = Literal["assistant", "completion", "all"]
-Encode = Literal["template", "text"]
-TruncationMode = Literal["keep_start", "keep_end"]
 
 
 class _Model(Persisted):

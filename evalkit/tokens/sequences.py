@@ -105,9 +105,10 @@ def read_training_split(
     source = split.path if split.path is not None else "data frame"
     if not split.chat.is_conversation:
         raise UsageError(
-            f"{source}: --text {' '.join(text)} holds plain text, not conversations; smoke "
+            f"{source}: {{text}} {' '.join(text)} holds plain text, not conversations; smoke "
             "trains on chat-template renders and generates from their prompts (write each "
-            "example as messages: [{role, content}, …])"
+            "example as messages: [{role, content}, …])",
+            refs=["text"],
         )
     if len(split.chat) == 0:
         raise InvalidTable(f"{source}: has no rows; there is nothing to train on")
@@ -172,8 +173,9 @@ def choose_sequences(
         every = "no row" if len(looked_at) == len(order) else f"none of {len(looked_at)} rows"
         raise UsageError(
             f"{data.split.path or 'data frame'}: {every} keeps a supervised token "
-            f"(loss: {data.loss}) within the first {seq_len} tokens; raise --seq-len "
-            f"(evalkit tokens --seq-len {seq_len} shows the truncation)"
+            f"(loss: {data.loss}) within the first {seq_len} tokens; raise {{seq_len}} "
+            f"(evalkit tokens with a limit of {seq_len} shows the truncation)",
+            refs=["seq_len"],
         )
     chosen = [usable[index % len(usable)] for index in range(wanted)]
     return Chosen(chosen, skipped)

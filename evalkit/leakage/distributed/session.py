@@ -103,8 +103,8 @@ def _failure(stage: str, error: BaseException) -> str:
     lines = str(error).strip().splitlines()
     reason = f"{type(error).__name__}: {lines[-1] if lines else ''}".rstrip(": ")
     return (
-        f"--engine ray: stage {stage!r} could not finish ({reason}); Ray retried lost "
-        "workers; check the cluster's memory and logs, or run with --engine local"
+        f"the Ray engine: stage {stage!r} could not finish ({reason}); Ray retried lost "
+        "workers; check the cluster's memory and logs, or run with the local engine"
     )
 
 
@@ -113,7 +113,7 @@ def _import_ray() -> Any:
         import ray
     except ImportError:
         raise UsageError(
-            "--engine ray needs Ray: pip install 'evalkit[ray]' (or --engine local)"
+            "the Ray engine needs Ray: pip install 'evalkit[ray]' (or use the local engine)"
         ) from None
     return ray
 
@@ -195,16 +195,16 @@ def _connect(ray: Any, address: str, quiet: dict[str, Any]) -> None:
     reason = _unreachable(address)
     if reason is not None:
         raise UsageError(
-            f"--ray-address {address}: nothing answers there ({reason}); start a cluster "
-            "with `ray start --head`, or leave --ray-address out for a local one"
+            f"Ray address {address}: nothing answers there ({reason}); start a cluster "
+            "with `ray start --head`, or leave the address out for a local one"
         )
     try:
         ray.init(address=address, **quiet)
     except (ConnectionError, ValueError, RuntimeError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise UsageError(
-            f"--ray-address {address}: cannot connect to a Ray cluster there ({first}); "
-            "start one with `ray start --head`, or leave --ray-address out for a local one"
+            f"Ray address {address}: cannot connect to a Ray cluster there ({first}); "
+            "start one with `ray start --head`, or leave the address out for a local one"
         ) from error
 
 
