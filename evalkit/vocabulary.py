@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from evalkit import params
+from evalkit.errors import ParameterError
 from evalkit.options import option
 
 HF_SPLIT_HELP = (
@@ -88,3 +89,9 @@ def ray_address_field() -> Any:
         default_help="RAY_ADDRESS, else a cluster running here, else a local one evalkit "
         "starts and stops",
     )
+
+
+def check_engine(engine: str, ray_address: str | None) -> None:
+    """``ray_address`` applies to ``engine="ray"`` only (the check of every command with both)."""
+    if ray_address is not None and engine != "ray":
+        raise ParameterError("ray_address", "needs {engine} ray", refs=["engine"])

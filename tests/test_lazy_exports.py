@@ -9,7 +9,14 @@ import sys
 
 import pytest
 
-PACKAGES = ["evalkit", "evalkit.model", "evalkit.contract", "evalkit.scoring", "evalkit.chat"]
+PACKAGES = [
+    "evalkit",
+    "evalkit.model",
+    "evalkit.contract",
+    "evalkit.scoring",
+    "evalkit.chat",
+    "evalkit.leakage",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)

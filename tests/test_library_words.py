@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 
 import evalkit
+from evalkit import vocabulary
 
 LIBRARY = Path(evalkit.__file__).parent
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
@@ -85,10 +86,20 @@ def _documentation(tree: ast.AST) -> set[int]:
                     skipped.add(id(statement.value))
         if isinstance(node, ast.keyword) and node.arg == "description":
             skipped.update(id(inner) for inner in ast.walk(node.value))
-        if isinstance(node, ast.Call) and _called(node) == "option":
-            for keyword in node.keywords:  # an option's declaration: its flags and --help
-                skipped.update(id(inner) for inner in ast.walk(keyword.value))
+        if isinstance(node, ast.Call) and _declares_an_option(node):
+            # an option's declaration: its flags and --help (evalkit.options.option, or a
+            # shared field of evalkit.vocabulary)
+            for argument in [*node.args, *(keyword.value for keyword in node.keywords)]:
+                skipped.update(id(inner) for inner in ast.walk(argument))
     return skipped
+
+
+def _declares_an_option(call: ast.Call) -> bool:
+    name = _called(call) or ""
+    return name == "option" or (name.endswith("_field") and name in VOCABULARY_FIELDS)
+
+
+VOCABULARY_FIELDS = {name for name in dir(vocabulary) if name.endswith("_field")}
 
 
 def _called(call: ast.Call) -> str | None:

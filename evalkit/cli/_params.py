@@ -56,6 +56,8 @@ class _Library(click.ParamType):
             if self.use_parse and isinstance(value, str):
                 assert self.spec.parse is not None
                 value = self.spec.parse(value)
+            elif self.use_parse and isinstance(value, tuple):
+                pass  # the field's default, already its value (a parsed list)
             else:
                 value = self.base.convert(value, param, ctx)
             if self.spec.check is not None:

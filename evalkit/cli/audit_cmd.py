@@ -6,86 +6,23 @@ from pathlib import Path
 
 import click
 
-from evalkit.cli._engine_options import engine_options, ray_options
-from evalkit.cli._table_options import system_option, tools_option
-from evalkit.cli._vocabulary import (
-    Command,
-    Output,
-    json_option,
-    near_dup_option,
-    quiet_option,
-    seed_option,
-)
+from evalkit.cli._params import params_options
+from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
+from evalkit.leakage.options import AuditParams
 
 
 @click.command("audit", cls=Command)
 @click.argument(
     "files", metavar="FILE...", nargs=-1, required=True, type=click.Path(path_type=Path)
 )
-@click.option("--id", "id_column", required=True, metavar="COL", help="Id column of every split.")
-@click.option(
-    "--text",
-    "text_column",
-    required=True,
-    multiple=True,
-    metavar="COL",
-    help="Text or conversation column (messages, ShareGPT; nested or as JSON text) to "
-    "compare; twice for prompt-completion (--text prompt --text completion), three times "
-    "for Alpaca (--text instruction --text input --text output).",
-)
-@click.option(
-    "--roles",
-    metavar="ROLES",
-    help="Conversation turns compared (their text and their tool calls' names and "
-    "arguments), comma-separated [default: user,assistant,tool - every role but system]. "
-    "Exit 2 when --text holds plain text.",
-)
-@system_option
-@tools_option("checked")
-@click.option(
-    "--group",
-    multiple=True,
-    metavar="COL",
-    help="Group column (conversation, document, source); repeat for a composite key.",
-)
-@click.option("--stratify", metavar="COL", help="Class column: coverage per split.")
-@near_dup_option("Jaccard threshold (word 3-shingles) for near duplicates.", default=0.8)
-@click.option("--exact-only", is_flag=True, help="Skip the near-duplicate search.")
-@seed_option("Seed of the MinHash.")
-@click.option(
-    "--within",
-    is_flag=True,
-    help="List the exact and near-duplicate pairs inside each split too (in --json).",
-)
-@click.option(
-    "--opening-words",
-    default=5,
-    show_default=True,
-    type=int,
-    metavar="N",
-    help="Words of an opening, for the most repeated openings of each split.",
-)
+@params_options(AuditParams)
 @json_option("Write the full report (every pair and group) as JSON")
-@engine_options
 @click.option("--force", is_flag=True, help="Overwrite the --json file if it exists.")
 @quiet_option
 def audit_command(
     files: tuple[Path, ...],
-    id_column: str,
-    text_column: tuple[str, ...],
-    roles: str | None,
-    system: str | None,
-    tools: str | None,
-    group: tuple[str, ...],
-    stratify: str | None,
-    near_dup: float,
-    exact_only: bool,
-    seed: int,
-    within: bool,
-    opening_words: int,
+    params: AuditParams,
     json_path: Path | None,
-    engine: str,
-    ray_address: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -133,26 +70,9 @@ def audit_command(
     from evalkit.leakage.api import audit
     from evalkit.report.audit_summary import render_audit_summary
 
-    ray = ray_options(engine, ray_address)
     output = Output(json_path, quiet)
     CommandFiles(force=force).reads(*files).writes(output.json_file, option="--json").check()
-    report = audit(
-        list(files),
-        id_column=id_column,
-        text_column=list(text_column),
-        roles=roles,
-        system=system,
-        tools=tools,
-        group=list(group),
-        stratify=stratify,
-        near_dup=None if exact_only else near_dup,
-        seed=seed,
-        progress=not quiet,
-        within=within,
-        opening_words=opening_words,
-        engine="ray" if ray is not None else "local",
-        ray=ray,
-    )
+    report = audit(list(files), params, progress=not quiet)
     output.write_json(report.model_dump_json(indent=2) + "\n")
     output.say(render_audit_summary(report, output.json_name))
     output.wrote([json_path])

@@ -3,30 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
-from evalkit.cli._engine_options import engine_options, ray_options
-from evalkit.cli._table_options import hf_split_option, one_table, system_option, tools_option
-from evalkit.cli._vocabulary import Command, Output, near_dup_option, quiet_option, seed_option
-
-
-class _NumberList(click.ParamType):
-    """A comma-separated list of numbers, e.g. ``840,180,180`` or ``0.7,0.15,0.15``."""
-
-    def __init__(self, kind: type[int] | type[float]) -> None:
-        self.kind = kind
-        self.name = "int-list" if kind is int else "float-list"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, list):
-            return value
-        try:
-            return [self.kind(part) for part in str(value).split(",") if part.strip()]
-        except ValueError:
-            noun = "whole numbers" if self.kind is int else "numbers"
-            self.fail(f"{value!r} is not a comma-separated list of {noun}", param, ctx)
+from evalkit.cli._params import params_options
+from evalkit.cli._table_options import one_table
+from evalkit.cli._vocabulary import Command, Output, quiet_option
+from evalkit.splitting.options import SplitParams
 
 
 @click.command("split", cls=Command)
@@ -38,58 +21,7 @@ class _NumberList(click.ParamType):
     type=click.Path(path_type=Path),
     help="Output folder (created; must not exist unless --force).",
 )
-@click.option(
-    "--group",
-    "group",
-    multiple=True,
-    required=True,
-    metavar="COL",
-    help="Group column; repeat for a composite key. A group never spans two splits.",
-)
-@click.option("--stratify", metavar="COL", help="Class column whose shares every split tracks.")
-@click.option(
-    "--sizes",
-    type=_NumberList(int),
-    metavar="N,N,N",
-    help="Items per split, e.g. 840,180,180 (may add up to less than the input).",
-)
-@click.option(
-    "--ratios",
-    type=_NumberList(float),
-    metavar="R,R,R",
-    help="Share of items per split, summing to 1, e.g. 0.7,0.15,0.15.",
-)
-@click.option(
-    "--names",
-    default="train,val,test",
-    show_default=True,
-    metavar="A,B,C",
-    help="Split names, in the order of --sizes/--ratios.",
-)
-@seed_option("Random seed.")
-@click.option(
-    "--id",
-    "id_column",
-    metavar="COL",
-    help="Unique id column; outputs are sorted by it (recommended).",
-)
-@click.option(
-    "--text",
-    multiple=True,
-    metavar="COL",
-    help="Text or conversation column (messages, ShareGPT; nested or as JSON text): length "
-    "statistics per split, and what --near-dup compares. Twice for prompt-completion "
-    "(--text prompt --text completion), three times for Alpaca (--text instruction "
-    "--text input --text output).",
-)
-@click.option(
-    "--roles",
-    metavar="ROLES",
-    help="Conversation turns compared by --near-dup (their text and their tool calls' names "
-    "and arguments), comma-separated [default: user,assistant,tool - every role but system].",
-)
-@system_option
-@tools_option("checked and rendered with --tokenizer")
+@params_options(SplitParams)
 @click.option(
     "--format",
     "fmt",
@@ -98,60 +30,13 @@ class _NumberList(click.ParamType):
     show_default=True,
     help="Format of the split files.",
 )
-@click.option(
-    "--null-group",
-    type=click.Choice(["error", "singleton"]),
-    default="error",
-    show_default=True,
-    help="Rows with an empty group key: refuse, or one group each.",
-)
-@click.option(
-    "--tolerance",
-    type=int,
-    metavar="N",
-    help="Fail (exit 2) if a split's count misses its target by more than N items.",
-)
-@near_dup_option("Merge groups whose --text values are (near) duplicates, Jaccard >= T.")
-@click.option(
-    "--freeze",
-    type=click.Path(path_type=Path),
-    metavar="ASSIGNMENTS",
-    help="assignments.parquet of an earlier split: known groups stay where they were.",
-)
-@click.option(
-    "--tokenizer",
-    type=click.Path(path_type=Path),
-    metavar="PATH",
-    help="Local tokenizer or model folder (lengths in tokens as `evalkit tokens` counts "
-    "them), or a tokenizer.json file: report --text lengths in tokens.",
-)
-@hf_split_option
-@engine_options
 @click.option("--force", is_flag=True, help="Overwrite the output folder if it exists.")
 @quiet_option
 def split_command(
     input_file: Path,
     out: Path,
-    group: tuple[str, ...],
-    stratify: str | None,
-    sizes: list[int] | None,
-    ratios: list[float] | None,
-    names: str,
-    seed: int,
-    id_column: str | None,
-    text: tuple[str, ...],
-    roles: str | None,
-    system: str | None,
-    tools: str | None,
+    params: SplitParams,
     fmt: str,
-    null_group: str,
-    tolerance: int | None,
-    near_dup: float | None,
-    freeze: Path | None,
-    tokenizer: Path | None,
-    hf_split: str | None,
-    engine: str,
-    ray_address: str | None,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -194,11 +79,11 @@ def split_command(
     from evalkit.command_files import CommandFiles
     from evalkit.io import hash_early
 
-    ray = ray_options(engine, ray_address)
-    files = CommandFiles(force=force).reads(input_file, freeze, tokenizer)
+    freeze = params.freeze
+    files = CommandFiles(force=force).reads(input_file, freeze, params.tokenizer)
     files.writes(out, option="--out", marker="manifest.json").check()
-    input_file = one_table(input_file, hf_split)
-    hash_early([input_file, *([freeze] if freeze is not None else [])])  # beside the imports
+    table = one_table(input_file, params.hf_split)
+    hash_early([table, *([freeze] if freeze is not None else [])])  # beside the imports
 
     from evalkit.cli import heavy_imports
 
@@ -207,27 +92,7 @@ def split_command(
         from evalkit.report.split_summary import render_split_summary
         from evalkit.splitting.api import split
 
-    result = split(
-        input_file,
-        group=list(group),
-        sizes=sizes,
-        ratios=ratios,
-        names=[name.strip() for name in names.split(",")],
-        stratify=stratify,
-        seed=seed,
-        id_column=id_column,
-        text=list(text) or None,
-        roles=roles,
-        null_group="singleton" if null_group == "singleton" else "error",
-        tolerance=tolerance,
-        near_dup=near_dup,
-        freeze=freeze,
-        tokenizer=tokenizer,
-        system=system,
-        tools=tools,
-        engine="ray" if ray is not None else "local",
-        ray=ray,
-    )
+    result = split(input_file, params)
     written = result.write(
         out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force
     )

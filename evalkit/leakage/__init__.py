@@ -2,16 +2,23 @@
 
 ``duplicate_components`` gives the duplicate clusters that ``evalkit split
 --near-dup`` merges into its groups; ``audit`` checks an existing split.
+
+The package loads its names when first used: ``evalkit audit --help`` needs
+only the options (:mod:`evalkit.leakage.options`), not polars.
 """
 
-from evalkit.leakage.clusters import duplicate_components
-from evalkit.leakage.minhash import LshParameters, choose_lsh
-from evalkit.leakage.normalize import normalize_text, normalize_texts
+from __future__ import annotations
 
-__all__ = [
-    "LshParameters",
-    "choose_lsh",
-    "duplicate_components",
-    "normalize_text",
-    "normalize_texts",
-]
+from evalkit._lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "AuditParams": "evalkit.leakage.options",
+        "LshParameters": "evalkit.leakage.minhash",
+        "choose_lsh": "evalkit.leakage.minhash",
+        "duplicate_components": "evalkit.leakage.clusters",
+        "normalize_text": "evalkit.leakage.normalize",
+        "normalize_texts": "evalkit.leakage.normalize",
+    },
+)

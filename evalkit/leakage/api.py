@@ -11,23 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
-from evalkit import params as checks
 from evalkit.chat import parse_roles
 from evalkit.errors import ParameterError
 from evalkit.leakage import findings
 from evalkit.leakage import within as within_module
 from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups_per_split
 from evalkit.leakage.clusters import distinct_texts
-from evalkit.leakage.distributed.session import RayOptions
+from evalkit.leakage.distributed.session import RayOptions, with_address
 from evalkit.leakage.inputs import Rows, read_rows
 from evalkit.leakage.minhash import LshParameters, choose_lsh
 from evalkit.leakage.models import AuditOptions, AuditReport, WithinSplit
 from evalkit.leakage.normalize import normalize_texts
+from evalkit.leakage.options import AuditParams
 from evalkit.leakage.progress import Progress
 from evalkit.leakage.search import (
     SimilarPairs,
@@ -35,32 +35,21 @@ from evalkit.leakage.search import (
     lsh_index,
     within_split_pairs,
 )
-from evalkit.leakage.within import DEFAULT_OPENING_WORDS
+from evalkit.options import takes
 
 if TYPE_CHECKING:
     from evalkit.table_input import TableLike
 
-DEFAULT_NEAR_DUP = 0.8
-Engine = Literal["local", "ray"]
 
-
+@takes(AuditParams)
 def audit(
     inputs: Sequence[Path | str] | Mapping[str, TableLike],
+    params: AuditParams | None = None,
+    /,
     *,
-    id_column: str,
-    text_column: str | Sequence[str],
-    roles: str | Sequence[str] | None = None,
-    group: Sequence[str] = (),
-    stratify: str | None = None,
-    near_dup: float | None = DEFAULT_NEAR_DUP,
-    seed: int = 0,
     progress: bool = False,
-    within: bool = False,
-    opening_words: int = DEFAULT_OPENING_WORDS,
-    system: str | None = None,
-    tools: str | None = None,
-    engine: Engine = "local",
     ray: RayOptions | None = None,
+    **values: Any,
 ) -> AuditReport:
     """Audit the splits of a dataset for leakage; ``report.leak`` says whether any was found.
 
@@ -88,24 +77,23 @@ def audit(
     ``opening_words`` words); ``within`` lists those pairs too. Repetition
     inside a split is not a leak.
 
-    ``engine="ray"`` runs the same stages on a Ray cluster (``ray`` says
-    which, and how) and returns the same report; ``local`` is the reference.
+    ``engine="ray"`` runs the same stages on a Ray cluster (``ray_address``
+    says which; ``ray``, which and how) and returns the same report; ``local``
+    is the reference.
+
+    The options are the fields of :class:`~evalkit.leakage.options.AuditParams`:
+    ``params`` is such an object, and keyword arguments build one (or change
+    ``params``' fields): ``audit(["train.jsonl", "test.jsonl"], id_column="id",
+    text_column="text")``. ``progress`` shows progress bars on stderr.
     """
-    if near_dup is not None:
-        checks.near_dup(near_dup)
-    checks.seed(seed)
-    checks.at_least(opening_words, 1, "opening_words", "words")
-    if engine not in ("local", "ray"):
-        raise ParameterError("engine", f"must be local or ray, got {engine!r}")
+    given = AuditParams.build(params, values)
+    id_column, text_columns, roles = given.id_column, list(given.text_column), given.roles
+    group, stratify, near_dup, seed = given.group, given.stratify, given.threshold, given.seed
+    system, tools, within, engine = given.system, given.tools, given.within, given.engine
     if ray is not None and engine != "ray":
         raise ParameterError("ray", "needs {engine} ray", refs=["engine"])
-    text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
-    if not text_columns or len(text_columns) > 3:
-        raise ParameterError(
-            "text",
-            "must name one column, two (prompt and completion) or three (Alpaca's "
-            f"instruction, input and output); got {len(text_columns)}",
-        )
+    if given.ray_address is not None:
+        ray = with_address(ray, given.ray_address)
     compared_roles = parse_roles(roles)
     options = AuditOptions(
         id=id_column,
@@ -119,7 +107,7 @@ def audit(
         stratify=stratify,
         near_dup=near_dup,
         seed=seed,
-        opening_words=opening_words,
+        opening_words=given.opening_words,
         within=within,
         engine=engine,
     )
@@ -147,7 +135,7 @@ def audit(
     require_conversations(
         roles is not None, any(chat.is_conversation for chat in rows.texts), options
     )
-    params = choose_lsh(near_dup, seed=seed) if near_dup is not None else None
+    lsh = choose_lsh(near_dup, seed=seed) if near_dup is not None else None
     table = rows.table
     normalized = normalize_texts(table["text"])
     distinct, text_rows, text_index = distinct_texts(normalized)
@@ -159,16 +147,16 @@ def audit(
         }
     )
     exact = findings.with_ids(findings.exact_pairs(keyed), table)
-    similar, inside = _similar(distinct, keyed, params, progress, len(rows.names), within)
+    similar, inside = _similar(distinct, keyed, lsh, progress, len(rows.names), within)
     near = findings.with_ids(findings.near_pairs(keyed, similar), table)
     repetition = _repetition(
-        table, normalized, keyed, inside, rows.names, opening_words, params is not None
+        table, normalized, keyed, inside, rows.names, given.opening_words, lsh is not None
     )
     leaks = findings.group_leaks(table, rows.group_columns) if group else None
     within_exact = within_near = None
     if within:  # every pair inside a split: listed only when asked (it can be quadratic)
         within_exact = _named_within(within_module.exact_pairs_within(keyed), table)
-        if params is not None:
+        if lsh is not None:
             within_near = _named_within(within_module.near_pairs_within(keyed, inside), table)
     found = Findings(
         counts=_split_counts(rows, normalized),
@@ -181,7 +169,7 @@ def audit(
         within_exact=within_exact,
         within_near=within_near,
     )
-    return build_report(options, params, rows.sources, rows.texts, found)
+    return build_report(options, lsh, rows.sources, rows.texts, found)
 
 
 def require_conversations(roles_given: bool, conversations: bool, options: AuditOptions) -> None:

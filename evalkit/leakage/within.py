@@ -23,11 +23,11 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from evalkit.leakage.options import DEFAULT_OPENING_WORDS
 from evalkit.leakage.search import SimilarPairs
 
 TOP_CLUSTERS = 10
 TOP_OPENINGS = 5
-DEFAULT_OPENING_WORDS = 5
 
 
 def components(n_nodes: int, left: np.ndarray, right: np.ndarray) -> np.ndarray:

@@ -13,19 +13,18 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, SupportsIndex
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 import polars as pl
 
-from evalkit import params
 from evalkit._version import __version__
 from evalkit.errors import NO_VALUE, InfeasibleSplit, ParameterError, Ref, UsageError
 from evalkit.io import TableFormat, sha256_file
+from evalkit.options import takes
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
-    NullGroupPolicy,
     build_table,
     class_index,
     group_key,
@@ -33,7 +32,7 @@ from evalkit.splitting.groups import (
     merge_clusters,
     pin_frozen,
 )
-from evalkit.splitting.inputs import check_names, check_table, resolve_targets
+from evalkit.splitting.inputs import check_table, resolve_targets
 from evalkit.splitting.lengths import load_tokenizer, row_lengths
 from evalkit.splitting.manifest import (
     Freezing,
@@ -43,10 +42,11 @@ from evalkit.splitting.manifest import (
     SplitOptions,
     TextInfo,
 )
+from evalkit.splitting.options import NullGroupPolicy, SplitParams
 from evalkit.splitting.repetition import split_repetition
 from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, required_classes
-from evalkit.table_input import read_input
+from evalkit.table_input import is_path, read_input
 
 if TYPE_CHECKING:
     from datasets import DatasetDict
@@ -109,27 +109,14 @@ class SplitResult:
         return write_split(self, Path(out), fmt, force)
 
 
+@takes(SplitParams)
 def split(
     data: TableLike,
+    params: SplitParams | None = None,
+    /,
     *,
-    group: Sequence[str],
-    sizes: Sequence[int] | None = None,
-    ratios: Sequence[float] | None = None,
-    names: Sequence[str] = ("train", "val", "test"),
-    stratify: str | None = None,
-    seed: int = 0,
-    id_column: str | None = None,
-    text: str | Sequence[str] | None = None,
-    roles: str | Sequence[str] | None = None,
-    null_group: NullGroupPolicy = "error",
-    tolerance: int | None = None,
-    near_dup: float | None = None,
-    freeze: Path | str | None = None,
-    tokenizer: Path | str | None = None,
-    system: str | None = None,
-    tools: str | None = None,
-    engine: Literal["local", "ray"] = "local",
     ray: RayOptions | None = None,
+    **values: Any,
 ) -> SplitResult:
     """Split ``data`` (a table file, or a polars, pandas or pyarrow frame) into named parts,
     keeping every group whole.
@@ -152,35 +139,49 @@ def split(
     ``near_dup`` compares the turns of ``roles`` (default: every role but
     system, so a shared system prompt is no duplicate), their text and their
     tool calls' names and arguments. ``engine="ray"`` runs
-    that search on a Ray cluster (``ray`` says which) and gives the same split.
+    that search on a Ray cluster (``ray_address``, or ``ray`` for every Ray
+    setting, says which) and gives the same split.
+
+    The options are the fields of :class:`~evalkit.splitting.options.SplitParams`:
+    ``params`` is such an object, and keyword arguments build one (or change
+    ``params``' fields): ``split(data, group=["g"], sizes=[8, 2], names=["a", "b"])``.
     """
-    text_columns = _text_columns(text)
+    given = SplitParams.build(params, values)
+    group, sizes, ratios, seed = given.group, given.sizes, given.ratios, given.seed
+    id_column, text, roles, stratify = given.id_column, given.text, given.roles, given.stratify
+    tokenizer, system, tools = given.tokenizer, given.system, given.tools
+    text_columns = list(text or ())
     compared_roles = _compared_roles(roles) if text_columns or roles is not None else ()
     options = SplitOptions(
         group=list(group),
         stratify=stratify,
         sizes=[_whole(size, "sizes") for size in sizes] if sizes is not None else None,
         ratios=[float(ratio) for ratio in ratios] if ratios is not None else None,
-        names=list(names),
-        seed=_whole(seed, "seed"),
+        names=list(given.names),
+        seed=seed,
         id=id_column,
         text=text_columns[0] if text_columns else None,
         completion=text_columns[1] if len(text_columns) > 1 else None,
         roles=list(compared_roles) if roles is not None else None,
-        null_group=null_group,
-        tolerance=_whole(tolerance, "tolerance") if tolerance is not None else None,
-        near_dup=float(near_dup) if near_dup is not None else None,
-        freeze=str(freeze) if freeze is not None else None,
+        null_group=given.null_group,
+        tolerance=given.tolerance,
+        near_dup=given.near_dup,
+        freeze=str(given.freeze) if given.freeze is not None else None,
         tokenizer=str(tokenizer) if tokenizer is not None else None,
         system=system,
         tools=tools,
-        engine=engine,
+        engine=given.engine,
     )
     _check_options(options)
-    if ray is not None and engine != "ray":
+    if ray is not None and given.engine != "ray":
         raise ParameterError("ray", "needs {engine} ray", refs=["engine"])
-    given = read_input(data, name="data", ids=[id_column] if id_column else ())
-    frame, path, source = given.frame, given.path, given.label
+    if given.engine == "ray" and given.ray_address is not None:
+        from evalkit.leakage.distributed.session import with_address
+
+        ray = with_address(ray, given.ray_address)
+    data = _one_table(data, given.hf_split)
+    table_input = read_input(data, name="data", ids=[id_column] if id_column else ())
+    frame, path, source = table_input.frame, table_input.path, table_input.label
     loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
     check_table(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
@@ -220,10 +221,10 @@ def split(
         seed=options.seed,
         input=InputInfo(
             path=str(path) if path is not None else None,
-            sha256=given.sha256,
+            sha256=table_input.sha256,
             n_items=frame.height,
             n_groups=grouping.n_groups,
-            source=given.source,
+            source=table_input.source,
         ),
         options=options,
         targets={name: int(t) for name, t in zip(options.names, targets, strict=True)},
@@ -262,16 +263,17 @@ def _whole(value: SupportsIndex | float, parameter: str) -> int:
         ) from None
 
 
-def _text_columns(text: str | Sequence[str] | None) -> list[str]:
-    """The --text columns: none, one, or two (prompt and completion)."""
-    if text is None:
-        return []
-    columns = [text] if isinstance(text, str) else list(text)
-    if len(columns) > 2:
+def _one_table(data: TableLike, hf_split: str | None) -> TableLike:
+    """The table ``data`` names once ``hf_split`` picked a DatasetDict folder's split."""
+    if hf_split is None:
+        return data
+    if not is_path(data):
         raise ParameterError(
-            "text", f"must name one column, or two (prompt and completion); got {len(columns)}"
+            "hf_split", f"{hf_split}: applies to a Hugging Face DatasetDict folder, not a frame"
         )
-    return columns
+    from evalkit.containers import resolve_hf_split
+
+    return resolve_hf_split(Path(data), hf_split)
 
 
 def _compared_roles(roles: str | Sequence[str] | None) -> tuple[Role, ...]:
@@ -313,13 +315,8 @@ def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
 
 
 def _check_options(options: SplitOptions) -> None:
-    """Option values and combinations, checked before any data is read."""
-    check_names(options.names)
-    params.seed(options.seed)
-    if options.tolerance is not None:
-        params.at_least(options.tolerance, 0, "tolerance", "items")
-    if options.near_dup is not None:
-        params.near_dup(options.near_dup)
+    """Option combinations, checked before any data is read (each value is checked by
+    :class:`SplitParams`)."""
     needs_text = (
         ("near_dup", options.near_dup, "the column whose texts are compared"),
         ("tokenizer", options.tokenizer, "the column whose tokens are counted"),
@@ -330,8 +327,6 @@ def _check_options(options: SplitOptions) -> None:
     for parameter, value, why in needs_text:
         if value is not None and options.text is None:
             raise ParameterError(parameter, f"needs {{text}} COL: {why}", refs=["text"])
-    if options.engine not in ("local", "ray"):
-        raise ParameterError("engine", f"must be local or ray, got {options.engine!r}")
     if options.engine == "ray" and options.near_dup is None:
         raise ParameterError(
             "engine",

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import polars as pl
 
 from evalkit.errors import NO_VALUE, InvalidTable, UsageError
+from evalkit.splitting.options import NullGroupPolicy
 from evalkit.splitting.state import FREE, GroupTable, IntArray
 
-NullGroupPolicy = Literal["error", "singleton"]
 NULL_LABEL = "(null)"
 # Group x class tables up to this many cells are counted densely with bincount.
 DENSE_CELLS = 64_000_000

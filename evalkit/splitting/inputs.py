@@ -13,7 +13,6 @@ each conversation is well formed) is :func:`evalkit.chat.read_chat`'s to say.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,24 +22,6 @@ import polars as pl
 from evalkit.errors import InvalidTable, ParameterError
 from evalkit.io import require_columns
 from evalkit.splitting.state import IntArray
-
-RESERVED_NAMES = {"assignments", "manifest"}
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def check_names(names: Sequence[str]) -> None:
-    """Split names must be distinct, usable as file names, and not reserved."""
-    if len(names) < 2:
-        raise ParameterError("names", f"must name at least two splits, got {list(names)!r}")
-    for name in names:
-        if not _NAME.match(name) or name in RESERVED_NAMES:
-            raise ParameterError(
-                "names",
-                f"{name!r} cannot name a split; use letters, digits, '_', '-', '.' "
-                f"(and not {sorted(RESERVED_NAMES)})",
-            )
-    if len(set(names)) != len(names):
-        raise ParameterError("names", f"must be distinct, got {list(names)!r}")
 
 
 def resolve_targets(

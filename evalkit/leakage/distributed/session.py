@@ -19,10 +19,10 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from evalkit.errors import EngineFailure, EvalkitError, UsageError
+from evalkit.errors import EngineFailure, EvalkitError, ParameterError, UsageError
 from evalkit.leakage.progress import Progress
 
 TASK_RETRIES = 3  # Ray's default for tasks whose worker process died
@@ -44,6 +44,17 @@ class RayOptions:
     """JSONL input is read in blocks of about this many bytes, one task each."""
     num_cpus: int | None = None
     """CPUs of a local cluster that evalkit starts (None: Ray's choice, every core)."""
+
+
+def with_address(ray: RayOptions | None, address: str) -> RayOptions:
+    """``ray`` (or the defaults) on the cluster at ``address`` (``ray_address``)."""
+    if ray is not None and ray.address not in (None, address):
+        raise ParameterError(
+            "ray_address",
+            f"{address}: {{ray}} names another cluster, {ray.address}; give one address",
+            refs=["ray"],
+        )
+    return replace(ray or RayOptions(), address=address)
 
 
 @dataclass
