@@ -85,4 +85,5 @@ def test_help_imports_no_heavy_library() -> None:
     packages = ("evalkit.scoring", "evalkit.splitting", "evalkit.leakage")
     loaded = {m for m in modules if m.startswith(packages)}
     options = {"evalkit.splitting", "evalkit.splitting.options"}
+    options |= {"evalkit.scoring", "evalkit.scoring.options"}
     assert loaded <= options | {"evalkit.leakage", "evalkit.leakage.options"}, sorted(loaded)

@@ -92,6 +92,21 @@ def test_score_records_the_card_and_its_base(run_cli, data, card, peft_adapters)
     prompt = score(run_cli, data, "prompt", 1, "--base-model", "org/tiny-llama",
                    "--base-revision", REV_A)  # fmt: skip
     assert json.loads((prompt / "summary.json").read_text())["base"]["source"] == "options"
+    # The library takes the same options: a card file, an adapter folder, a base.
+    import evalkit
+
+    gold, pred = data / "test.parquet", data / "p0.jsonl"
+
+    def recorded(**options: object) -> dict:
+        result = evalkit.score(TRIAGE, gold, pred, no_ledger=True, **options)
+        return result.summary.model_dump(mode="json")
+
+    from_card = recorded(card=card_path)
+    assert from_card["card"] == written and from_card["base"] == summary["base"]
+    from_adapter = recorded(adapter=peft_adapters["r8_a16"].path)
+    assert from_adapter["card"]["weights_sha256"] == written["weights_sha256"]
+    based = recorded(base_model="org/tiny-llama", base_revision=REV_A)
+    assert based["base"] == json.loads((prompt / "summary.json").read_text())["base"]
 
 
 def test_score_provenance_option_errors(run_cli, data, card, peft_adapters) -> None:

@@ -132,6 +132,11 @@ def test_score_reads_gold_and_predictions_in_every_container(tmp_path: Path, run
     assert reference["overall"]["content_correct"] < reference["overall"]["n"] == ROWS
     assert figures(tmp_path / "gold.json", tmp_path / "pred.json") == reference
     assert figures(dd, pred_hf, "--hf-split", "test") == reference
+    import evalkit  # the library reads the split as the command line does
+
+    scored = evalkit.score(CONTRACT, dd, pred_hf, hf_split="test", no_ledger=True)
+    data = scored.summary.model_dump(mode="json")
+    assert {key: data[key] for key in ("overall", "fields", "classes", "errors")} == reference
     missing = run_cli("score", "--contract", CONTRACT, "--gold", dd, "--pred", pred_jsonl,
                       "--out", tmp_path / "x", "--no-ledger")  # fmt: skip
     assert_one_line_error(missing, "DatasetDict with splits test, train", "--hf-split")

@@ -20,14 +20,14 @@ from evalkit.errors import UsageError
 
 if TYPE_CHECKING:
     from evalkit.provenance.ledger import AppendedLook
+    from evalkit.scoring.options import LookParams
 
 
 def choose_ledger(
     recorded: str | None,
     located: Path | None,
     gold: Path,
-    given: Path | None,
-    no_ledger: bool,
+    given: LookParams,
 ) -> Path | None:
     """``--ledger``, else the ledger the result recorded its look in; None with ``--no-ledger``.
 
@@ -38,11 +38,9 @@ def choose_ledger(
     from evalkit.provenance.ledger import check_ledger_file, writable
     from evalkit.scoring.looks import recorded_ledger
 
-    if no_ledger:
-        if given is not None:
-            raise UsageError("give --ledger FILE or --no-ledger, not both")
+    if given.no_ledger:  # with --ledger too is refused when the options are read
         return None
-    chosen = recorded_ledger(recorded, located, gold, given, _warn)
+    chosen = recorded_ledger(recorded, located, gold, given.ledger, _warn)
     if chosen is None:
         return None
     if not writable(chosen):

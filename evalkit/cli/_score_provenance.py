@@ -1,4 +1,4 @@
-"""``evalkit score``'s provenance options: the card or base to record, and the ledger.
+"""``evalkit score``'s provenance: the card or base to record, and the ledger, said on the terminal.
 
 Kept out of ``score_cmd`` so that the plain ``score`` path imports nothing of
 it beyond these few functions; the card's models load only with ``--card``
@@ -18,6 +18,7 @@ from evalkit.errors import UsageError
 if TYPE_CHECKING:
     from evalkit.provenance.ledger import AppendedLook
     from evalkit.provenance.models import AdapterCard
+    from evalkit.scoring.options import ScoreParams
     from evalkit.scoring.summary import BaseModelInfo
 
 
@@ -30,35 +31,19 @@ class ScoreProvenance:
     ledger: Path | None
 
 
-def _card(
-    card_path: Path | None, adapter_dir: Path | None, base_revision: str | None
-) -> AdapterCard | None:
-    if card_path is not None:
-        from evalkit.provenance.card import load_card
-
-        return load_card(card_path)
-    if adapter_dir is not None:
-        from evalkit.provenance.card import adapter_card
-
-        return adapter_card(adapter_dir, base_revision=base_revision)
-    return None
-
-
-def _ledger(gold_path: Path, ledger_path: Path | None, no_ledger: bool) -> Path | None:
+def _ledger(gold_path: Path, given: ScoreParams) -> Path | None:
     from evalkit.provenance.ledger import check_ledger_file, default_ledger, writable
 
-    if no_ledger:
-        if ledger_path is not None:
-            raise UsageError("give --ledger FILE or --no-ledger, not both")
+    if given.no_ledger:
         return None
-    if ledger_path is not None:
-        if not writable(ledger_path):
+    if given.ledger is not None:
+        if not writable(given.ledger):
             raise UsageError(
-                f"{ledger_path}: cannot write the ledger there; pass a writable --ledger path "
+                f"{given.ledger}: cannot write the ledger there; pass a writable --ledger path "
                 "or --no-ledger"
             )
-        check_ledger_file(ledger_path)
-        return ledger_path
+        check_ledger_file(given.ledger)
+        return given.ledger
     ledger = default_ledger(gold_path)
     if not writable(ledger):
         click.echo(
@@ -71,47 +56,19 @@ def _ledger(gold_path: Path, ledger_path: Path | None, no_ledger: bool) -> Path 
     return ledger
 
 
-def provenance_options(
-    gold_path: Path,
-    card_path: Path | None,
-    adapter_dir: Path | None,
-    base_model: str | None,
-    base_revision: str | None,
-    ledger_path: Path | None,
-    no_ledger: bool,
-) -> ScoreProvenance:
-    """Check the options together, make or read the card, and choose the ledger."""
-    if card_path is not None and adapter_dir is not None:
-        raise UsageError(
-            "give --card FILE or --adapter DIR, not both (the card describes the adapter)"
-        )
-    if base_model is not None and not base_model.strip():
-        raise UsageError("--base-model is empty; pass the base's hub id or local path")
-    if base_model is not None and (card_path or adapter_dir):
-        raise UsageError(
-            "--base-model is for a prompt-only run; an adapter's base comes from its card"
-        )
-    if base_revision is not None and card_path is not None:
-        raise UsageError(
-            "--base-revision cannot change a card; pass it to evalkit card, or use --adapter"
-        )
-    if base_revision is not None and base_model is None and adapter_dir is None:
-        raise UsageError("--base-revision needs --base-model ID (or --adapter DIR)")
-    ledger = _ledger(gold_path, ledger_path, no_ledger)
-    card = _card(card_path, adapter_dir, base_revision)
-    base = None
-    if base_model is not None:
-        from evalkit.provenance.records import options_base
-        from evalkit.scoring.summary import BaseModelInfo
+def provenance_options(gold_path: Path, given: ScoreParams) -> ScoreProvenance:
+    """Choose the ledger, and make or read the card (the options were checked together)."""
+    from evalkit.scoring.sources import made_card, score_base
 
-        base = BaseModelInfo(**options_base(base_model, base_revision))
+    ledger = _ledger(gold_path, given)
+    card = made_card(given)
     if card is not None and card.errors:
         codes = ", ".join(sorted({problem.code for problem in card.errors}))
         click.echo(
             f"evalkit: warning: the adapter card records errors ({codes}); see evalkit card",
             err=True,
         )
-    return ScoreProvenance(card, base, ledger)
+    return ScoreProvenance(card, score_base(given), ledger)
 
 
 def look_message(ledger: Path | None, look: AppendedLook | None) -> str | None:

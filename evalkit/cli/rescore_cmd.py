@@ -10,7 +10,9 @@ from pathlib import Path
 
 import click
 
+from evalkit.cli._params import params_options
 from evalkit.cli._vocabulary import Command, Output, quiet_option
+from evalkit.scoring.options import RescoreParams
 
 
 @click.command("rescore", cls=Command)
@@ -30,29 +32,14 @@ from evalkit.cli._vocabulary import Command, Output, quiet_option
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the new results: one DIR/<name>/ per RESULT, named as its folder.",
 )
-@click.option(
-    "--ledger",
-    "ledger_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Test-set ledger to record the re-scores in (default: the one each result recorded).",
-)
-@click.option("--no-ledger", is_flag=True, help="Record nothing in a ledger.")
-@click.option("--purpose", metavar="TEXT", help="Why these re-scores, kept in the ledger lines.")
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    help="Parsing processes (default: all cores for large inputs, else 1).",
-)
+@params_options(RescoreParams)
 @click.option("--force", is_flag=True, help="Replace existing DIR/<name> folders.")
 @quiet_option
 def rescore_command(
     results: tuple[Path, ...],
     contract_path: Path,
     out: Path,
-    ledger_path: Path | None,
-    no_ledger: bool,
-    purpose: str | None,
-    workers: int | None,
+    params: RescoreParams,
     force: bool,
     quiet: bool,
 ) -> None:
@@ -98,7 +85,7 @@ def rescore_command(
     from evalkit.scoring.write import publish_score
 
     # What the command line names is checked before anything is read or scored.
-    files = CommandFiles(force=force).reads(*results, contract_path, ledger_path)
+    files = CommandFiles(force=force).reads(*results, contract_path, params.ledger)
     files.reads_all(result_inputs(results)).reads(schema_file_input(contract_path))
     files.writes_into(out, option="--out").check()
     load_contract(contract_path)  # a bad contract fails before any result is read
@@ -116,13 +103,13 @@ def rescore_command(
     for name, folder in names.items():
         inputs = recorded_inputs(folder)
         summary = inputs.result.summary
-        ledger = choose_ledger(summary.ledger, inputs.ledger, inputs.gold, ledger_path, no_ledger)
+        ledger = choose_ledger(summary.ledger, inputs.ledger, inputs.gold, params)
         target = out / name
         sources = [folder, contract_path, inputs.gold, inputs.predictions, ledger]
         check_new_output(target, force, inputs=sources, marker="summary.json")
         plans.append((inputs, ledger, target))
     for inputs, ledger, target in plans:
-        result = compute_rescore(inputs, contract_path, workers=workers, ledger=ledger)
+        result = compute_rescore(inputs, contract_path, workers=params.workers, ledger=ledger)
         report = render_score_html(result.summary).encode("utf-8")
         # The look is appended (and fsynced) before the folder is published.
         published = publish_score(
@@ -130,7 +117,7 @@ def rescore_command(
             target,
             force=force,
             extra_files={"report.html": report},
-            purpose=rescore_purpose(inputs.result, purpose),
+            purpose=rescore_purpose(inputs.result, params.purpose),
         )
         ledger_line = rescore_message(ledger, published.summary, inputs.result, published.look)
         output = Output(quiet=quiet)

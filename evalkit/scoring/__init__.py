@@ -2,8 +2,10 @@
 
 Public entry points (also re-exported from :mod:`evalkit`): :func:`score`,
 :class:`ScoreResult`, :class:`ScoreSummary`, :func:`write_score`,
-:func:`read_predictions`, :func:`rescore`. They are imported lazily, so that a parsing worker
-process starts without loading what it does not use.
+:func:`read_predictions`, :func:`rescore`; from here also the options objects
+of ``score`` and ``rescore``, :class:`ScoreParams` and :class:`RescoreParams`. They are
+imported lazily, so that a parsing worker process starts without loading what it does not
+use.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from evalkit._lazy import lazy_exports
 
 _EXPORTS = {
+    "RescoreParams": "evalkit.scoring.options",
+    "ScoreParams": "evalkit.scoring.options",
     "ScoreResult": "evalkit.scoring.result",
     "ScoreSummary": "evalkit.scoring.summary",
     "read_predictions": "evalkit.scoring.predictions",

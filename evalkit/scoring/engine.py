@@ -24,13 +24,15 @@ from evalkit.contract.model import Contract
 from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
 from evalkit.documents import require_regular_file
-from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, UsageError
+from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, ParameterError
 from evalkit.io import sha256_input
+from evalkit.options import takes
 from evalkit.provenance.gold_content import content_sha256
 from evalkit.provenance.models import AdapterCard
 from evalkit.scoring import aggregate
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.gold import all_unique, check_gold_columns, gold_input, read_gold
+from evalkit.scoring.options import OnDuplicate, ScoreParams
 from evalkit.scoring.prediction_frame import read_prediction_input
 from evalkit.scoring.predictions import predictions_sha256
 from evalkit.scoring.processes import estimated_rows, resolve_workers
@@ -51,7 +53,6 @@ if TYPE_CHECKING:
 
     from evalkit.table_input import TableLike
 
-OnDuplicate = Literal["error", "first", "last"]
 GOLD_PREFIX = "gold:"
 
 
@@ -215,13 +216,9 @@ def compute_score(
     contract: Contract | str | os.PathLike[str],
     gold: TableLike,
     predictions: TableLike,
+    given: ScoreParams,
+    /,
     *,
-    name: str | None = None,
-    pred_format: str = "auto",
-    id_col: str | None = None,
-    output_col: str | None = None,
-    on_duplicate: OnDuplicate = "error",
-    workers: int | None = None,
     card: AdapterCard | Mapping[str, Any] | None = None,
     base: BaseModelInfo | None = None,
     ledger: str | os.PathLike[str] | None = None,
@@ -230,9 +227,11 @@ def compute_score(
 
     ``evalkit score`` and ``evalkit rescore`` append the look themselves when
     they publish the folder (:func:`~evalkit.scoring.write.publish_score`).
+    ``given``'s values are used as they are: the tables are read (any
+    ``hf_split`` chosen), the card and base made, the ledger chosen.
     """
-    if on_duplicate not in ("error", "first", "last"):
-        raise UsageError(f"on_duplicate must be error, first or last, not {on_duplicate!r}")
+    on_duplicate, workers = given.on_duplicate, given.workers
+    id_col, output_col = given.id_col, given.output_col
     contract_path = None if isinstance(contract, Contract) else Path(contract)
     loaded = contract if isinstance(contract, Contract) else load_contract(contract)
     label = str(contract_path) if contract_path else f"contract {loaded.name}"
@@ -246,7 +245,7 @@ def compute_score(
             gold_hash = hashing.submit(sha256_input, gold_path)
         table, pred_frame_sha256 = read_prediction_input(
             predictions,
-            pred_format=pred_format,
+            pred_format=given.pred_format,
             default_id=loaded.id_column,
             id_col=id_col,
             output_col=output_col,
@@ -288,7 +287,7 @@ def compute_score(
         slices = aggregate.slice_stats(examples, loaded)
         summary = ScoreSummary(
             evalkit_version=__version__,
-            name=name or _default_name(pred_path),
+            name=given.name or _default_name(pred_path),
             contract=ContractInfo(
                 name=loaded.name,
                 version=loaded.version,
@@ -330,62 +329,66 @@ def compute_score(
     return ScoreResult(summary=summary, examples=examples)
 
 
+@takes(ScoreParams)
 def score(
     contract: Contract | str | os.PathLike[str],
     gold: TableLike,
     predictions: TableLike,
+    params: ScoreParams | None = None,
+    /,
     *,
-    name: str | None = None,
-    pred_format: str = "auto",
-    id_col: str | None = None,
-    output_col: str | None = None,
-    on_duplicate: OnDuplicate = "error",
-    workers: int | None = None,
-    card: AdapterCard | Mapping[str, Any] | None = None,
     base: BaseModelInfo | None = None,
-    ledger: str | os.PathLike[str] | Literal[False] | None = None,
-    purpose: str | None = None,
+    **values: Any,
 ) -> ScoreResult:
     """Score predictions against gold under a contract; the look is in the ledger first.
 
     ``contract`` is a loaded :class:`Contract` or a contract file. ``gold``
-    and ``predictions`` are files (predictions also a folder or a pipe) or
-    polars, pandas or pyarrow frames (predictions: an id and an output
-    column). File predictions are read per ``pred_format`` (``auto``
+    and ``predictions`` are files (predictions also a folder or a pipe; a
+    Hugging Face DatasetDict folder read at ``hf_split``) or polars, pandas
+    or pyarrow frames (predictions: an id and an output column). The options
+    are a :class:`~evalkit.scoring.options.ScoreParams`, or keywords that
+    make one. File predictions are read per ``pred_format`` (``auto``
     recognises them); ``id_col`` and ``output_col`` name the id (a dotted
     path for nested records) and the raw text. Duplicate prediction ids are
     an error unless ``on_duplicate`` is ``first`` or ``last``; predictions
     for ids not in gold are counted and ignored. ``workers`` sets the
-    parsing processes (default: all cores for large inputs). ``card`` (an
-    :class:`~evalkit.AdapterCard` or its JSON data) and ``base`` record where
-    the predictions came from.
+    parsing processes (default: all cores for large inputs). ``card`` (a
+    ``card.json``, an :class:`~evalkit.AdapterCard` or its JSON data),
+    ``adapter`` (a folder whose card is made), ``base_model`` and
+    ``base_revision`` (a prompt-only run), or ``base`` (a
+    ``BaseModelInfo``) record where the predictions came from.
 
     This is a look at the test set, recorded as ``evalkit score`` records it:
     before the result is returned, a line (with ``purpose``) is appended to
     ``ledger``, by default ``evalkit-ledger.jsonl`` beside a gold file (a
-    gold frame has no ledger unless one is named; ``ledger=False`` records
-    nothing). :meth:`ScoreResult.write` then appends nothing more.
-    Bad input raises an :class:`~evalkit.errors.EvalkitError`.
+    gold frame has no ledger unless one is named; ``no_ledger=True``, or
+    ``ledger=False``, records nothing). :meth:`ScoreResult.write` then
+    appends nothing more. Bad input raises an
+    :class:`~evalkit.errors.EvalkitError`.
     """
+    if values.get("ledger") is False:  # the spelling of no_ledger before it was one
+        values = {**values, "ledger": None, "no_ledger": True}
+    given = ScoreParams.build(params, values)
     from evalkit.scoring.looks import chosen_ledger
+    from evalkit.scoring.sources import score_base, score_card, score_tables
     from evalkit.scoring.write import record_look
 
-    chosen = chosen_ledger(gold, ledger)
+    if base is not None and given.base_model is not None:
+        raise ParameterError(
+            "base", "and {base_model} are both given: give one, not both", refs=["base_model"]
+        )
+    gold, predictions = score_tables(gold, predictions, given.hf_split)
+    chosen = chosen_ledger(gold, False if given.no_ledger else given.ledger)
     result = compute_score(
         contract,
         gold,
         predictions,
-        name=name,
-        pred_format=pred_format,
-        id_col=id_col,
-        output_col=output_col,
-        on_duplicate=on_duplicate,
-        workers=workers,
-        card=card,
-        base=base,
+        given,
+        card=score_card(given),
+        base=base if base is not None else score_base(given),
         ledger=chosen,
     )
     if chosen is None:
         return result
-    summary, look = record_look(result.summary, result.examples, purpose=purpose)
+    summary, look = record_look(result.summary, result.examples, purpose=given.purpose)
     return ScoreResult(summary=summary, examples=result.examples, look=look)

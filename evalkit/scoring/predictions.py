@@ -23,12 +23,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from evalkit import jsonl
 from evalkit.errors import MalformedFile, ParameterError, UnknownColumn, UnreadableFile, UsageError
 from evalkit.io import sha256_file, sha256_input
 from evalkit.scoring.harness import json_array, read_lm_eval, read_openai_batch
+from evalkit.scoring.options import PredFormat
 from evalkit.scoring.prediction_source import (
     PredictionBytes,
     check_source,
@@ -44,9 +45,7 @@ from evalkit.scoring.records import clean_text, dig, iter_json_lines, records_fr
 if TYPE_CHECKING:
     import polars as pl
 
-PRED_FORMATS: tuple[str, ...] = (
-    "auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-eval", "hf",
-)  # fmt: skip
+PRED_FORMATS: tuple[str, ...] = get_args(PredFormat)
 DEFAULT_OUTPUT_COLUMN = "output"
 
 

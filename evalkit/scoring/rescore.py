@@ -25,6 +25,8 @@ from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult, load_result
 from evalkit.contract.model import Contract
 from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
+from evalkit.options import takes
+from evalkit.scoring.options import RescoreParams, ScoreParams
 from evalkit.scoring.result import ScoreResult
 from evalkit.scoring.summary import BaseModelInfo, RescoredFrom, ScoreSummary
 
@@ -120,17 +122,20 @@ def compute_rescore(
     old = inputs.result
     summary = old.summary
     recorded = summary.predictions
+    given = ScoreParams(
+        name=summary.name,
+        pred_format=recorded.format or "auto",  # type: ignore[arg-type]
+        id_col=recorded.id_col,
+        output_col=recorded.output_col,
+        on_duplicate=_on_duplicate(recorded.on_duplicate),
+        workers=workers,
+    )
     try:
         scored = compute_score(
             contract,
             inputs.gold,
             inputs.predictions,
-            name=summary.name,
-            pred_format=recorded.format or "auto",
-            id_col=recorded.id_col,
-            output_col=recorded.output_col,
-            on_duplicate=_on_duplicate(recorded.on_duplicate),
-            workers=workers,
+            given,
             card=summary.card,
             base=_base(summary),
             ledger=ledger,
@@ -158,13 +163,13 @@ def compute_rescore(
     )
 
 
+@takes(RescoreParams)
 def rescore(
     result: str | os.PathLike[str] | ScoredResult | RecordedInputs,
     contract: Contract | str | os.PathLike[str],
-    *,
-    workers: int | None = None,
-    ledger: str | os.PathLike[str] | Literal[False] | None = None,
-    purpose: str | None = None,
+    params: RescoreParams | None = None,
+    /,
+    **values: Any,
 ) -> ScoreResult:
     """Score the predictions a result recorded again, under ``contract``; the look is recorded.
 
@@ -172,28 +177,34 @@ def rescore(
     duplicate rule), against the recorded gold file, with the recorded card
     or base and name; the result is what :func:`evalkit.score` returns for
     those inputs, with ``rescored_from`` naming the contract and folder it
-    replaces.
+    replaces. The options are a
+    :class:`~evalkit.scoring.options.RescoreParams`, or keywords that make one.
 
     A re-score is a look at the test set, recorded as ``evalkit rescore``
     records it: before the result is returned, a line (with ``purpose``,
     by default ``rescore of FOLDER (NAME vN)``) is appended to the ledger
-    the result recorded (``ledger`` names another; ``False`` records
-    nothing; a result scored without a ledger is re-scored without one).
-    Under the same rules it is no new look; under changed rules, after the
-    test was seen, it burns the test (docs/provenance.md).
-    :meth:`ScoreResult.write` then appends nothing more. Bad input raises an
-    :class:`~evalkit.errors.EvalkitError` that names the result folder.
+    the result recorded (``ledger`` names another; ``no_ledger=True``, or
+    ``ledger=False``, records nothing; a result scored without a ledger is
+    re-scored without one). Under the same rules it is no new look; under
+    changed rules, after the test was seen, it burns the test
+    (docs/provenance.md). :meth:`ScoreResult.write` then appends nothing
+    more. Bad input raises an :class:`~evalkit.errors.EvalkitError` that
+    names the result folder.
     """
+    if values.get("ledger") is False:  # the spelling of no_ledger before it was one
+        values = {**values, "ledger": None, "no_ledger": True}
+    given = RescoreParams.build(params, values)
     from evalkit.scoring.looks import rescore_ledger
     from evalkit.scoring.write import record_look
 
     inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
+    ledger: Path | Literal[False] | None = False if given.no_ledger else given.ledger
     chosen = rescore_ledger(inputs.result.summary.ledger, inputs.ledger, inputs.gold, ledger)
-    scored = compute_rescore(inputs, contract, workers=workers, ledger=chosen)
+    scored = compute_rescore(inputs, contract, workers=given.workers, ledger=chosen)
     if chosen is None:
         return scored
     summary, look = record_look(
-        scored.summary, scored.examples, purpose=rescore_purpose(inputs.result, purpose)
+        scored.summary, scored.examples, purpose=rescore_purpose(inputs.result, given.purpose)
     )
     return ScoreResult(summary=summary, examples=scored.examples, look=look)
 
