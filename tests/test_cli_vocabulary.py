@@ -20,7 +20,7 @@ from conftest import assert_one_line_error
 from evalkit import params
 from evalkit.cli import cli
 from evalkit.cli._params import _Library
-from evalkit.cli._vocabulary import QUIET_HELP, Checked, Command, flag_of
+from evalkit.cli._vocabulary import QUIET_HELP, Command, flag_of
 from evalkit.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,8 +138,6 @@ def test_quiet_has_one_spelling_and_one_meaning(path: str, command: click.Comman
 
 def _check_of(option: click.Option) -> object:
     """The library check an option's type runs: a shared option's, or an options field's."""
-    if isinstance(option.type, Checked):
-        return option.type.check
     if isinstance(option.type, _Library):
         return option.type.spec.check
     return None

@@ -246,17 +246,24 @@ def test_a_worker_error_comes_back_with_its_refs() -> None:
 
 
 def test_a_checked_option_names_the_other_parameters_as_flags() -> None:
+    import dataclasses
+
     from click.testing import CliRunner
 
-    from evalkit.cli._vocabulary import Checked
+    from evalkit.cli._params import params_options
+    from evalkit.options import Params, option
 
-    def check(value: int) -> int:
-        raise ParameterError("window", "needs {runs} first", refs=["runs"])
+    def check(value: int, parameter: str) -> int:
+        raise ParameterError(parameter, "needs {runs} first", refs=["runs"])
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Campaign(Params):
+        window: int | None = option(None, check=check, help="The window.")
+        runs: int | None = option(None, help="The runs.")
 
     @click.command("c", cls=Command)
-    @click.option("--window", type=Checked(click.INT, check))
-    @click.option("--runs", "runs", type=int)
-    def command(window: int, runs: int) -> None:
+    @params_options(Campaign)
+    def command(params: Campaign) -> None:
         pass
 
     result = CliRunner().invoke(command, ["--window", "3"])

@@ -25,8 +25,7 @@ from typing import Any, TypeVar
 
 import click
 
-from evalkit import params
-from evalkit.errors import NO_VALUE, EvalkitError, Naming, ParameterError, python_name
+from evalkit.errors import NO_VALUE, EvalkitError, Naming, python_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -177,26 +176,6 @@ def _long(opts: list[str]) -> str:
     return (longs or opts)[0]
 
 
-class Checked(click.ParamType):
-    """A click type that runs a library check (:mod:`evalkit.params`) on the value.
-
-    The check is the library's own, so a command refuses a value with the
-    words the library uses, naming the flag, before anything is read.
-    """
-
-    def __init__(self, base: click.ParamType, check: Callable[[Any], Any]) -> None:
-        self.base = base
-        self.check = check
-        self.name = base.name
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        value = self.base.convert(value, param, ctx)
-        try:
-            return self.check(value)
-        except ParameterError as error:
-            self.fail(error.problem_named(line_naming(ctx)), param, ctx)
-
-
 def _takes_value(command: click.Command, ctx: click.Context) -> set[str]:
     """The option spellings of ``command`` that consume the next word as their value."""
     names: set[str] = set()
@@ -251,30 +230,6 @@ def json_option(help: str) -> Callable[[F], F]:
         type=click.Path(dir_okay=False, path_type=Path, allow_dash=True),
         metavar="FILE",
         help=f"{help} (- for stdout).",
-    )
-
-
-def near_dup_option(help: str, *, default: float | None = None) -> Callable[[F], F]:
-    """``--near-dup T``, a Jaccard threshold in (0, 1], checked as the library checks it."""
-    return click.option(
-        "--near-dup",
-        type=Checked(click.FLOAT, params.near_dup),
-        default=default,
-        show_default=default is not None,
-        metavar="T",
-        help=help,
-    )
-
-
-def seed_option(help: str, *, default: int | None = 0) -> Callable[[F], F]:
-    """``--seed N``, a whole number >= 0 on every command."""
-    return click.option(
-        "--seed",
-        type=Checked(click.INT, params.seed),
-        default=default,
-        show_default=default is not None,
-        metavar="N",
-        help=help,
     )
 
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from evalkit.cli._params import params_options
-from evalkit.cli._table_options import one_table
 from evalkit.cli._vocabulary import Command, Output, quiet_option
 from evalkit.splitting.options import SplitParams
 
@@ -77,12 +76,13 @@ def split_command(
         --sizes 840,180,180 --seed 7
     """
     from evalkit.command_files import CommandFiles
+    from evalkit.containers import resolve_hf_split
     from evalkit.io import hash_early
 
     freeze = params.freeze
     files = CommandFiles(force=force).reads(input_file, freeze, params.tokenizer)
     files.writes(out, option="--out", marker="manifest.json").check()
-    table = one_table(input_file, params.hf_split)
+    table = resolve_hf_split(input_file, params.hf_split)
     hash_early([table, *([freeze] if freeze is not None else [])])  # beside the imports
 
     from evalkit.cli import heavy_imports
