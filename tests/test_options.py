@@ -152,3 +152,39 @@ def test_every_plan_option_is_a_field_of_its_options_objects() -> None:
     }
     names = {param.name for param in plan_command.params}
     assert names - fields == {"config", "json_path", "force", "quiet"}
+
+
+# What a command may declare by hand: its inputs, its outputs and how it prints.
+INPUTS_AND_OUTPUTS = {
+    # inputs: files and folders the command reads
+    "config", "base", "data", "contract_path", "gold_path", "predictions", "tokenizer",
+    # outputs and printing
+    "json_path", "html_path", "junit", "markdown", "html", "out", "out_dir", "fmt", "format",
+    "force", "quiet",
+}  # fmt: skip
+
+
+def test_every_command_option_comes_from_an_options_object() -> None:
+    """A library option declared only in click would be a second definition: every option of
+    every command is a field of an options object, but for inputs, outputs and printing."""
+    from evalkit.cli import cli
+    from evalkit.cli._params import FieldOption
+
+    ctx = click.Context(cli)
+    by_hand: dict[str, list[str]] = {}
+
+    def walk(command: click.Command, path: str) -> None:
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                assert sub is not None
+                walk(sub, f"{path} {name}".strip())
+            return
+        for param in command.params:
+            if not isinstance(param, click.Option) or isinstance(param, FieldOption):
+                continue
+            if param.name not in {*INPUTS_AND_OUTPUTS, "help"}:
+                by_hand.setdefault(path, []).append(str(param.name))
+
+    walk(cli, "")
+    assert by_hand == {}

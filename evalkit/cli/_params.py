@@ -34,6 +34,10 @@ _BASE_TYPES: dict[Any, click.ParamType] = {
 }
 
 
+class FieldOption(click.Option):
+    """A click option made from a field of an options object (never declared by hand)."""
+
+
 class _Library(click.ParamType):
     """A click type that runs the library's own conversion or check on the value.
 
@@ -113,7 +117,7 @@ def click_option(field: dataclasses.Field[Any], kind: FieldType) -> Callable[[F]
             attrs["multiple"] = True
     if spec.required:
         attrs["required"] = True
-    return click.option(*_declarations(field.name, spec), **attrs)
+    return click.option(*_declarations(field.name, spec), cls=FieldOption, **attrs)
 
 
 def cli_fields(cls: type[Params]) -> list[dataclasses.Field[Any]]:
