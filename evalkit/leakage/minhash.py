@@ -24,9 +24,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evalkit.leakage.shingles import Shingles, splitmix64
+from evalkit.persisted import Persisted
 
 DEFAULT_NUM_PERM = 128
 DEFAULT_SHINGLE_SIZE = 3
@@ -34,10 +35,8 @@ MAX_FALSE_NEGATIVE_RATE = 1e-3
 _CHUNK_SHINGLES = 1 << 22  # shingles per chunk: ~32 MB of uint64 per working buffer
 
 
-class LshParameters(BaseModel):
+class LshParameters(Persisted):
     """How near duplicates are searched: shingling, MinHash and LSH banding."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     threshold: float = Field(
         description="Jaccard similarity at or above which two texts are near duplicates."
