@@ -59,6 +59,19 @@ _EXPORTS: dict[str, str] = {
     "check_tokens": "evalkit.tokens.api",
     "TokensResult": "evalkit.tokens.api",
     "TokensReport": "evalkit.tokens.models",
+    # each command's options object (the one its command line is built from)
+    "PlanParams": "evalkit.plan.options",
+    "TimeRequest": "evalkit.plan.options",
+    "TokensParams": "evalkit.tokens.options",
+    "PromptsParams": "evalkit.chat.prompt_options",
+    "ScoreParams": "evalkit.scoring.options",
+    "RescoreParams": "evalkit.scoring.options",
+    "CompareParams": "evalkit.comparison.options",
+    "GateParams": "evalkit.comparison.options",
+    "SmokeParams": "evalkit.model.options",
+    "GenerateParams": "evalkit.model.options",
+    "ReloadCheckParams": "evalkit.model.options",
+    "CardParams": "evalkit.provenance.card_options",
 }
 
 # Subpackages that are also their command's function (the package is callable).
