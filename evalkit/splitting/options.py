@@ -130,8 +130,7 @@ class SplitParams(Params):
         check=_text,
         help="Text or conversation column (messages, ShareGPT; nested or as JSON text): length "
         "statistics per split, and what --near-dup compares. Twice for prompt-completion "
-        "(--text prompt --text completion), three times for Alpaca (--text instruction "
-        "--text input --text output).",
+        "(--text prompt --text completion).",
     )
     roles: str | tuple[str, ...] | None = option(
         None,
