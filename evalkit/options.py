@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, Self, TypeVar, get_args, get_origin
 
 from evalkit.errors import ParameterError
@@ -153,7 +155,8 @@ class Params:
 
     Each field's value is checked with its :class:`OptionSpec`'s ``check``
     and, for a ``Literal`` type, against its choices; a list given for a
-    ``tuple[X, ...]`` field is kept as a tuple. ``None`` is left unchecked: it
+    ``tuple[X, ...]`` field is kept as a tuple (a single string as a tuple of
+    one), and a path given as text as a :class:`~pathlib.Path`. ``None`` is left unchecked: it
     means "the default", resolved where the command knows enough (a model's
     config, a table's columns).
     """
@@ -165,8 +168,12 @@ class Params:
             if value is None:
                 continue
             kind = kinds[field.name]
-            if kind.many and isinstance(value, list):
+            if kind.many and isinstance(value, str):
+                value = (value,)  # one name where several may be given: a list of one
+            elif kind.many and isinstance(value, list):
                 value = tuple(value)
+            if kind.base is Path and isinstance(value, str | os.PathLike):
+                value = Path(value)  # the library takes a path as text too
             if kind.choices is not None:
                 for item in value if kind.many else (value,):
                     _choose(item, kind.choices, field.name)

@@ -45,6 +45,7 @@ class ToyParams(Params):
     force: bool = option(False, help="Overwrite.")
     batch: int = option(1, flag="--batch-size", metavar="N", help="Per step.")
     hidden_knob: int = option(3, cli=False, help="Python only.")
+    report: Path | None = option(None, metavar="FILE", help="A file to read.")
 
 
 @click.command("toy", cls=Command)
@@ -119,6 +120,8 @@ def test_the_library_takes_the_object_or_keywords_and_shows_its_parameters() -> 
     assert library_toy("d", given) is given
     assert library_toy("d", given, batch=2) == ToyParams(mode="fast", batch=2)
     assert library_toy("d", gpu=["a"]).gpu == ("a",)  # a list is kept as a tuple
+    assert library_toy("d", gpu="a").gpu == ("a",)  # and one name is a tuple of one
+    assert library_toy("d", report="r.json").report == Path("r.json")  # a path as text
     with pytest.raises(TypeError, match="unexpected keyword argument 'seqlen'"):
         library_toy("d", seqlen=4)
     signature = inspect.signature(library_toy)

@@ -94,12 +94,6 @@ class AuditParams(Params):
     ray_address: str | None = ray_address_field()
 
     def __post_init__(self) -> None:
-        for name in ("text_column", "group"):  # one column, as a str, is a list of one
-            value = getattr(self, name)
-            if isinstance(value, str):
-                object.__setattr__(self, name, (value,))
-            elif isinstance(value, list):
-                object.__setattr__(self, name, tuple(value))
         if isinstance(self.roles, list):
             object.__setattr__(self, "roles", tuple(self.roles))
         super().__post_init__()

@@ -36,14 +36,6 @@ SmokeMethod = Literal["lora", "full"]
 _TOKENS = functools.partial(params.positive, unit="tokens")
 
 
-def _as_paths(obj: Params, *names: str) -> None:
-    """Keep a path given as text as a :class:`~pathlib.Path` (the library takes both)."""
-    for name in names:
-        value = getattr(obj, name)
-        if isinstance(value, str):
-            object.__setattr__(obj, name, Path(value))
-
-
 def max_new_tokens_field(default: int, help: str) -> Any:
     """``max_new_tokens``: how many tokens a greedy pass may add (``--max-new-tokens N``)."""
     return option(default, metavar="N", check=_TOKENS, help=help)
@@ -84,10 +76,6 @@ class GenerateParams(ModelParams):
         help="Prompts decoded together (left-padded).",
     )
 
-    def __post_init__(self) -> None:
-        _as_paths(self, "adapter", "tokenizer")
-        super().__post_init__()
-
 
 def _control_examples(value: Any, parameter: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -113,10 +101,6 @@ class ReloadCheckParams(Params):
     )
     device: DeviceChoice | None = option(None, help="Where to reload (default: the run's device).")
     dtype: DtypeChoice | None = option(None, help="dtype to load in (default: the run's).")
-
-    def __post_init__(self) -> None:
-        _as_paths(self, "merged")
-        super().__post_init__()
 
 
 def _learning_rate(value: Any, parameter: str) -> float:
@@ -187,10 +171,6 @@ class SmokeParams(ModelParams):
     )
     tokenizer: Path | None = option(None, help="Tokenizer folder (default: --base).")
     seed: int = seed_field("Seeds the rows' order and the adapter's initialisation.")
-
-    def __post_init__(self) -> None:
-        _as_paths(self, "tokenizer")
-        super().__post_init__()
 
     def plan_params(self) -> PlanParams:
         """The plan's options for this run, as given (checked again by the plan with the model)."""

@@ -195,13 +195,6 @@ class TimeRequest(Params):
         help="Campaign: rental price per hour (the cost of the hours and of the window).",
     )
 
-    def __post_init__(self) -> None:
-        for name in ("tokens_report", "measured"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                object.__setattr__(self, name, Path(value))
-        super().__post_init__()
-
 
 @dataclass(frozen=True)
 class Options:

@@ -30,10 +30,3 @@ class CardParams(Params):
         help="JSON or YAML of training settings (learning rate, steps, batch size, seed, data "
         "sha256, …); training_args.json and trainer_state.json in the folder are read anyway.",
     )
-
-    def __post_init__(self) -> None:
-        for name in ("base", "training"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, Path):
-                object.__setattr__(self, name, Path(value))
-        super().__post_init__()

@@ -12,10 +12,9 @@ and evalkit's own light modules are imported here.
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from evalkit import params
 from evalkit.errors import ParameterError
@@ -24,11 +23,6 @@ from evalkit.vocabulary import hf_split_field, id_field
 
 PredFormat = Literal["auto", "jsonl", "json", "csv", "parquet", "openai-batch", "lm-eval", "hf"]
 OnDuplicate = Literal["error", "first", "last"]
-
-
-def _path(value: Any, parameter: str) -> Any:
-    """A path given as text or ``os.PathLike`` is kept as a ``Path`` (anything else as given)."""
-    return Path(value) if isinstance(value, str | os.PathLike) else value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +44,6 @@ class LookParams(Params):
         None,
         metavar="FILE",
         path_file=True,
-        check=_path,
         help="Test-set ledger to record the look in (gate counts one elsewhere only when the "
         "gold file has none beside it).",
         default_help="the gold file's, evalkit-ledger.jsonl beside it (rescore: the one each "
@@ -102,13 +95,11 @@ class ScoreParams(LookParams):
     card: Path | None = option(
         None,
         path_file=True,
-        check=_path,
         help="card.json of the adapter that produced the predictions (from evalkit card).",
     )
     adapter: Path | None = option(
         None,
         metavar="DIRECTORY",
-        check=_path,
         help="The adapter folder itself: its card is made and recorded (instead of --card).",
     )
     base_model: str | None = option(

@@ -169,17 +169,7 @@ class SplitParams(Params):
     ray_address: str | None = ray_address_field()
 
     def __post_init__(self) -> None:
-        for name in ("group", "text"):  # one column, as a str, is a list of one
-            value = getattr(self, name)
-            if isinstance(value, str):
-                object.__setattr__(self, name, (value,))
-            elif isinstance(value, list):
-                object.__setattr__(self, name, tuple(value))
         if isinstance(self.roles, list):
             object.__setattr__(self, "roles", tuple(self.roles))
-        for name in ("freeze", "tokenizer"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                object.__setattr__(self, name, Path(value))
         super().__post_init__()
         check_engine(self.engine, self.ray_address)
