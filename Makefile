@@ -8,15 +8,34 @@ STAMP := $(VENV)/.installed-stamp
 # build that lies on disk, while the extras' range (torch>=2.1) alone would
 # download a CUDA build of several GB. With it installed, the range adds nothing.
 TORCH ?= torch==2.13.0
+# The development environment's pinned versions, used as pip constraints, so that a
+# fresh machine next month installs what passed today. `make lock` refreshes it.
+# `make test VENV=.venv-newest LOCK=` tests today's newest releases instead.
+LOCK ?= requirements/dev.lock
+CONSTRAINTS := $(if $(LOCK),-c $(LOCK),)
+EXTRAS := dev,tokenize,hf,ray
 
-.PHONY: install demo test lint typecheck unit unit-fast browser tokenizers screenshots bench schema clean
+.PHONY: install lock demo test lint typecheck unit unit-fast browser tokenizers screenshots bench schema clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet '$(TORCH)'
-	$(BIN)/python -m pip install --quiet -e '.[dev,tokenize,hf,ray]'
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) '$(TORCH)'
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e '.[$(EXTRAS)]'
 	touch $(STAMP)
+
+# Re-resolve the development environment from the newest releases into a scratch venv
+# and write its versions to the lock file (torch stays the pinned CPU build).
+lock:
+	rm -rf .venv-lock
+	$(PYTHON) -m venv .venv-lock
+	.venv-lock/bin/python -m pip install --quiet --upgrade pip
+	.venv-lock/bin/python -m pip install --quiet '$(TORCH)'
+	.venv-lock/bin/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	{ sed -n '1,/^[^#]/{/^#/p}' requirements/dev.lock; \
+	  .venv-lock/bin/python -m pip freeze --exclude-editable | sed 's/+cpu$$//'; } > requirements/dev.lock.new
+	mv requirements/dev.lock.new requirements/dev.lock
+	rm -rf .venv-lock
 
 install: $(STAMP)
 
@@ -78,4 +97,4 @@ bench: $(STAMP)
 	for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
+	rm -rf $(VENV) .venv-lock .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
