@@ -302,11 +302,15 @@ def test_parquet_conversations_name_the_row(run_cli, tmp_path: Path) -> None:
     assert not out.exists()
 
 
-def test_audit_reads_jsonl_the_same_way_on_either_path(tmp_path: Path) -> None:
+def test_audit_reads_jsonl_the_same_way_on_either_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """pyarrow reads a JSONL split (exact types) unless it refuses; the report is the same."""
+    import evalkit.io._json_rules
     from evalkit import audit
-    from evalkit.chat.sources import read_jsonl_exact
     from evalkit.io import read_table
+
+    monkeypatch.setattr(evalkit.io._json_rules, "REFERENCE_BYTES", 0)
 
     def rows(offset: int, day: bool) -> list[dict[str, Any]]:
         return [
@@ -321,8 +325,8 @@ def test_audit_reads_jsonl_the_same_way_on_either_path(tmp_path: Path) -> None:
 
     train = write_jsonl(tmp_path / "train.jsonl", rows(0, day=False))
     test = write_jsonl(tmp_path / "test.jsonl", rows(100, day=True))
-    assert read_jsonl_exact(train) is not None  # pyarrow path
-    assert read_jsonl_exact(test) is None  # ISO dates: pyarrow would make timestamps of them
+    assert read_table(train).arrow_typed  # pyarrow path
+    assert not read_table(test).arrow_typed  # ISO dates: pyarrow would make timestamps of them
     options = {"id_column": "id", "text_column": "messages", "group": ["g", "flag"]}
     from_files = audit([train, test], **options)
     from_frames = audit({"train": read_table(train), "test": read_table(test)}, **options)
@@ -377,11 +381,14 @@ def test_audit_names_a_null_message_that_polars_cannot_take_from_arrow(
     # pyarrow reads these lists, but polars.from_arrow fails on them when they come
     # first ("offsets must not exceed the values length"): the audit must fall back to
     # polars' own reader and name the message.
-    from evalkit.chat.sources import read_jsonl_exact
+    import evalkit.io._json_rules
+    from evalkit.io import read_table
 
     rows = [{"id": name, "g": "g", "messages": messages} for name in ("b", "d")]
     test = write_jsonl(tmp_path / "test.jsonl", rows)
-    assert read_jsonl_exact(test) is None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(evalkit.io._json_rules, "REFERENCE_BYTES", 0)
+        assert not read_table(test).arrow_typed
     train = write_jsonl(tmp_path / "train.jsonl", [GOOD_ROW | {"id": "c"}])
     result = run_cli("audit", train, test, "--id", "id", "--text", "messages")
     assert_one_line_error(result, f"{test}:1", "message 0", reason)

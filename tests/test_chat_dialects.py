@@ -81,8 +81,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def chat_of(path: Path, *columns: str, **options: Any):
-    frame = read_table(path)
-    return read_chat(frame, list(columns), source=str(path), path=path, **options)
+    return read_chat(read_table(path), list(columns), **options)
 
 
 def test_openai_fine_tuning_file_with_tools_and_weights(tmp_path: Path) -> None:

@@ -132,7 +132,7 @@ def test_split_lengths_render_tool_calls_and_tools(folder: Path, tmp_path: Path)
     tokenizer = load_tokenizer(folder)
     from evalkit.io import read_table
 
-    chat = read_chat(read_table(path), "messages", source=str(path), path=path)
+    chat = read_chat(read_table(path), "messages")
     counts = token_lengths(chat, tokenizer).to_list()
     assert counts == expected_counts(tokenizer, data)
     assert counts != expected_counts(tokenizer, data, tools=False)

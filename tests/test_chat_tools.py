@@ -30,8 +30,7 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def chat_of(path: Path, *columns: str, **options: Any):
-    frame = read_table(path)
-    return read_chat(frame, list(columns) or ["messages"], source=str(path), path=path, **options)
+    return read_chat(read_table(path), list(columns) or ["messages"], **options)
 
 
 def call(identifier: str | None, name: str, arguments: Any) -> dict[str, Any]:
@@ -186,7 +185,7 @@ def test_malformed_tool_messages_name_file_line_and_message(
         assert fragment in text, (fragment, text)
     # the same row and words from Parquet (the vectorised path where the types allow)
     parquet = tmp_path / "c.parquet"
-    read_table(path).write_parquet(parquet)
+    read_table(path).frame.write_parquet(parquet)
     with pytest.raises(InvalidConversation, match=r"c\.parquet, row 2: column 'messages', "):
         read_chat(read_table(parquet), "messages", source=str(parquet))
 

@@ -88,7 +88,7 @@ def test_jsonl_split_files_hold_the_input_lines_byte_for_byte(tmp_path: Path, ru
         ids = sorted(assignments.filter(pl.col("split") == name)["id"].to_list())
         assert written == [by_id[i] for i in ids]
     # and the frame's own writer would not have kept them: the test can fail
-    frame_lines = read_table(data).write_ndjson().encode().split(b"\n")
+    frame_lines = read_table(data).frame.write_ndjson().encode().split(b"\n")
     assert sum(line not in lines for line in frame_lines if line) == 20
 
 
@@ -110,15 +110,16 @@ def test_parquet_split_files_add_no_keys(tmp_path: Path, run_cli) -> None:
             tools = json.loads(row["tools"]) if row["tools"] is not None else None
             assert tools == original.get("tools")
     # Read back, the Parquet split gives the template what the JSONL input gives it.
-    jsonl = read_chat(read_table(data), "messages", source="in", path=data)
+    jsonl = read_chat(read_table(data), "messages")
     expected = {r["id"]: c for r, c in zip(records.values(), template_conversations(jsonl),
                                            strict=True)}  # fmt: skip
     for name in ("train", "test"):
         path = out / f"{name}.parquet"
-        frame = read_table(path)
-        chat = read_chat(frame, "messages", source=str(path), path=path)
+        written = read_table(path)
+        chat = read_chat(written, "messages")
         assert chat.json_text
-        for identifier, got in zip(frame["id"], template_conversations(chat), strict=True):
+        for identifier, got in zip(written.frame["id"], template_conversations(chat),
+                                   strict=True):  # fmt: skip
             assert got == expected[identifier]
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.documents import (
+from evalkit.errors import UnreadableFile
+from evalkit.io import (
     MAX_DEPTH,
     DocumentError,
     load_json,
@@ -15,7 +16,6 @@ from evalkit.documents import (
     parse_json,
     parse_yaml,
 )
-from evalkit.errors import UnreadableFile
 
 
 def test_yaml_aliases_within_bounds_are_read() -> None:

@@ -3,7 +3,7 @@
 Each entry is run on a file and on the same rows as frames; the rows and
 figures must be the same, and only the input's provenance differs (``path``
 null, ``source: "frame"``, ``sha256`` the content hash of
-:func:`evalkit.table_input.frame_sha256`).
+:func:`evalkit.io.frame_sha256`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 import evalkit
 from evalkit.errors import InvalidTable, UsageError
-from evalkit.table_input import frame_sha256, read_input
+from evalkit.io import frame_sha256, read_table
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKETS = ROOT / "examples" / "tickets" / "tickets.jsonl"
@@ -61,9 +61,9 @@ def test_split_of_a_frame_gives_the_rows_of_the_file(tickets: pl.DataFrame, kind
 
 def test_the_frame_hash_is_the_same_whatever_the_library(tickets: pl.DataFrame) -> None:
     kinds = _kinds(tickets).items()
-    hashes = {kind: read_input(value, name="data").sha256 for kind, value in kinds}
+    hashes = {kind: read_table(value, name="data").sha256 for kind, value in kinds}
     chunked = pl.concat([tickets.slice(0, 500), tickets.slice(500)], rechunk=False)
-    hashes["chunked"] = read_input(chunked, name="data").sha256
+    hashes["chunked"] = read_table(chunked, name="data").sha256
     assert len(set(hashes.values())) == 1, hashes
     # Content decides it: one value changed, or the columns reordered, changes it.
     changed = tickets.with_columns(pl.col("text").str.replace("^.", "x"))
@@ -87,11 +87,11 @@ def test_the_frame_hash_is_a_hand_checkable_serialisation() -> None:
 def test_pandas_specifics_become_what_a_file_would_give() -> None:
     frame = pd.DataFrame({"id": ["a", "b"], "x": [1.5, float("nan")], "c": ["u", "v"]})
     frame["c"] = frame["c"].astype("category")
-    read = read_input(frame, name="data", ids=["id"]).frame
+    read = read_table(frame, name="data", ids=["id"]).frame
     assert read.schema == pl.Schema({"id": pl.String, "x": pl.Float64, "c": pl.String})
     assert read["x"].to_list() == [1.5, None]  # pandas' missing value is a null
     named = frame.set_index("id")
-    assert read_input(named, name="data").frame.columns == ["id", "x", "c"]
+    assert read_table(named, name="data").frame.columns == ["id", "x", "c"]
 
 
 @pytest.mark.parametrize(
@@ -106,7 +106,7 @@ def test_pandas_specifics_become_what_a_file_would_give() -> None:
 )
 def test_a_bad_frame_is_one_line_naming_it(value: object, error: type, message: str) -> None:
     with pytest.raises(error) as raised:
-        read_input(value, name="data", ids=["id"])  # type: ignore[arg-type]
+        read_table(value, name="data", ids=["id"])  # type: ignore[arg-type]
     assert message in str(raised.value)
     assert "\n" not in str(raised.value)
 
@@ -162,8 +162,8 @@ def test_check_tokens_and_prompts_take_frames(tmp_path: Path) -> None:
 
 
 def test_a_lazy_frame_and_an_arrow_batch_are_frames(tickets: pl.DataFrame) -> None:
-    lazy = read_input(tickets.lazy(), name="data").frame
-    batch = read_input(pa.RecordBatch.from_pandas(tickets.to_pandas()), name="data").frame
+    lazy = read_table(tickets.lazy(), name="data").frame
+    batch = read_table(pa.RecordBatch.from_pandas(tickets.to_pandas()), name="data").frame
     assert lazy.equals(tickets) and batch.equals(tickets)
 
 

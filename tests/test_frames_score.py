@@ -17,9 +17,8 @@ from ticket_gold import gold_rows
 
 import evalkit
 from evalkit.errors import ArtifactChanged, DuplicateIds, UnknownColumn, UsageError
-from evalkit.io import sha256_file
+from evalkit.io import frame_sha256, read_table, sha256_file
 from evalkit.provenance.ledger import LEDGER_NAME
-from evalkit.table_input import frame_sha256, read_input
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT = ROOT / "contracts" / "ticket-triage.yaml"
@@ -78,7 +77,7 @@ def test_frames_score_as_the_files_do(files: dict[str, Path], kind: str) -> None
     recorded = from_frames.summary.model_dump(mode="json")
     assert recorded["gold"]["path"] is None and recorded["gold"]["source"] == "frame"
     # The hash of the frame as evalkit reads it (pandas has no all-null column type).
-    assert recorded["gold"]["sha256"] == read_input(convert(gold), name="gold").sha256
+    assert recorded["gold"]["sha256"] == read_table(convert(gold), name="gold").sha256
     # The test set's identity is its content: the same whether a file or a frame.
     assert recorded["gold"]["content_sha256"] == from_files.summary.gold.content_sha256
     assert recorded["predictions"]["format"] == "frame"

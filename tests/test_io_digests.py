@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from evalkit.errors import UnreadableFile
 from evalkit.io import hash_early, sha256_file
 
 
@@ -42,5 +43,5 @@ def test_a_file_changed_after_the_early_digest_is_hashed_again(tmp_path: Path) -
 
 
 def test_an_unreadable_file_fails_where_the_digest_is_asked_for(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(UnreadableFile, match=r"missing\.jsonl: no such file"):
         sha256_file(tmp_path / "missing.jsonl")

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import evalkit.fast_jsonl as fast_jsonl
-import evalkit.jsonl
+import evalkit.io._json_rules
+import evalkit.io._prefix as fast_jsonl
 from evalkit.errors import MalformedFile
-from evalkit.io import read_table
-from evalkit.tables import _read_ndjson_tolerant
+from evalkit.io import json_lines, read_table
+from evalkit.io._jsonl import _read_tolerant
 
 
 @pytest.fixture(autouse=True, params=["small-file path", "pyarrow path"])
@@ -29,7 +29,7 @@ def reader_path(request, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every test twice: as a small file (polars with the first lines' types, checked by
     the reference reader) and as a large one (pyarrow's parser reads and vouches)."""
     if request.param == "pyarrow path":
-        monkeypatch.setattr(evalkit.jsonl, "REFERENCE_BYTES", 0)
+        monkeypatch.setattr(evalkit.io._json_rules, "REFERENCE_BYTES", 0)
     return request.param
 
 
@@ -44,7 +44,7 @@ def _whole_file(path: Path) -> pl.DataFrame | None:
     try:
         return pl.read_ndjson(path, infer_schema_length=None)
     except pl.exceptions.SchemaError:
-        return _read_ndjson_tolerant(path.read_bytes())
+        return _read_tolerant(json_lines(path.read_bytes(), str(path)))
     except pl.exceptions.PolarsError:
         return None
 
@@ -53,11 +53,11 @@ def _assert_as_whole_file(path: Path, columns: list[str] | None = None) -> None:
     expected = _whole_file(path)
     if expected is None:
         with pytest.raises(MalformedFile):
-            read_table(path, columns=columns)
+            _ = read_table(path, columns=columns).frame
         return
     if columns is not None and all(name in expected.columns for name in columns):
         expected = expected.select(columns)
-    got = read_table(path, columns=columns)
+    got = read_table(path, columns=columns).frame
     # Column order is compared as a set: JSON objects are unordered (RFC 8259), and polars'
     # whole-file inference itself does not keep first appearance ({"b"} then {"a", "b"}
     # gives a, b), while pyarrow's parser does. Names, types and values must agree.
@@ -93,12 +93,12 @@ def test_a_conflict_in_a_key_that_only_shows_late(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", [*PREFIX, {"id": 1, "d": [1]}, {"id": 2, "d": {"p": 1}}])
     _assert_as_whole_file(path)
     _assert_as_whole_file(path, ["id"])
-    assert read_table(path, columns=["id"])["id"].to_list()[-2:] == [1, 2]
+    assert read_table(path, columns=["id"]).frame["id"].to_list()[-2:] == [1, 2]
 
 
 def test_a_late_column_is_read_with_its_values(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", [*PREFIX, {"id": 0, "extra": [1, 2]}])
-    frame = read_table(path)
+    frame = read_table(path).frame
     assert frame["extra"].to_list()[-1] == [1, 2]
     assert frame.columns == ["id", "name", "score", "extra"]
 
@@ -110,27 +110,27 @@ def test_late_values_in_all_null_and_nested_columns(tmp_path: Path) -> None:
     rows.append({"id": 1, "tags": [3], "none": "x", "meta": {"a": 1, "b": "new"}})
     path = _write(tmp_path / "t.jsonl", rows)
     _assert_as_whole_file(path)
-    assert read_table(path)["meta"].to_list()[-1] == {"a": 1, "b": "new"}
-    assert read_table(path, columns=["tags"])["tags"].to_list()[-1] == [3]
+    assert read_table(path).frame["meta"].to_list()[-1] == {"a": 1, "b": "new"}
+    assert read_table(path, columns=["tags"]).frame["tags"].to_list()[-1] == [3]
 
 
 def test_a_bad_last_line_is_named(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", PREFIX, raw_tail='{"id": 3, "name": \n')
     with pytest.raises(MalformedFile, match=rf"t.jsonl:{len(PREFIX) + 1}: not a JSON object"):
-        read_table(path)
+        _ = read_table(path).frame
 
 
 def test_bom_and_blank_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"\xef\xbb\xbf" + b'{"id": 1}\n\n  \n{"id": 2, "t": "x"}\r\n')
-    frame = read_table(path)
+    frame = read_table(path).frame
     assert frame.rows() == [(1, None), (2, "x")]
 
 
 def test_columns_missing_from_the_file_give_every_column(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", [{"a": 1, "b": 2}])
-    assert read_table(path, columns=["a", "nope"]).columns == ["a", "b"]
-    assert read_table(path, columns=["b", "b"]).columns == ["b"]
+    assert read_table(path, columns=["a", "nope"]).frame.columns == ["a", "b"]
+    assert read_table(path, columns=["b", "b"]).frame.columns == ["b"]
 
 
 def test_the_key_pattern_rejects_what_it_cannot_vouch_for() -> None:

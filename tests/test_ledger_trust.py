@@ -164,7 +164,7 @@ def test_a_look_is_recorded_before_its_result_is_published(run_cli, data, monkey
     def killed(*args, **kwargs):  # the process dies while the folder is being renamed
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("evalkit.io._publish", killed)
+    monkeypatch.setattr("evalkit.io._writes._publish", killed)
     result = run_cli("score", "--contract", TRIAGE, "--gold", data / "test.parquet",
                      "--pred", data / "p0.jsonl", "--out", data.parent / "out")  # fmt: skip
     assert result.exit_code == 130

@@ -111,7 +111,10 @@ def test_one_column_as_text_is_a_list_of_one() -> None:
     [
         (lambda: SplitParams(group=("g",), names=("a",)), r"^names must name at least two"),
         (lambda: SplitParams(group=("g",), tolerance=-1), r"^tolerance must be >= 0 items"),
-        (lambda: SplitParams(group=("g",), text=("a", "b", "c")), r"^text must name one column"),
+        (
+            lambda: SplitParams(group=("g",), text=("a", "b", "c", "d")),
+            r"^text must name one column",
+        ),
         (lambda: SplitParams(group=("g",), engine="spark"), r"^engine must be one of local, ray"),
         (lambda: AuditParams(id_column="i", text_column=()), r"^text_column must name one"),
         (lambda: AuditParams(id_column="i", text_column=("t",), opening_words=0), r"^opening_w"),

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import assert_one_line_error
 
-from evalkit.command_files import CommandFiles, check_new_output
 from evalkit.errors import OutputExists, UsageError
+from evalkit.io import CommandFiles, check_new_output
 from evalkit.provenance.ledger import LEDGER_NAME
 
 ROOT = Path(__file__).resolve().parents[1]

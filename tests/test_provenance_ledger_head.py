@@ -126,7 +126,7 @@ def _through(frame: pl.DataFrame, tmp_path: Path, kind: str) -> pl.DataFrame:
     getattr(frame, f"write_{'ndjson' if kind == 'jsonl' else kind}")(path)
     from evalkit.io import read_table
 
-    return read_table(path)
+    return read_table(path).frame
 
 
 def test_the_content_hash_keeps_through_encodings_and_row_orders(tmp_path) -> None:

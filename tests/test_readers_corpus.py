@@ -1,6 +1,6 @@
 """Every fast reader path against the reference path, over one hostile corpus.
 
-The reference reading of a JSONL file is :func:`evalkit.jsonl.reference_records`
+The reference reading of a JSONL file is :func:`evalkit.io._json_rules.reference_records`
 (Python's json, record by record, every rule checked) with the values polars
 gives over every line. Each fast path (the first-lines types with the flat key
 check, pyarrow's parser, the prediction reader in pieces, the audit's exact
@@ -19,12 +19,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import evalkit.jsonl as jsonl
-from evalkit.chat.sources import read_jsonl_exact
+import evalkit.io._json_rules as jsonl
 from evalkit.errors import EvalkitError, MalformedFile
-from evalkit.fast_jsonl import PREFIX_LINES
+from evalkit.io import check_id_types, json_lines, read_table
+from evalkit.io._jsonl import _read_tolerant, read_json_frame
+from evalkit.io._prefix import PREFIX_LINES
 from evalkit.scoring import predictions
-from evalkit.tables import _read_ndjson_tolerant, check_id_types, read_table
 
 PREFIX = [
     json.dumps({"id": f"r{i}", "output": f"text {i}", "n": i}) for i in range(PREFIX_LINES + 5)
@@ -134,7 +134,7 @@ def _reference_table(path: Path, ids: list[str]) -> pl.DataFrame:
     try:
         frame = pl.read_ndjson(body, infer_schema_length=None)
     except pl.exceptions.SchemaError:
-        frame = _read_ndjson_tolerant(body)
+        frame = _read_tolerant(json_lines(body, str(path)))
     except pl.exceptions.PolarsError as error:
         raise MalformedFile(
             f"{path}: cannot read as jsonl: {str(error).splitlines()[0]}"
@@ -168,12 +168,13 @@ def corpus_file(request, tmp_path: Path) -> tuple[str, Path]:
 def test_table_readers_agree(corpus_file, ids, monkeypatch: pytest.MonkeyPatch) -> None:
     case, path = corpus_file
     expected = _outcome(_reference_table, path, ids)
-    _same(expected, _outcome(read_table, path, ids=ids), f"{case} (small-file path)")
+    read = lambda **options: read_table(path, **options).frame  # noqa: E731
+    _same(expected, _outcome(read, ids=ids), f"{case} (small-file path)")
     monkeypatch.setattr(jsonl, "REFERENCE_BYTES", 0)  # pyarrow vouches when it can
-    _same(expected, _outcome(read_table, path, ids=ids), f"{case} (pyarrow path)")
+    _same(expected, _outcome(read, ids=ids), f"{case} (pyarrow path)")
     if expected[0] == "ok" and {"id", "output"} <= set(expected[1].columns):
         want = ("ok", expected[1].select("id", "output"))
-        _same(want, _outcome(read_table, path, columns=["id", "output"], ids=ids), case)
+        _same(want, _outcome(read, columns=["id", "output"], ids=ids), case)
 
 
 def _reference_predictions(path: Path) -> pl.DataFrame:
@@ -195,11 +196,15 @@ def test_prediction_readers_agree(
     _same(expected, got, case)
 
 
-def test_the_audit_exact_reader_never_takes_what_the_reference_refuses(corpus_file) -> None:
+def test_the_pyarrow_reader_never_takes_what_the_reference_refuses(
+    corpus_file, monkeypatch: pytest.MonkeyPatch
+) -> None:
     case, path = corpus_file
     reference = _outcome(_reference_table, path, [])
     if reference[0] == "error":
-        assert read_jsonl_exact(path) is None, case
+        monkeypatch.setattr(jsonl, "REFERENCE_BYTES", 0)
+        lines = json_lines(path.read_bytes(), str(path))
+        assert _outcome(lambda: read_json_frame(lines).arrow)[0] == "error", case
 
 
 def test_the_corpus_holds_each_verdict() -> None:

@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from evalkit.errors import InvalidTable, UsageError
+from evalkit.errors import UsageError
 from evalkit.splitting.api import split
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,7 +76,7 @@ def test_without_datasets_installed_the_error_names_the_extra(monkeypatch) -> No
     assert "pip install 'evalkit[datasets]'" in str(caught.value)
 
 
-def test_content_polars_cannot_hold_is_refused_not_changed(tmp_path: Path) -> None:
+def test_content_polars_cannot_hold_reaches_the_trainer_as_written(tmp_path: Path) -> None:
     # Text content in some messages and a list of parts in others (OpenAI vision files).
     rows = []
     for index in range(6):
@@ -91,10 +91,13 @@ def test_content_polars_cannot_hold_is_refused_not_changed(tmp_path: Path) -> No
     result = split(
         path, group=["g"], id_column="id", text="messages", sizes=[4, 2], names=["train", "test"]
     )
-    with pytest.raises(
-        InvalidTable, match=r"mixed.jsonl: .* cannot keep; write the split as JSONL"
-    ):
-        result.to_datasets()
+    datasets = result.to_datasets()
+    written = {row["id"]: row["messages"] for row in rows}
+    assert result.manifest.json_text_columns == ["messages"]
+    for name in ("train", "test"):
+        assert len(datasets[name]) == {"train": 4, "test": 2}[name]
+        for row in datasets[name]:
+            assert row["messages"] == written[row["id"]]  # no key added, no type changed
 
 
 def test_datasets_and_sklearn_load_only_when_used() -> None:

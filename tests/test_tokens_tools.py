@@ -420,7 +420,7 @@ def test_each_inference_prompt_is_a_prefix_of_its_conversation(tmp_path):
         path.read_text() + json.dumps({"id": "q", "messages": [{"role": "user", "content": "hi"}],
                                        "tools": None}) + "\n"
     )  # fmt: skip
-    chat = read_chat(read_table(path), ["messages"], source=str(path), path=path)
+    chat = read_chat(read_table(path), ["messages"])
     whole = template_conversations(chat)
     prompts = template_conversations(chat, prompt=True)
     lengths = chat.prompts().list.len().to_list()

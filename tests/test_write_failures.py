@@ -21,8 +21,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from evalkit import io as evalkit_io
 from evalkit.errors import WriteFailed
+from evalkit.io import _writes as evalkit_io
 from evalkit.io import atomic_directory, atomic_write_bytes, write_table
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,12 +22,15 @@ from evalkit.errors import InvalidTable, UnknownColumn
 if TYPE_CHECKING:
     import polars as pl
 
+    from evalkit.io import Table
+
 ALPACA_PARTS = ("instruction", "input", "output")
 
 
-def _check_columns(frame: pl.DataFrame, names: Sequence[str], source: str) -> None:
+def _check_columns(table: Table, names: Sequence[str]) -> None:
     import polars as pl
 
+    frame, source = table.frame, table.label
     for part, name in zip(ALPACA_PARTS, names, strict=True):
         if name not in frame.columns:
             listing = ", ".join(frame.columns[:20]) + (" …" if frame.width > 20 else "")
@@ -41,6 +44,14 @@ def _check_columns(frame: pl.DataFrame, names: Sequence[str], source: str) -> No
         if not (dtype in (pl.String, pl.Null) or isinstance(dtype, pl.Categorical | pl.Enum)):
             raise InvalidTable(
                 f"{source}: column {name!r} (Alpaca's {part}) holds {dtype} values; "
+                "instruction, input and output are text"
+            )
+        if table.is_nested(name):  # a list or object that a JSON reader turned into text
+            values = table.values(name)
+            row = next(i for i, value in enumerate(values) if isinstance(value, list | dict))
+            kind = "a list" if isinstance(values[row], list) else "an object"
+            raise InvalidTable(
+                f"{table.where(row)}: column {name!r} (Alpaca's {part}) holds {kind}; "
                 "instruction, input and output are text"
             )
 
@@ -58,11 +69,12 @@ def _message(role: str, content: pl.Expr) -> pl.Expr:
     )
 
 
-def read_alpaca(frame: pl.DataFrame, names: Sequence[str], source: str) -> NormalizedColumn:
+def read_alpaca(table: Table, names: Sequence[str]) -> NormalizedColumn:
     """The three columns as one conversation per row: user (instruction, input), assistant."""
     import polars as pl
 
-    _check_columns(frame, names, source)
+    _check_columns(table, names)
+    frame = table.frame
     instruction, given, output = (pl.col(name).cast(pl.String) for name in names)
     has_instruction = instruction.is_not_null() & (instruction != "")
     has_input = given.is_not_null() & (given != "")

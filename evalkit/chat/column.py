@@ -15,10 +15,10 @@ No other package parses messages.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit import params
@@ -35,10 +35,11 @@ from evalkit.chat.reading import read_column
 from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, ROLES, Role
 from evalkit.chat.texts import TURN_SEPARATOR, joined_texts, message_chars, message_text
 from evalkit.errors import InvalidConversation, ParameterError, UsageError
-from evalkit.io import require_columns
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from evalkit.io import Table, TableLike
 
 Kind = Literal["text", "conversation"]
 ColumnShape = Literal["text", "messages", "sharegpt", "alpaca"]
@@ -64,10 +65,13 @@ class ChatColumn:
     skipped_parts: int
     """Non-text content parts (images, audio) that were skipped."""
     retyped: bool = False
-    """A column of the frame holds values polars converted (read exactly from the file
-    instead): the conversations here are right, but writing the frame out would not be."""
+    """A column of the frame holds values a columnar reader converted (read as the source
+    wrote them instead): the conversations here are right; written out, the column goes
+    as JSON text (:attr:`evalkit.io.Table.json_text_columns`)."""
     tools: pl.Series | None = None
     """Each row's tools as JSON text (null: none), when there is a tools column."""
+    empty_tool_lists: int = 0
+    """Rows whose tools value is an empty list, read as no tools (as the API and TRL do)."""
     tools_column: str | None = None
     """The column the tools come from (``--tools``, or a column named ``tools``)."""
     system_column: str | None = None
@@ -266,22 +270,20 @@ def _text_columns(columns: str | Sequence[str]) -> tuple[str, ...]:
     return params.text_columns(columns, "text")
 
 
-def _conversation_columns(
-    frame: pl.DataFrame, names: tuple[str, ...], source: str, file: Path | None, exact: bool
-) -> tuple[str, Any]:
+def _conversation_columns(table: Table, names: tuple[str, ...]) -> tuple[str, Any]:
     """("text", text series) or ("conversation", (shape, conversations, prompt turns, …))."""
     import polars as pl
 
     if len(names) == 3:
-        return "conversation", ("alpaca", read_alpaca(frame, names, source), None)
-    require_columns(frame, names, source)
-    read = [read_column(frame, name, source, file, exact) for name in names]
+        return "conversation", ("alpaca", read_alpaca(table, names), None)
+    table.require_columns(names)
+    read = [read_column(table, name) for name in names]
     kinds = {kind for kind, _ in read}
     if len(kinds) > 1:
         text_column = next(n for n, (k, _) in zip(names, read, strict=True) if k == "text")
         chat_column = next(n for n, (k, _) in zip(names, read, strict=True) if k != "text")
         raise InvalidConversation(
-            f"{source}: {{text}} {text_column} holds text but {{text}} {chat_column} holds "
+            f"{table.label}: {{text}} {text_column} holds text but {{text}} {chat_column} holds "
             "conversations; give two text columns or two conversation columns",
             refs=["text"],
         )
@@ -304,16 +306,20 @@ def _conversation_columns(
 
 
 def read_chat(
-    frame: pl.DataFrame,
+    table: Table | TableLike,
     columns: str | Sequence[str],
     *,
-    source: str,
-    path: Path | str | None = None,
-    exact: bool = False,
     system: str | None = None,
     tools: str | None = None,
+    source: str | None = None,
+    path: str | os.PathLike[str] | None = None,
 ) -> ChatColumn:
-    """Read ``columns`` of ``frame`` as text or conversations, recognising the shape.
+    """Read ``columns`` of ``table`` as text or conversations, recognising the shape.
+
+    ``table`` is what :func:`evalkit.io.read_table` read, or anything it reads
+    (a file, a polars, pandas or pyarrow frame; ``source`` then names it in
+    errors). ``path`` is deprecated: earlier versions took a frame and the file
+    it was read from; give the file (or its :class:`~evalkit.io.Table`) instead.
 
     One column: text, ``{role, content}`` messages or ShareGPT ``{from,
     value}`` messages (nested, or as JSON text in every non-empty row). Two
@@ -321,18 +327,31 @@ def read_chat(
     conversation columns joined in order). Three: Alpaca's instruction, input
     and output. For conversations, ``system`` names the column of system
     prompts and ``tools`` the column of tools (default: the columns named
-    ``system`` and ``tools``, when there are such columns). ``path`` is the
-    file the frame was read from: JSONL values are then checked exactly and
-    errors name the line; ``exact`` says that the frame's types are those
-    JSON gave (read by :func:`evalkit.chat.sources.read_jsonl_exact`), so
-    that check is skipped. A malformed conversation (or tools value) raises
+    ``system`` and ``tools``, when there are such columns). Values are read as
+    the source wrote them (:meth:`evalkit.io.Table.values`). A malformed
+    conversation (or tools value) raises
     :class:`~evalkit.errors.InvalidConversation` naming the file, the line
     (or row), the message index and the problem.
     """
+    from evalkit.io import Table, read_table
 
+    if path is not None:
+        import warnings
+
+        warnings.warn(
+            "read_chat(frame, ..., path=FILE) is deprecated: pass the file, or "
+            "evalkit.io.read_table(FILE), as the table",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        table = read_table(path)
+    elif not isinstance(table, Table):
+        table = read_table(table, name=source or "data")
+        if source is not None:
+            table = replace(table, label=source)
     names = _text_columns(columns)
-    file = Path(path) if path is not None else None
-    kind, read = _conversation_columns(frame, names, source, file, exact)
+    frame, source = table.frame, table.label
+    kind, read = _conversation_columns(table, names)
     if kind == "text":
         for parameter, given in (("system", system), ("tools", tools)):
             if given is not None:
@@ -349,7 +368,7 @@ def read_chat(
     added = kept = 0
     system_rows = None
     if system_column is not None and system_column not in names:
-        applied = with_system(conversations, frame, system_column, source)
+        applied = with_system(conversations, table, system_column)
         conversations, kept, system_rows = applied.conversations, applied.kept, applied.added
         added = int(applied.added.sum())
         if prompt_turns is not None:
@@ -359,6 +378,7 @@ def read_chat(
     tools_column = resolve_column(frame, tools, DEFAULT_TOOLS, "tools", source)
     if tools_column in names:
         tools_column = None
+    tools_read = read_tools(table, tools_column) if tools_column else None
     return ChatColumn(
         columns=names,
         kind="conversation",
@@ -368,7 +388,8 @@ def read_chat(
         prompt_turns=prompt_turns.alias("prompt_turns") if prompt_turns is not None else None,
         skipped_parts=normalized.skipped_parts,
         retyped=normalized.retyped,
-        tools=read_tools(frame, tools_column, source, file) if tools_column else None,
+        tools=tools_read.texts if tools_read is not None else None,
+        empty_tool_lists=tools_read.empty_lists if tools_read is not None else 0,
         tools_column=tools_column,
         system_column=system_column,
         system_rows=system_rows,

@@ -17,24 +17,27 @@
   LLaMA-Factory's tool formatter also accepts (``tool_utils.py``:
   ``tool.get("function") if tool.get("type") == "function" else tool``); or
   that list as its JSON text (LLaMA-Factory's and many HF datasets' form).
-  Values are kept as written: text as the text, a nested value read from
-  the file as JSON gives it (a frame merges the keys of differing schemas).
+  Values are kept as written: text as the text, a nested value as the source
+  wrote it (:meth:`evalkit.io.Table.values`: a frame merges the keys of
+  differing schemas). An empty list is no tools, as the OpenAI API and TRL
+  read it: a chat template is then called without ``tools`` (given ``[]``,
+  some templates render a function-calling preamble that lists no function),
+  and a request carries no ``tools``; :class:`ToolsColumn` counts such rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.chat.reading import Location, problem_error
-from evalkit.chat.sources import exact_values, is_jsonl
+from evalkit.chat.reading import problem_error
 from evalkit.chat.values import ConversationProblem, described, short
 from evalkit.errors import InvalidTable, UnknownColumn
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from evalkit.io import Table
 
 DEFAULT_SYSTEM = "system"
 DEFAULT_TOOLS = "tools"
@@ -83,16 +86,14 @@ class WithSystem:
     """Rows that start with their own system message: the column's value is not used."""
 
 
-def with_system(
-    conversations: pl.Series, frame: pl.DataFrame, column: str, source: str
-) -> WithSystem:
+def with_system(conversations: pl.Series, table: Table, column: str) -> WithSystem:
     """Put each row's system prompt first, unless its conversation starts with one."""
     import polars as pl
 
     from evalkit.chat.frame import call_dtype, conversation_dtype
 
-    prompts = _text_values(frame, column, source, "a system prompt")
-    table = pl.DataFrame({"c": conversations, "s": prompts})
+    prompts = _text_values(table.frame, column, table.label, "a system prompt")
+    both = pl.DataFrame({"c": conversations, "s": prompts})
     given = pl.col("s").is_not_null() & (pl.col("s") != "")
     own = (pl.col("c").list.first().struct.field("role") == "system").fill_null(False)
     message = pl.struct(
@@ -103,7 +104,7 @@ def with_system(
         pl.lit(None, pl.String).alias("name"),
         pl.lit(None, pl.Boolean).alias("train"),
     )
-    result = table.select(
+    result = both.select(
         pl.when(given & ~own)
         .then(pl.concat_list(message, pl.col("c")))
         .otherwise(pl.col("c"))
@@ -154,8 +155,9 @@ def _check_schema(tool: Any, number: int) -> None:
         )
 
 
-def tools_value(value: Any) -> Any:
-    """A tools value as the list it stands for (None: no tools), or a problem saying why not."""
+def tools_value(value: Any) -> list[Any] | None:
+    """A tools value as the list it stands for (None: no tools, an empty list included),
+    or a problem saying why not."""
     import orjson
 
     if value is None:
@@ -179,47 +181,62 @@ def tools_value(value: Any) -> Any:
         )
     for number, tool in enumerate(value):
         _check_schema(tool, number)
-    return list(value)
+    return list(value) or None
 
 
-def read_tools(frame: pl.DataFrame, column: str, source: str, path: Path | None) -> pl.Series:
-    """Each row's tools as JSON text (null: none), checked; text kept as written."""
+@dataclass(frozen=True)
+class ToolsColumn:
+    """Each row's tools as JSON text (null: none), and how many rows gave an empty list."""
+
+    texts: pl.Series
+    empty_lists: int
+    """Rows whose tools value is an empty list: no tools, as the API and TRL read it."""
+
+
+def _is_empty_list(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip() == "[]"
+    return isinstance(value, list | tuple) and not value
+
+
+def read_tools(table: Table, column: str) -> ToolsColumn:
+    """Each row's tools as JSON text (null: none or an empty list), checked; text kept as
+    written, a nested value as the source wrote it."""
     import orjson
     import polars as pl
 
-    series = frame[column]
-    locate: Callable[[int], str] = Location(source, path)
+    series = table.frame[column]
     if series.dtype == pl.Null:
-        return series.cast(pl.String)
-    if series.dtype == pl.String:
-        checked: dict[str, bool] = {}
-        texts = series.to_list()
-        for row, text in enumerate(texts):
-            if text is None or text in checked:
-                continue
-            try:
-                checked[text] = tools_value(text) is not None
-            except ConversationProblem as problem:
-                raise problem_error(column, locate(row), problem) from None
-        return pl.Series(
-            column, [t if t is not None and checked[t] else None for t in texts], pl.String
-        )
-    if not series.dtype.is_nested():
+        return ToolsColumn(series.cast(pl.String), 0)
+    if series.dtype not in (pl.String,) and not series.dtype.is_nested():
         raise InvalidTable(
-            f"{source}: column {column!r} holds {series.dtype} values; tools are a list of "
-            f"function schemas [{TOOL_SHAPE}], or its JSON text"
+            f"{table.label}: column {column!r} holds {series.dtype} values; tools are a list "
+            f"of function schemas [{TOOL_SHAPE}], or its JSON text"
         )
-    if is_jsonl(path):
-        assert path is not None
-        values, lines = exact_values(path, column)
-        locate = Location(source, path, lines)
-    else:
-        values = series.to_list()
+    text = series.dtype == pl.String and not table.is_nested(column)
+    values = series.to_list() if text else table.values(column)
+    checked: dict[str, str | None] = {}
     encoded: list[str | None] = []
+    empty = 0
     for row, value in enumerate(values):
+        if value is None:
+            encoded.append(None)
+            continue
+        empty += _is_empty_list(value)
+        if isinstance(value, str) and value in checked:
+            encoded.append(checked[value])
+            continue
         try:
             tools = tools_value(value)
         except ConversationProblem as problem:
-            raise problem_error(column, locate(row), problem) from None
-        encoded.append(orjson.dumps(tools).decode() if tools is not None else None)
-    return pl.Series(column, encoded, pl.String)
+            raise problem_error(column, table.where(row), problem) from None
+        if tools is None:
+            result = None
+        elif isinstance(value, str):
+            result = value
+        else:
+            result = orjson.dumps(tools).decode()
+        if isinstance(value, str):
+            checked[value] = result
+        encoded.append(result)
+    return ToolsColumn(pl.Series(column, encoded, pl.String), empty)

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 from evalkit.chat.column import ChatColumn, read_chat
 from evalkit.chat.prompt_options import PromptFormat, PromptsParams
 from evalkit.chat.requests import RequestProblem, api_prompt, api_tools
-from evalkit.containers import is_hf_dataset, resolve_hf_split
 from evalkit.errors import (
     DuplicateIds,
     InvalidConversation,
@@ -41,14 +40,20 @@ from evalkit.errors import (
     ParameterError,
     UsageError,
 )
-from evalkit.io import atomic_write_bytes, check_new_output, require_columns
+from evalkit.io import (
+    atomic_write_bytes,
+    check_new_output,
+    is_hf_dataset,
+    is_path,
+    read_table,
+    resolve_hf_split,
+)
 from evalkit.options import takes
-from evalkit.table_input import is_path, read_input
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
 BATCH_URL = "/v1/chat/completions"
 
@@ -83,6 +88,8 @@ class PromptFile:
     """Bare ``{name, …}`` tool schemas sent as ``{type: "function", function: …}``."""
     tools_column: str | None = None
     """The column the tools came from."""
+    empty_tool_lists: int = 0
+    """Rows whose tools value is an empty list: sent without ``tools`` (no tools)."""
 
     def write(self, out: Path | str, *, force: bool = False) -> Path:
         """Write the file atomically; an existing file needs ``force``."""
@@ -230,13 +237,11 @@ def prompts(split: TableLike, params: PromptsParams | None = None, /, **values: 
             "leave out {hf_split}",
             refs=["hf_split"],
         )
-    table = read_input(split, name="split", ids=[id_column])
-    frame, source, where = table.frame, table.label, table.row
-    require_columns(frame, [id_column], source)
+    table = read_table(split, name="split", ids=[id_column])
+    frame, source, where = table.frame, table.label, table.where
+    table.require_columns([id_column])
     ids = _checked_ids(frame, id_column, source, where)
-    chat = read_chat(
-        frame, text, source=source, path=table.path, system=given.system, tools=given.tools
-    )
+    chat = read_chat(table, text, system=given.system, tools=given.tools)
     built = _prompt_messages(chat, where)
     answers_left_out = 0
     if chat.is_conversation:
@@ -275,4 +280,5 @@ def prompts(split: TableLike, params: PromptsParams | None = None, /, **values: 
         ids_made_up=built.ids_made_up,
         tools_wrapped=built.tools_wrapped,
         tools_column=chat.tools_column,
+        empty_tool_lists=chat.empty_tool_lists,
     )

@@ -1,20 +1,22 @@
-"""One column of a frame, read as text or as normalised conversations.
+"""One column of a table, read as text or as normalised conversations.
 
 A column is a conversation column when its values are lists of messages:
-nested values (JSON, Parquet), or text that is the JSON of a message list in
-every non-empty row (a CSV or Parquet column written by a script that dumped
-each conversation). Values a frame cannot hold exactly (a JSONL column that
-polars converted, tool-call arguments written as objects, whose keys polars
-merges across rows) are read again from the file, value by value. A
-malformed conversation is an :class:`~evalkit.errors.InvalidConversation`
-naming the file, the line (or row) and the message.
+nested values (JSON, Parquet, a frame), or text that is the JSON of a message
+list in every non-empty row (a CSV or Parquet column written by a script that
+dumped each conversation). Such a column is strict: one non-empty value that
+is not the JSON of a message list, where the others are, is an error naming
+its row, never a silent switch to plain text. Values the table's frame cannot
+hold exactly (a JSON column that polars converted, tool-call arguments
+written as objects, whose keys a frame merges across rows) are taken as the
+source wrote them (:meth:`evalkit.io.Table.values`). A malformed conversation
+is an :class:`~evalkit.errors.InvalidConversation` naming the file, the line
+(or row) and the message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.chat.frame import (
@@ -25,33 +27,16 @@ from evalkit.chat.frame import (
     normalize_values,
 )
 from evalkit.chat.normalize import normalize_value
-from evalkit.chat.sources import arrow_agrees, exact_values, is_jsonl, line_of_row
 from evalkit.chat.values import ConversationProblem
 from evalkit.errors import InvalidConversation, InvalidTable
 
 if TYPE_CHECKING:
     import polars as pl
 
+    from evalkit.io import Table
+
 Kind = Literal["text", "conversation"]
 # A text value that may be a conversation polars turned into JSON text.
-_JSON_LIKE = r"^\s*[\[{]"
-
-
-@dataclass(frozen=True)
-class Location:
-    """How to name a row in an error: ``file:line`` for JSONL, ``source, row N`` otherwise."""
-
-    source: str
-    path: Path | None
-    lines: list[int] | None = None
-
-    def __call__(self, row: int) -> str:
-        if self.lines is not None:
-            return f"{self.path}:{self.lines[row]}"
-        if is_jsonl(self.path):
-            assert self.path is not None
-            return f"{self.path}:{line_of_row(self.path, row)}"
-        return f"{self.source}, row {row + 1}"
 
 
 def problem_error(column: str, where: str, problem: ConversationProblem) -> InvalidConversation:
@@ -74,7 +59,7 @@ def _from_values(values: list[Any], column: str, locate: Callable[[int], str]) -
         raise problem_error(column, locate(bad.row), cause) from None
 
 
-def _from_series(series: pl.Series, column: str, locate: Location) -> NormalizedColumn:
+def _from_series(series: pl.Series, column: str, locate: Callable[[int], str]) -> NormalizedColumn:
     """The vectorised path, falling back to the reference path for unusual types."""
     try:
         return normalize_column(series)
@@ -90,37 +75,31 @@ def _from_series(series: pl.Series, column: str, locate: Location) -> Normalized
         return _from_values(series.to_list(), column, locate)
 
 
-def _mixed_error(
-    column: str, path: Path, values: list[Any], lines: list[int]
-) -> InvalidConversation:
+def _mixed_error(table: Table, column: str, values: list[Any]) -> InvalidConversation:
     first_text = next(i for i, v in enumerate(values) if isinstance(v, str))
     first_chat = next(i for i, v in enumerate(values) if isinstance(v, list | dict))
     later, other = max(first_text, first_chat), min(first_text, first_chat)
     here = "text" if isinstance(values[later], str) else "a conversation"
     there = "a conversation" if here == "text" else "text"
     return InvalidConversation(
-        f"{path}:{lines[later]}: column {column!r} holds {here} here but {there} at line "
-        f"{lines[other]}; a text column holds one or the other in every row"
+        f"{table.where(later)}: column {column!r} holds {here} here but {there} at "
+        f"{table.position(other)}; a text column holds one or the other in every row"
     )
 
 
-def _read_exact(
-    frame: pl.DataFrame, column: str, path: Path
-) -> tuple[Kind, pl.Series | NormalizedColumn]:
-    """A JSONL column whose frame values may differ from the file's, read value by value.
+def _read_written(table: Table, column: str) -> tuple[Kind, pl.Series | NormalizedColumn]:
+    """A column whose frame values may differ from the source's, read as written.
 
-    The conversations returned are exact; the frame's column is not (see
-    ``ChatColumn.retyped``).
+    The conversations returned are exact; the frame's column need not be (see
+    :attr:`evalkit.io.Table.json_text_columns`).
     """
-    values, lines = exact_values(path, column)
-    locate = Location(str(path), path, lines)
-    chats = any(isinstance(value, list | dict) for value in values)
-    if not chats:
-        return "text", frame[column]
+    values = table.values(column)
+    if not any(isinstance(value, list | dict) for value in values):
+        return "text", table.frame[column]
     if any(isinstance(value, str) for value in values):
-        raise _mixed_error(column, path, values, lines)
-    normalized = _from_values(values, column, locate)
-    return "conversation", replace(normalized, retyped=True)
+        raise _mixed_error(table, column, values)
+    normalized = _from_values(values, column, table.where)
+    return "conversation", replace(normalized, retyped=column in table.json_text_columns)
 
 
 def object_arguments(dtype: Any) -> bool:
@@ -143,69 +122,87 @@ def object_arguments(dtype: Any) -> bool:
     return False
 
 
-def json_conversations(series: pl.Series) -> list[Any] | None:
-    """The values of a text column as conversations, when every non-empty one is the JSON
-    text of a list of messages (objects with ``role`` or ``from``); else None.
+def json_conversations(
+    series: pl.Series, column: str, locate: Callable[[int], str]
+) -> list[Any] | None:
+    """The values of a text column as conversations, when its non-empty values are the JSON
+    text of lists of messages (objects with ``role`` or ``from``); None for a text column.
 
-    A column of text never pays for the parse: one value that does not start
-    like a JSON list ends the check. Each distinct text is parsed once.
+    A column of text never pays for the parse: it is text when no value starts
+    like a JSON list. A column whose rows are mostly message lists and where
+    another non-empty value is not (JSON cut short, a stray string) is an error
+    naming that row: one malformed value never turns a conversation column into
+    text. (A column whose rows are mostly other text is text, even where one
+    value happens to be the JSON of a message list.) Each distinct text is
+    parsed once.
     """
     import orjson
 
-    sample = series.head(64).drop_nulls().str.strip_chars_start()
-    if not sample.filter(sample != "").str.starts_with("[").all():
-        return None  # a text column: decided on its first values, without a pass over all
     present = series.drop_nulls()
     present = present.filter(present.str.strip_chars() != "")
-    if not len(present) or not present.str.strip_chars_start().str.starts_with("[").all():
+    if not len(present) or not present.str.strip_chars_start().str.starts_with("[").any():
         return None
     parsed: dict[str, Any] = {}
-    for text in present.unique().to_list():
+    bad: dict[str, str] = {}
+    for text in present.unique(maintain_order=True).to_list():
         try:
             value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            return None
+        except orjson.JSONDecodeError as error:
+            bad[text] = f"is not JSON ({str(error).split(':')[0]})"
+            continue
         if not isinstance(value, list) or not all(
             isinstance(message, dict) and ("role" in message or "from" in message)
             for message in value
         ):
-            return None
+            bad[text] = "is not the JSON of a list of messages"
+            continue
         parsed[text] = value
     if not any(parsed.values()):
-        return None  # "[]" in every row is no conversation
-    return [parsed.get(text) if text is not None else None for text in series.to_list()]
+        return None  # no message list at all ("[]" in every row is none): a text column
+    rows_bad = int(series.is_in(list(bad)).sum()) if bad else 0
+    rows_good = int(series.is_in([text for text, value in parsed.items() if value]).sum())
+    if bad and rows_bad >= rows_good:
+        return None  # mostly other text: a text column in which a value looks like a chat
+    if bad:
+        row = int(series.is_in(list(bad)).arg_true()[0])
+        text = series[row]
+        raise InvalidConversation(
+            f"{locate(row)}: column {column!r}: the value {bad[text]}: {_short(text)}; the "
+            "column's other values are conversations (JSON message lists): fix or remove "
+            "this row"
+        )
+    return [
+        parsed.get(text) if text is not None and text.strip() else None for text in series.to_list()
+    ]
 
 
-def read_column(
-    frame: pl.DataFrame, column: str, source: str, path: Path | None, exact: bool
-) -> tuple[Kind, pl.Series | NormalizedColumn]:
+def _short(text: str, limit: int = 60) -> str:
+    shown = text if len(text) <= limit else text[: limit - 1] + "…"
+    return repr(shown)
+
+
+def read_column(table: Table, column: str) -> tuple[Kind, pl.Series | NormalizedColumn]:
     """One column, as text or as conversations."""
     import polars as pl
 
-    series = frame[column]
+    series = table.frame[column]
     dtype = series.dtype
-    locate = Location(source, path)
-    jsonl = is_jsonl(path)
     if dtype == pl.Null or isinstance(dtype, pl.Categorical | pl.Enum):
         # Null: a column null in every row, which string expressions refuse;
         # Categorical: text that Parquet (pandas' category dtype) stores as a dictionary.
         return "text", series.cast(pl.String)
     if dtype == pl.String:
-        if jsonl and not exact and series.str.contains(_JSON_LIKE).any():
-            assert path is not None
-            if not arrow_agrees(path, column, dtype):
-                return _read_exact(frame, column, path)
-        decoded = json_conversations(series)
+        if table.is_nested(column):
+            return _read_written(table, column)
+        decoded = json_conversations(series, column, table.where)
         if decoded is None:
             return "text", series
-        return "conversation", replace(_from_values(decoded, column, locate), json_text=True)
+        return "conversation", replace(_from_values(decoded, column, table.where), json_text=True)
     if isinstance(dtype, pl.List | pl.Array | pl.Struct):
-        if jsonl:
-            assert path is not None
-            if object_arguments(dtype) or not (exact or arrow_agrees(path, column, dtype)):
-                return _read_exact(frame, column, path)
-        return "conversation", _from_series(series, column, locate)
+        if object_arguments(dtype) or not table.types_exact(column):
+            return _read_written(table, column)
+        return "conversation", _from_series(series, column, table.where)
     raise InvalidTable(
-        f"{source}: column {column!r} holds {dtype} values; a text option needs text, or "
+        f"{table.label}: column {column!r} holds {dtype} values; a text option needs text, or "
         "conversations (lists of {role, content} or {from, value} messages)"
     )

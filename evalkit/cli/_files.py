@@ -1,7 +1,7 @@
 """The inputs a command finds through another file: a result's, a run's, a contract's.
 
 A command declares what it names on its command line in a
-:class:`~evalkit.command_files.CommandFiles`; these helpers add what those
+:class:`~evalkit.io.CommandFiles`; these helpers add what those
 files point to (the ledger a result recorded its look in, the folders a
 run pinned, a contract's schema file), read cheaply and tolerantly: a file
 that cannot be read here is reported by the command itself, in its own words.
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from evalkit.command_files import LEDGER_NAME
+from evalkit.io import LEDGER_NAME
 
 
 def _json_object(path: Path) -> dict[str, Any]:

@@ -66,7 +66,7 @@ def audit_command(
       evalkit audit corpus/ --id id --text messages --engine ray \\
         --ray-address head-node:6379 --json audit.json
     """
-    from evalkit.command_files import CommandFiles
+    from evalkit.io import CommandFiles
     from evalkit.leakage.api import audit
     from evalkit.report.audit_summary import render_audit_summary
 

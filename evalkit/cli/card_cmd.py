@@ -55,7 +55,7 @@ def card_command(
     card is still written), 2 bad input (not an adapter folder, a corrupt
     weights file, an existing --json file without --force).
     """
-    from evalkit.command_files import CommandFiles
+    from evalkit.io import CommandFiles
     from evalkit.provenance.card import adapter_card, card_json
     from evalkit.report.card_summary import render_card_summary
 

@@ -73,10 +73,9 @@ def compare_command(
       evalkit compare runs/baseline runs/cand-a runs/cand-b --out reports/
     """
     from evalkit.cli._files import result_inputs
-    from evalkit.command_files import CommandFiles
     from evalkit.comparison.api import compare
     from evalkit.comparison.outputs import flip_outputs
-    from evalkit.io import atomic_directory, atomic_write_text
+    from evalkit.io import CommandFiles, atomic_directory, atomic_write_text
     from evalkit.report.html.compare import render_comparison_html
     from evalkit.report.json_report import render_json
     from evalkit.report.junit import render_junit

@@ -82,9 +82,8 @@ def schema_command(out: Path | None, force: bool, quiet: bool) -> None:
     Example:
       evalkit contract schema --out contracts/contract.schema.json --force
     """
-    from evalkit.command_files import CommandFiles
     from evalkit.contract.schema import contract_json_schema_text
-    from evalkit.io import atomic_write_text
+    from evalkit.io import CommandFiles, atomic_write_text
 
     text = contract_json_schema_text()
     if out is None:

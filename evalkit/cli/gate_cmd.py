@@ -70,9 +70,8 @@ def gate_command(
     """
     from evalkit.cli._files import result_inputs
     from evalkit.cli._workflow_guard import emit_command, under_github_actions
-    from evalkit.command_files import CommandFiles
     from evalkit.comparison.api import gate
-    from evalkit.io import atomic_write_text
+    from evalkit.io import CommandFiles, atomic_write_text
     from evalkit.report.github import error_annotations
     from evalkit.report.json_report import render_json
     from evalkit.report.junit import render_junit

@@ -71,7 +71,7 @@ def generate_command(
     adapter of another base, no chat template, --device cuda without a GPU,
     an existing --out without --force).
     """
-    from evalkit.command_files import CommandFiles
+    from evalkit.io import CommandFiles
     from evalkit.model.generate import generate
     from evalkit.model.records import RUN_FILE
     from evalkit.report.model_summary import render_generate_summary

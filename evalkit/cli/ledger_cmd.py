@@ -45,7 +45,7 @@ def ledger_command(path: Path, json_path: Path | None, force: bool, quiet: bool)
     Exit codes: 0 reported (whatever the states; `gate` with
     require_fresh_test enforces), 2 no such ledger or bad input.
     """
-    from evalkit.command_files import LEDGER_NAME, CommandFiles
+    from evalkit.io import LEDGER_NAME, CommandFiles
     from evalkit.provenance.ledger_state import read_ledger, resolve_ledger
     from evalkit.report.ledger_summary import render_ledger
 

@@ -70,7 +70,7 @@ def plan_command(
       evalkit plan --config examples/plan/llama-2-7b --train-tokens 20000000 \\
         --epochs 2 --eval-examples 500 --eval-new-tokens 256 --runs 2 --window 7d
     """
-    from evalkit.command_files import CommandFiles
+    from evalkit.io import CommandFiles
     from evalkit.plan.api import plan
     from evalkit.report.plan_table import render_plan
 

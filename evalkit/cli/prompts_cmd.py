@@ -54,7 +54,7 @@ def prompts_command(
         --out test.batch.jsonl --model my-finetuned-model --max-tokens 200
     """
     from evalkit.chat.prompts import prompts
-    from evalkit.command_files import CommandFiles
+    from evalkit.io import CommandFiles
     from evalkit.report.prompts_summary import render_prompts_summary
 
     CommandFiles(force=force).reads(split).writes(out, option="--out").check()

@@ -49,7 +49,7 @@ def reload_check_command(
     """
     from evalkit.cli import debug_enabled
     from evalkit.cli._files import run_inputs
-    from evalkit.command_files import CommandFiles
+    from evalkit.io import CommandFiles
     from evalkit.model.reload import reload_check
     from evalkit.report.model_summary import render_reload_summary
 

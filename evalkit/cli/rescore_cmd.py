@@ -75,10 +75,9 @@ def rescore_command(
     """
     from evalkit.cli._files import result_inputs, schema_file_input
     from evalkit.cli._rescore_ledger import choose_ledger, rescore_message
-    from evalkit.command_files import CommandFiles
     from evalkit.contract.load import load_contract
     from evalkit.errors import UsageError
-    from evalkit.io import check_new_output
+    from evalkit.io import CommandFiles, check_new_output
     from evalkit.report.html.score import render_score_html
     from evalkit.report.score_summary import render_rescore_lines
     from evalkit.scoring.rescore import compute_rescore, recorded_inputs, rescore_purpose

@@ -85,8 +85,7 @@ def score_command(
     Exit codes: 0 scored; 2 bad input (unknown contract key, missing column,
     corrupt predictions line, duplicate ids, existing --out without --force).
     """
-    from evalkit.command_files import LEDGER_NAME, CommandFiles
-    from evalkit.io import hash_early
+    from evalkit.io import LEDGER_NAME, CommandFiles, hash_early
     from evalkit.scoring.processes import early_workers
     from evalkit.scoring.sources import score_tables
 

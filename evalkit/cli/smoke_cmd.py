@@ -70,7 +70,7 @@ def smoke_command(
     --device cuda without a GPU, an existing --json without --force).
     """
     from evalkit.cli import debug_enabled
-    from evalkit.command_files import CommandFiles
+    from evalkit.io import CommandFiles
     from evalkit.model.smoke import smoke
     from evalkit.report.smoke_summary import render_smoke_summary
 

@@ -75,9 +75,7 @@ def split_command(
         --stratify category --id ticket_id --text messages --near-dup 0.8 \
         --sizes 840,180,180 --seed 7
     """
-    from evalkit.command_files import CommandFiles
-    from evalkit.containers import resolve_hf_split
-    from evalkit.io import hash_early
+    from evalkit.io import CommandFiles, hash_early, resolve_hf_split
 
     freeze = params.freeze
     files = CommandFiles(force=force).reads(input_file, freeze, params.tokenizer)

@@ -81,9 +81,8 @@ def tokens_command(
       evalkit tokens split/ --tokenizer model/ --text messages --id ticket_id \\
         --seq-len 512 --json tokens.json --html tokens.html
     """
-    from evalkit.command_files import CommandFiles
     from evalkit.errors import UsageError
-    from evalkit.io import atomic_write_text
+    from evalkit.io import CommandFiles, atomic_write_text
     from evalkit.report.tokens_summary import render_tokens_summary
     from evalkit.tokens.api import check_tokens
 

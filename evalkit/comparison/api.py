@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 
 def _load(result: ResultLike) -> ScoredResult:
     """A result folder read and checked, or a result in memory (loaded, or from ``score``)."""
+    from evalkit.io import is_path
     from evalkit.scoring.result import ScoreResult
-    from evalkit.table_input import is_path
 
     if isinstance(result, ScoredResult):
         return result

@@ -60,7 +60,7 @@ class ScoredResult:
 def _read_summary(path: Path) -> tuple[dict[str, Any], ScoreSummary]:
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
-    from evalkit.documents import DocumentError, load_json
+    from evalkit.io import DocumentError, load_json
     from evalkit.scoring.summary import SUMMARY_FORMAT, read_summary_data
 
     try:
@@ -74,12 +74,14 @@ def _read_summary(path: Path) -> tuple[dict[str, Any], ScoreSummary]:
     return raw, read_summary_data(raw, path, RERUN_HINT)
 
 
-def _read_examples(path: Path, summary: ScoreSummary) -> pl.DataFrame:
+def _read_examples(path: Path, summary: ScoreSummary) -> tuple[pl.DataFrame, str]:
+    """The examples' frame, checked, and the sha256 of the bytes it was read from."""
     import polars as pl
 
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
-    frame = read_table(path, "parquet")
+    table = read_table(path, name="examples", fmt="parquet")
+    frame = table.frame
     require_columns(frame, EXAMPLE_COLUMNS, str(path))
     for column in ("id", "format_valid", "content_correct"):
         nulls = frame[column].null_count()
@@ -105,7 +107,7 @@ def _read_examples(path: Path, summary: ScoreSummary) -> pl.DataFrame:
             f"{path}: {frame.height} rows but summary.json says overall.n = "
             f"{summary.overall.n}; the folder mixes two runs, {RERUN_HINT}"
         )
-    return frame
+    return frame, table.sha256
 
 
 def _check_fingerprint(summary: ScoreSummary, raw: dict[str, Any], path: Path) -> None:
@@ -143,11 +145,10 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
             "(with summary.json and examples.parquet)"
         )
     summary_path, examples_path = folder / "summary.json", folder / "examples.parquet"
-    hash_early([summary_path, examples_path])
+    hash_early([summary_path])
     raw, summary = _read_summary(summary_path)
     _check_fingerprint(summary, raw, summary_path)
-    examples = _read_examples(examples_path, summary)
-    examples_sha256 = sha256_file(examples_path)
+    examples, examples_sha256 = _read_examples(examples_path, summary)
     verify_summary(summary_path, summary, raw, examples_path, examples, examples_sha256)
     return ScoredResult(folder, summary, examples, sha256_file(summary_path), examples_sha256)
 

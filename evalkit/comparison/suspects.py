@@ -25,6 +25,8 @@ from evalkit.errors import EvalkitError, ParameterError, UnknownColumn
 if TYPE_CHECKING:
     import polars as pl
 
+    from evalkit.io import Table
+
 FIRST_WORDS = 12
 NO_PROBABILITY = "no answer probabilities: no result's predictions were written by evalkit generate"
 
@@ -102,17 +104,18 @@ def _texts(
 ) -> tuple[dict[str, str | None], str | None, str | None]:
     """(first words by id, the column read, a note) from the gold file a result recorded."""
     from evalkit.comparison.recorded import locate
-    from evalkit.io import read_table, sha256_file
+    from evalkit.io import read_table
 
     gold = result.summary.gold
     path = locate(gold.path, result.path)
     if path is None or not path.is_file():
         return {}, None, f"the gold file {gold.path} is not found from here: no input shown"
-    if sha256_file(path) != gold.sha256:
+    table = read_table(path, name="gold")
+    if table.sha256 != gold.sha256:
         return {}, None, f"{gold.path} changed since it was scored: no input shown"
     normalized = result.summary.contract.normalized
     id_column = str(normalized.get("id"))
-    frame = read_table(path)
+    frame = table.frame
     if column is None:
         answer = normalized.get("gold_answer") or {}
         column = "text" if "text" in frame.columns else answer.get("column")
@@ -124,20 +127,20 @@ def _texts(
             f"{path}: no column {column!r} ({{text_column}}); the columns are: {listing}",
             refs=["text_column"],
         )
-    texts = _column_text(frame, column, str(path))
+    texts = _column_text(table, column)
     keyed = dict(zip(frame[id_column].cast(str).to_list(), texts, strict=True))
     return {i: _first_words(keyed.get(i)) for i in ids}, column, None
 
 
-def _column_text(frame: pl.DataFrame, column: str, source: str) -> list[str | None]:
+def _column_text(table: Table, column: str) -> list[str | None]:
     """The text of a column: itself, or a conversation's user turns (read by evalkit.chat)."""
     import polars as pl
 
-    if frame[column].dtype == pl.String:
-        return frame[column].to_list()
+    if table.frame[column].dtype == pl.String and not table.is_nested(column):
+        return table.frame[column].to_list()
     from evalkit.chat import read_chat
 
-    chat = read_chat(frame, column, source=source)
+    chat = read_chat(table, column)
     if chat.is_conversation:
         return chat.compared_text(["user"]).to_list()
     return chat.full_text().to_list()

@@ -25,10 +25,10 @@ def read_document(path: Path, kind: str = "contract") -> Any:
     """Parse a YAML (``.yaml``/``.yml``) or JSON file; errors name the file and line.
 
     ``kind`` names what the file should be (a contract, a JSON Schema) in errors.
-    Reading goes through :mod:`evalkit.documents`: safe YAML with bounded
+    Reading goes through :mod:`evalkit.io`: safe YAML with bounded
     aliases and nesting, keys given twice refused, FIFOs and devices refused.
     """
-    from evalkit.documents import DocumentError, load_document, require_regular_file
+    from evalkit.io import DocumentError, load_document, require_regular_file
 
     if not path.exists():
         raise UnreadableFile(f"{path}: no such file")

@@ -38,7 +38,7 @@ from evalkit.leakage.search import (
 from evalkit.options import takes
 
 if TYPE_CHECKING:
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
 
 @takes(AuditParams)

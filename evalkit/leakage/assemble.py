@@ -15,6 +15,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 import polars as pl
 
+from evalkit.io import FRAME_SOURCE
 from evalkit.leakage.inputs import SplitSource, file_fingerprint
 from evalkit.leakage.minhash import LshParameters
 from evalkit.leakage.models import (
@@ -28,7 +29,6 @@ from evalkit.leakage.models import (
     SplitSummary,
     WithinSplit,
 )
-from evalkit.table_input import FRAME_SOURCE
 
 PairT = TypeVar("PairT", bound=DuplicatePair)
 

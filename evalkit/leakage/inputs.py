@@ -29,16 +29,22 @@ from evalkit.chat import (
     read_chat,
     require_compared_roles,
 )
-from evalkit.chat.sources import is_jsonl, read_jsonl_exact
-from evalkit.containers import hf_dataset, hf_splits, is_hf_dataset, is_hf_dataset_dict
-from evalkit.documents import load_json
 from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
-from evalkit.io import read_table, require_columns, sha256_input, table_format
-from evalkit.table_input import is_path, read_input
-from evalkit.tables import ids_are_text
+from evalkit.io import (
+    Table,
+    hf_dataset,
+    hf_splits,
+    is_hf_dataset,
+    is_hf_dataset_dict,
+    is_path,
+    load_json,
+    read_table,
+    require_columns,
+    table_format,
+)
 
 if TYPE_CHECKING:
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
 MAX_SPLITS = 62  # split membership is kept as a bit mask in an int64
 _TABLE_SUFFIXES = (".parquet", ".jsonl", ".csv", ".ndjson", ".pq", ".json")
@@ -51,7 +57,7 @@ class SplitSource:
     name: str
     path: Path | None
     sha256: str | None = None
-    """The frame's sha256 (:func:`evalkit.table_input.frame_sha256`) when the split is a frame."""
+    """sha256 of what was read: the file's bytes, or the frame's content."""
 
 
 @dataclass(frozen=True)
@@ -155,11 +161,8 @@ def _scalar_type(dtype: pl.DataType) -> bool:
 
 
 def _split_rows(
-    frame: pl.DataFrame,
-    exact: bool,
+    table: Table,
     index: int,
-    source: SplitSource,
-    label: str,
     id_column: str,
     text_columns: Sequence[str],
     roles: Sequence[Role],
@@ -169,8 +172,10 @@ def _split_rows(
     tools: str | None = None,
 ) -> tuple[pl.DataFrame, ChatColumn]:
     needed = [id_column, *text_columns, *group, *([stratify] if stratify else [])]
+    frame, label = table.frame, table.label
     if frame.height == 0 and frame.width == 0:  # an empty JSONL split: no rows, no schema
         frame = pl.DataFrame(schema=dict.fromkeys(dict.fromkeys(needed), pl.String))
+        table = Table(frame, label, table.path, table.kind, digest=table.digest)
     require_columns(frame, needed, label)
     missing_id = frame[id_column].is_null()
     if missing_id.any():
@@ -183,10 +188,8 @@ def _split_rows(
     scalar = [c for c in text_columns if _scalar_type(frame.schema[c])]
     if scalar:
         frame = frame.with_columns(pl.col(scalar).cast(pl.String))
-    chat = read_chat(
-        frame, text_columns, source=label, path=source.path, exact=exact, system=system,
-        tools=tools,
-    )  # fmt: skip
+        table = Table(frame, label, table.path, table.kind, digest=table.digest)
+    chat = read_chat(table, text_columns, system=system, tools=tools)
     text = chat.compared_text(roles)
     columns = [
         pl.lit(index, dtype=pl.Int64).alias("split"),
@@ -217,66 +220,42 @@ def read_rows(
     tool calls of its ``roles`` turns.
     """
     text_columns = [text_column] if isinstance(text_column, str) else list(text_column)
-    if isinstance(inputs, Mapping):
-        sources, frames = [], []
-        for name, value in inputs.items():
-            if is_path(value):
-                path = Path(value)
-                sources.append(SplitSource(name=str(name), path=path))
-                frames.append((str(path), *_read_split(path, id_column)))
-            else:
-                given = read_input(value, name=f"split {str(name)!r}", ids=[id_column])
-                sources.append(SplitSource(name=str(name), path=None, sha256=given.sha256))
-                frames.append((given.label, given.frame, False))
-        _check_names([s.name for s in sources], [label for label, _, _ in frames])
-    else:
-        sources = split_sources([Path(path) for path in inputs])
-        frames = [
-            (str(s.path), *_read_split(s.path, id_column)) for s in sources if s.path is not None
-        ]
+    tables = read_splits(inputs, id_column)
     parts = [
-        _split_rows(
-            frame,
-            exact,
-            index,
-            source,
-            label,
-            id_column,
-            text_columns,
-            roles,
-            group,
-            stratify,
-            system,
-            tools,
-        )
-        for index, (source, (label, frame, exact)) in enumerate(zip(sources, frames, strict=True))
+        _split_rows(table, index, id_column, text_columns, roles, group, stratify, system, tools)
+        for index, (_, table) in enumerate(tables)
     ]
     require_compared_roles([chat for _, chat in parts], roles)
     table = pl.concat([part for part, _ in parts], how="vertical_relaxed").with_row_index("row")
     return Rows(
         table=table,
-        names=[source.name for source in sources],
-        sources=sources,
+        names=[source.name for source, _ in tables],
+        sources=[source for source, _ in tables],
         group_columns=[f"group_{k}" for k in range(len(group))],
         texts=[chat for _, chat in parts],
     )
 
 
-def _read_split(path: Path, id_column: str) -> tuple[pl.DataFrame, bool]:
-    """A split file's table, and whether its types are exactly JSON's.
-
-    JSONL is read by pyarrow when it can (exact types, and nested
-    conversations read several times faster than polars reads them); every
-    other case by :func:`evalkit.io.read_table`, which also says what is
-    wrong with a file that cannot be read.
-    """
-    if is_jsonl(path) and path.is_file():
-        frame = read_jsonl_exact(path)
-        if frame is not None and ids_are_text(frame, [id_column]):
-            return frame, True
-    return read_table(path, ids=[id_column]), False
+def read_splits(
+    inputs: Sequence[Path | str] | Mapping[str, TableLike], id_column: str
+) -> list[tuple[SplitSource, Table]]:
+    """Each split, read once, with what identifies it (its name, file and sha256)."""
+    read: list[tuple[SplitSource, Table]] = []
+    if isinstance(inputs, Mapping):
+        for name, value in inputs.items():
+            label = f"split {str(name)!r}"
+            table = read_table(value, name=label, ids=[id_column])
+            path = Path(value) if is_path(value) else None
+            read.append((SplitSource(name=str(name), path=path, sha256=table.sha256), table))
+        _check_names([s.name for s, _ in read], [t.label for _, t in read])
+        return read
+    for source in split_sources([Path(path) for path in inputs]):
+        assert source.path is not None
+        table = read_table(source.path, name=source.name, ids=[id_column])
+        read.append((SplitSource(source.name, source.path, table.sha256), table))
+    return read
 
 
 def file_fingerprint(source: SplitSource) -> str | None:
-    """sha256 of a split's file, or of its content for an in-memory frame."""
-    return sha256_input(source.path) if source.path is not None else source.sha256
+    """sha256 of what a split was read from (its file's bytes, or a frame's content)."""
+    return source.sha256

@@ -12,9 +12,9 @@ from typing import Literal
 from pydantic import Field
 
 from evalkit._version import __version__
+from evalkit.io import source_field
 from evalkit.leakage.minhash import LshParameters
 from evalkit.persisted import Persisted
-from evalkit.table_input import source_field
 
 AUDIT_FORMAT_VERSION = 1
 

@@ -34,7 +34,7 @@ from evalkit.tokens.load import check_local_folder
 
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``, or a one-line error naming it."""
-    from evalkit.documents import load_json
+    from evalkit.io import load_json
 
     value = load_json(path)
     if not isinstance(value, dict):

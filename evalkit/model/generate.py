@@ -38,7 +38,7 @@ from evalkit.model.records import (
 from evalkit.options import takes
 
 if TYPE_CHECKING:
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
 OUTPUT_COLUMN = "output"
 # generation_config.json keys that name tokens rather than decoding choices.
@@ -198,14 +198,13 @@ def generate(
     given = GenerateParams.build(params, values)
     id_column, text_columns = given.id_column, given.text_columns
     max_new_tokens, batch_size = given.max_new_tokens, given.batch_size
-    from evalkit.containers import resolve_hf_split
+    from evalkit.io import is_path, read_table, resolve_hf_split
     from evalkit.leakage.progress import Progress
     from evalkit.model.decode import default_settings
     from evalkit.model.load import load_model
     from evalkit.model.pins import adapter_record, base_pins, tokenizer_files
     from evalkit.model.prompts import read_prompts
     from evalkit.model.runtime import library_versions
-    from evalkit.table_input import is_path, read_input
 
     if is_path(data):
         data = resolve_hf_split(Path(data), given.hf_split)
@@ -222,7 +221,7 @@ def generate(
     loaded = load_model(
         base_path, adapter_path, tokenizer=given.tokenizer, device=given.device, dtype=given.dtype
     )
-    table = read_input(data, name="data", ids=[id_column])
+    table = read_table(data, name="data", ids=[id_column])
     prompts = read_prompts(
         table,
         id_column,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit.errors import DuplicateIds, InvalidTable, UsageError
 
 if TYPE_CHECKING:
-    from evalkit.table_input import TableInput, TableLike
+    from evalkit.io import Table, TableLike
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def _read_ids(frame: Any, column: str, source: str) -> list[Any]:
 
 
 def read_prompts(
-    data: TableLike | TableInput,
+    data: TableLike | Table,
     id_column: str,
     text_columns: Sequence[str],
     tokenizer: Any,
@@ -80,17 +80,16 @@ def read_prompts(
     conversation (naming the id).
     """
     from evalkit.chat import read_chat, template_conversations
-    from evalkit.io import require_columns
-    from evalkit.table_input import TableInput, read_input
+    from evalkit.io import Table, read_table
     from evalkit.tokens.render import encode_renders, prompt_renders, require_template
 
-    table = data if isinstance(data, TableInput) else read_input(data, name="data", ids=[id_column])
+    table = data if isinstance(data, Table) else read_table(data, name="data", ids=[id_column])
     frame, source = table.frame, table.label
-    require_columns(frame, [id_column, *text_columns], source)
+    table.require_columns([id_column, *text_columns])
     if frame.height == 0:
         raise InvalidTable(f"{source}: has no rows; there is nothing to generate")
     ids = _read_ids(frame, id_column, source)
-    chat = read_chat(frame, list(text_columns), source=source, path=table.path)
+    chat = read_chat(table, list(text_columns))
     if not chat.is_conversation:
         raise UsageError(
             f"{source}: {{text_columns}} {' '.join(text_columns)} holds plain text, not "

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from evalkit.io import source_field
 from evalkit.persisted import Persisted
 from evalkit.provenance.models import AdapterCard
-from evalkit.table_input import source_field
 from evalkit.versions import FileFormat
 
 RUN_VERSION = 1

@@ -33,8 +33,8 @@ from evalkit.plan.models import PlanResult
 from evalkit.tokens.sequences import Batch, TrainingData
 
 if TYPE_CHECKING:
+    from evalkit.io import TableLike
     from evalkit.model.smoke_run import Outcome
-    from evalkit.table_input import TableLike
 
 # The plan's --precision for the dtype the run trains in (pure 16-bit, or fp32).
 PRECISION = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
@@ -201,8 +201,7 @@ def prepare(
 
 def _one_table(data: TableLike, hf_split: str | None) -> TableLike:
     """The table ``data`` names once ``hf_split`` picked a DatasetDict folder's split."""
-    from evalkit.containers import resolve_hf_split
-    from evalkit.table_input import is_path
+    from evalkit.io import is_path, resolve_hf_split
 
     if is_path(data):
         return resolve_hf_split(Path(data), hf_split)
@@ -294,10 +293,10 @@ def smoke(
     Bad input raises an ``EvalkitError`` (exit 2) before the model loads; a
     failed step or reload is in the report (``verdict`` ``fail``).
     """
+    from evalkit.io import FRAME_SOURCE
     from evalkit.model.generate import device_record
     from evalkit.model.memory import NOTES
     from evalkit.model.smoke_run import run_phases
-    from evalkit.table_input import FRAME_SOURCE
 
     given = SmokeParams.build(params, values)
     columns = list(given.text)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from evalkit.io import source_field
 from evalkit.model.memory import MeasureKind
 from evalkit.model.records import DeviceInfo
 from evalkit.persisted import Persisted
 from evalkit.plan.models import PlanResult
-from evalkit.table_input import source_field
 from evalkit.versions import FileFormat
 
 SMOKE_VERSION = 1

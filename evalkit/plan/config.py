@@ -135,7 +135,7 @@ def read_config(path: Path) -> tuple[Path, dict[str, Any]]:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise UnreadableFile(f"{source}: cannot read it ({error})") from None
-    from evalkit.documents import DocumentError, parse_json
+    from evalkit.io import DocumentError, parse_json
 
     try:
         data = parse_json(text, str(source))

@@ -251,7 +251,7 @@ def read_config(folder: Path) -> AdapterConfig:
             "pass the folder that save_pretrained wrote",
             refs=["base"],
         )
-    from evalkit.documents import DocumentError, load_json
+    from evalkit.io import DocumentError, load_json
 
     try:
         raw = load_json(path)

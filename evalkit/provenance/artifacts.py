@@ -69,8 +69,8 @@ CODE_CONFIGS = ("config.json", TOKENIZER_CONFIG, ADAPTER_CONFIG)
 
 def _json_object(path: Path) -> dict[str, Any] | None:
     """A JSON object file's value; None when it is no object (its reader says what is wrong)."""
-    from evalkit.documents import load_json
     from evalkit.errors import EvalkitError
+    from evalkit.io import load_json
 
     try:
         value = load_json(path)
@@ -292,7 +292,7 @@ def chat_templates(folder: Path) -> dict[str, str]:
     config = folder / TOKENIZER_CONFIG
     if not config.is_file():
         return {}
-    from evalkit.documents import load_json
+    from evalkit.io import load_json
 
     value = load_json(config)  # bounded, duplicate keys refused: one line naming the file
     return templates_of(value.get("chat_template") if isinstance(value, dict) else None)

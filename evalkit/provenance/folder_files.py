@@ -35,8 +35,8 @@ def hash_files(folder: Path, skip: dict[str, str] | None = None) -> dict[str, st
 
 
 def read_json_file(path: Path) -> Any:
-    """A JSON file's value, or one clear error naming it (bounded: :mod:`evalkit.documents`)."""
-    from evalkit.documents import load_json
+    """A JSON file's value, or one clear error naming it (bounded: :mod:`evalkit.io`)."""
+    from evalkit.io import load_json
 
     return load_json(path)
 
@@ -81,7 +81,7 @@ def _read_settings(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file; pass a JSON or YAML file of training settings")
     if path.suffix.lower() in (".yaml", ".yml"):
-        from evalkit.documents import load_yaml
+        from evalkit.io import load_yaml
 
         value = load_yaml(path)
     else:

@@ -104,7 +104,7 @@ def _parse(path: Path, size: int, prefix: bytes, read_header: bytes) -> Safetens
     (length,) = struct.unpack("<Q", prefix)
     if length > MAX_HEADER_BYTES or 8 + length > size:
         raise _fail(path, f"the header length {length} does not fit in the {size}-byte file")
-    from evalkit.documents import DocumentError, parse_json
+    from evalkit.io import DocumentError, parse_json
 
     try:
         raw = parse_json(read_header, "header")

@@ -12,8 +12,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit.documents import parse_json, read_bytes
 from evalkit.errors import EvalkitError
+from evalkit.io import parse_json, read_bytes
 
 
 @dataclass(frozen=True)

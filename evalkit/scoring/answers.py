@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.contract.model import Contract
+    from evalkit.io import Table
 
 
 def file_columns(contract: Contract, present: list[str]) -> list[str]:
@@ -130,15 +131,11 @@ def _answer_table(parsed: list[dict[str, Any]], keys: list[str], path: Path | st
         raise
 
 
-def read_answer_gold(
-    path: Path | str, frame: pl.DataFrame, ids: pl.Series, contract: Contract, label: str
-) -> pl.DataFrame:
+def read_answer_gold(gold: Table, ids: pl.Series, contract: Contract, label: str) -> pl.DataFrame:
     """``id`` and ``gold:<name>`` columns, the names read from the parsed reference answers.
 
-    ``path`` is the gold file (a Path) or what errors call a gold frame (text);
-    ``frame`` is the gold table, holding the columns of
-    :func:`required_columns`; ``ids`` its checked ids as strings; ``label``
-    names the contract in errors.
+    ``gold`` is the gold table, holding the columns of :func:`required_columns`;
+    ``ids`` its checked ids as strings; ``label`` names the contract in errors.
     """
     import polars as pl
 
@@ -146,8 +143,8 @@ def read_answer_gold(
 
     assert contract.gold_answer is not None
     column = contract.gold_answer.column
-    file = path if isinstance(path, Path) else None
-    chat = read_chat(frame, column, source=str(path), path=file)
+    frame, path = gold.frame, gold.label
+    chat = read_chat(gold, column)
     if not chat.is_conversation:
         texts = chat.texts[0]
         held = "is null in every row" if texts.null_count() == len(texts) else "holds text"

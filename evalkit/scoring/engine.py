@@ -23,9 +23,8 @@ from evalkit.contract.match import check_gold_types
 from evalkit.contract.model import Contract
 from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
-from evalkit.documents import require_regular_file
 from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, ParameterError
-from evalkit.io import sha256_input
+from evalkit.io import FRAME_SOURCE, frame_sha256, is_path, require_regular_file, sha256_input
 from evalkit.options import takes
 from evalkit.provenance.gold_content import content_sha256
 from evalkit.provenance.models import AdapterCard
@@ -46,12 +45,11 @@ from evalkit.scoring.summary import (
     ScoreSummary,
 )
 from evalkit.scoring.workers import ParsePool
-from evalkit.table_input import FRAME_SOURCE, frame_sha256, is_path
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
 GOLD_PREFIX = "gold:"
 

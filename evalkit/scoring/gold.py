@@ -3,7 +3,7 @@
 Only the columns the contract names are read (a Parquet file's schema is
 checked before anything is read, so a contract/gold mismatch fails fast);
 they come out renamed ``gold:<column>`` beside a string ``id``. A frame goes
-through :func:`evalkit.table_input.read_input` and the same checks, so the
+through :func:`evalkit.io.read_table` and the same checks, so the
 figures of a frame are those of the same rows in a file.
 """
 
@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalkit.errors import DuplicateIds, InvalidTable, UnknownColumn
-from evalkit.io import read_table, table_format
+from evalkit.io import id_strings, read_table, table_format
 from evalkit.scoring import answers
 from evalkit.scoring.examples import GOLD_PREFIX
-from evalkit.tables import id_strings
 
 if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.contract.model import Contract
-    from evalkit.table_input import TableInput
+    from evalkit.io import Table
 
 
 def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
@@ -51,33 +50,30 @@ def check_gold_columns(path: Path, contract: Contract, contract_label: str) -> N
             )
 
 
-def _read_gold_columns(path: Path, contract: Contract) -> pl.DataFrame:
-    """The gold table; only the columns the contract names (when all exist)."""
+def _gold_columns(path: Path, contract: Contract) -> list[str] | None:
+    """The columns of the gold file that the contract reads (None: read them all)."""
     import polars as pl
 
-    if contract.gold_answer is not None:
-        if table_format(path) == "parquet" and path.is_file():
-            try:
-                present = pl.read_parquet_schema(path)
-            except (pl.exceptions.PolarsError, OSError):
-                return read_table(path, ids=[contract.id_column])  # reports the problem
-            columns = answers.file_columns(contract, list(present))
-            return read_table(path, columns=columns, ids=[contract.id_column])
-        return read_table(path, ids=[contract.id_column])
-    return read_table(path, columns=contract.gold_columns, ids=[contract.id_column])
+    if contract.gold_answer is None:
+        return contract.gold_columns
+    if table_format(path) == "parquet" and path.is_file():
+        try:
+            present = pl.read_parquet_schema(path)
+        except (pl.exceptions.PolarsError, OSError):
+            return None  # the read reports the problem
+        return answers.file_columns(contract, list(present))
+    return None
 
 
-def gold_input(gold: object, contract: Contract) -> TableInput:
+def gold_input(gold: object, contract: Contract) -> Table:
     """The gold as given (a file or a frame), read: a file only in the contract's columns."""
-    from evalkit.table_input import TableInput, is_path, read_input
+    from evalkit.io import is_path
 
-    if is_path(gold):
-        path = Path(gold)
-        return TableInput(_read_gold_columns(path, contract), path, str(path))
-    return read_input(gold, name="gold", ids=[contract.id_column])
+    columns = _gold_columns(Path(gold), contract) if is_path(gold) else None
+    return read_table(gold, name="gold", columns=columns, ids=[contract.id_column])
 
 
-def read_gold(gold: TableInput, contract: Contract, contract_label: str) -> pl.DataFrame:
+def read_gold(gold: Table, contract: Contract, contract_label: str) -> pl.DataFrame:
     """The gold columns the contract reads, renamed ``gold:<column>``, plus a string ``id``.
 
     With ``gold_answer`` the gold values come from each conversation's
@@ -98,8 +94,7 @@ def read_gold(gold: TableInput, contract: Contract, contract_label: str) -> pl.D
         raise InvalidTable(f"{label}: the {noun} has no rows")
     ids = _checked_ids(frame, label, contract.id_column, noun)
     if contract.gold_answer is not None:
-        where = gold.path if gold.path is not None else label
-        return answers.read_answer_gold(where, frame, ids, contract, contract_label)
+        return answers.read_answer_gold(gold, ids, contract, contract_label)
     return frame.select(
         pl.lit(ids).alias("id"),
         *[pl.col(column).alias(GOLD_PREFIX + column) for column in contract.gold_columns],

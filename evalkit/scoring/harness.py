@@ -69,7 +69,7 @@ def read_openai_batch(data: bytes, name: str) -> pl.DataFrame:
 
 def json_array(data: bytes, name: str, what: str) -> list[Any]:
     """A ``.json`` file's array (text that is not UTF-8 kept as surrogate escapes)."""
-    from evalkit.documents import parse_json
+    from evalkit.io import parse_json
 
     document = parse_json(data.decode("utf-8", errors="surrogateescape"), name)
     if not isinstance(document, list):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from evalkit.errors import UsageError
-from evalkit.table_input import is_path
+from evalkit.io import is_path
 
 
 def chosen_ledger(

@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalkit.errors import UsageError
+from evalkit.io import FRAME_SOURCE, is_path, read_table
 from evalkit.scoring.predictions import DEFAULT_OUTPUT_COLUMN, PredictionTable, read_predictions
-from evalkit.table_input import FRAME_SOURCE, is_path, read_input
 
 if TYPE_CHECKING:
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
 FRAME_FORMAT = FRAME_SOURCE
 """``predictions.format`` of predictions given as a frame."""
@@ -47,7 +47,7 @@ def read_prediction_input(
             f"pred_format {pred_format!r} names a file format, but the predictions are a "
             "frame; leave pred_format out (a frame is read as a table of id and output columns)"
         )
-    given = read_input(predictions, name="predictions")
+    given = read_table(predictions, name="predictions")
     label = given.label
     frame = _table_frame(
         given.frame, label, id_col or default_id, output_col or DEFAULT_OUTPUT_COLUMN

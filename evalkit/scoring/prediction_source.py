@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.documents import NOT_REGULAR_FIX, special_kind
 from evalkit.errors import UnreadableFile, UsageError
+from evalkit.io import NOT_REGULAR_FIX, special_kind
 
 SNIFF_BYTES = 1 << 16
 

@@ -14,7 +14,7 @@ UTF-8/Unicode, which no JSON consumer accepts). Supported shapes:
 
 ``auto`` recognises each from the path and the first record (and, for a
 pipe, from its content). Every JSON record is read under the rules of
-:mod:`evalkit.jsonl` on every path: a key given twice is an error naming the
+:mod:`evalkit.io._json_rules` on every path: a key given twice is an error naming the
 line, ids are text as written (``1.0`` is refused, not read as ``1``).
 """
 
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from evalkit import jsonl
 from evalkit.errors import MalformedFile, ParameterError, UnknownColumn, UnreadableFile, UsageError
+from evalkit.io import _json_rules as jsonl
 from evalkit.io import sha256_file, sha256_input
 from evalkit.scoring.harness import json_array, read_lm_eval, read_openai_batch
 from evalkit.scoring.options import PredFormat
@@ -75,7 +75,7 @@ def detect_format(path: Path) -> str:
     if not path.exists():
         raise UnreadableFile(f"{path}: no such file or folder")
     if path.is_dir():
-        from evalkit.containers import hf_dataset
+        from evalkit.io import hf_dataset
 
         hf_dataset(path)  # a DatasetDict or a folder that is no dataset fails, saying why
         return "hf"
@@ -293,7 +293,7 @@ def _table_frame(frame: pl.DataFrame, name: str, id_col: str, output_col: str) -
     """Select and type the id and output columns of a plain table (CSV, Parquet, Arrow)."""
     import polars as pl
 
-    from evalkit.tables import check_id_types
+    from evalkit.io import check_id_types
 
     ids = _resolve_column(frame, id_col, name, "id")
     outputs = _resolve_column(frame, output_col, name, "output")
@@ -350,7 +350,7 @@ def _read_csv_table(source: Any, name: str, id_col: str, output_col: str) -> pl.
 def _source_bytes(source: Path, loaded: PredictionBytes | None) -> bytes:
     if loaded is not None:
         return loaded.data
-    from evalkit.documents import read_bytes
+    from evalkit.io import read_bytes
 
     return read_bytes(source)
 
@@ -419,9 +419,9 @@ def _read(
     import io
 
     if fmt == "hf":
-        from evalkit.containers import read_hf_dataset
+        from evalkit.io import read_table
 
-        return _table_frame(read_hf_dataset(source), name, id_col, output)
+        return _table_frame(read_table(source, name="predictions").frame, name, id_col, output)
     if fmt in ("csv", "parquet"):
         target: Any = io.BytesIO(loaded.data) if loaded is not None else source
         if fmt == "csv":

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import UnknownColumn
-from evalkit.jsonl import id_text, reference_records
+from evalkit.io import id_text, reference_records
 
 if TYPE_CHECKING:
     import polars as pl
@@ -53,7 +53,7 @@ def clean_text(value: Any) -> tuple[str | None, bool]:
 def iter_json_lines(data: bytes, name: str) -> Iterator[tuple[int, Any]]:
     """``(line number, record)`` for each non-blank line, read by the reference reader.
 
-    The rules are :mod:`evalkit.jsonl`'s (a key given twice, nesting, a line
+    The rules are :mod:`evalkit.io._json_rules`'s (a key given twice, nesting, a line
     that is not an object: an error naming the line). Bytes that are not
     UTF-8 are not fatal: they are the model's output, scored (and flagged).
     """
@@ -81,7 +81,7 @@ def records_frame(rows: Sequence[Row]) -> pl.DataFrame:
 
 
 def require_id(where: str, found: bool, value: Any, id_col: str) -> str:
-    """A record's id as text as written (:func:`evalkit.jsonl.id_text`); absent is an error."""
+    """A record's id as text as written (:func:`evalkit.io.id_text`); absent is an error."""
     text = id_text(value, id_col, where) if found else None
     if text is None:
         raise UnknownColumn(

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from evalkit.errors import ParameterError
+from evalkit.io import is_path
 from evalkit.scoring.options import ScoreParams
-from evalkit.table_input import is_path
 
 if TYPE_CHECKING:
     from evalkit.provenance.models import AdapterCard
@@ -29,7 +29,7 @@ def score_tables(gold: Any, predictions: Any, hf_split: str | None) -> tuple[Any
     ``hf_split`` applies to whichever of the two is a DatasetDict folder; it is
     refused when neither is, and a DatasetDict without it is refused.
     """
-    from evalkit.containers import is_hf_dataset_dict, resolve_hf_split
+    from evalkit.io import is_hf_dataset_dict, resolve_hf_split
 
     def dataset_dict(table: Any) -> bool:
         return is_path(table) and is_hf_dataset_dict(Path(table))

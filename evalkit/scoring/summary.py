@@ -19,9 +19,9 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from evalkit.errors import MalformedFile
+from evalkit.io import source_field
 from evalkit.persisted import Persisted
 from evalkit.provenance.models import CARD_FORMAT, AdapterCard
-from evalkit.table_input import source_field
 from evalkit.versions import FileFormat
 
 FORMAT_VERSION = 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, SupportsIndex
 
@@ -20,7 +20,7 @@ import polars as pl
 
 from evalkit._version import __version__
 from evalkit.errors import NO_VALUE, InfeasibleSplit, ParameterError, Ref, UsageError
-from evalkit.io import TableFormat, sha256_file
+from evalkit.io import TableFormat, is_path, read_table
 from evalkit.options import takes
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
@@ -46,14 +46,13 @@ from evalkit.splitting.options import NullGroupPolicy, SplitParams
 from evalkit.splitting.repetition import split_repetition
 from evalkit.splitting.report import build_report
 from evalkit.splitting.state import IntArray, required_classes
-from evalkit.table_input import is_path, read_input
 
 if TYPE_CHECKING:
     from datasets import DatasetDict
 
     from evalkit.chat import ChatColumn, Role
+    from evalkit.io import Table, TableLike
     from evalkit.leakage.distributed.session import RayOptions
-    from evalkit.table_input import TableLike
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,9 @@ class SplitResult:
     """
 
     frames: dict[str, pl.DataFrame]
+    """Each split's rows as a frame: the input's columns, a column whose nested values a
+    frame cannot hold as written (objects whose keys differ by row, such as tool schemas)
+    as each row's JSON text (``manifest.json_text_columns`` names them)."""
     assignments: pl.DataFrame
     manifest: SplitManifest
 
@@ -74,35 +76,44 @@ class SplitResult:
         return self.manifest
 
     rows: dict[str, IntArray] | None = None
-    """The input's row numbers of each split, in the rows' order of ``frames``, when the
-    input is a file: what the split files are written back from."""
-    retyped: bool = False
-    """The frame cannot hold the text column's values (content a string in some messages
-    and a list of parts in others, as OpenAI's vision fine-tuning files have): polars
-    converted them, so only the input's values (JSONL lines, JSON text) keep them."""
+    """The input's row numbers of each split, in the rows' order of ``frames``."""
+    table: Table | None = None
+    """The input as read: what the split files are written from (never read again)."""
 
     def to_datasets(self) -> DatasetDict:
         """The splits as a ``datasets.DatasetDict`` (``val`` named ``validation``), in memory.
 
-        Same rows, columns and order as the split files; needs the optional
-        ``datasets`` package (``pip install 'evalkit[datasets]'``).
+        Same rows, columns and order as the split files, each row's values as
+        the input wrote them: a column whose nested values differ in shape from
+        row to row (tool schemas, messages with and without ``tool_calls``) is a
+        ``datasets.Json`` column, which gives each row its own objects (no key
+        another row has, no ``null`` padding); with a ``datasets`` release older
+        than ``Json`` it is each row's JSON text, decoded by
+        ``dataset.map(lambda row: {"tools": json.loads(row["tools"])})``. Needs
+        the optional ``datasets`` package (``pip install 'evalkit[datasets]'``).
         """
         from evalkit.splitting.hf_datasets import to_dataset_dict
 
-        source = self.manifest.input.path or "data frame"
-        return to_dataset_dict(self.frames, source, retyped=self.retyped)
+        table, rows = self.table, self.rows
+        if table is None or rows is None or not table.padded_columns:
+            return to_dataset_dict(self.frames, self.manifest.json_text_columns)
+        frames = {name: table.exact_frame(chosen) for name, chosen in rows.items()}
+        return to_dataset_dict(frames, [*table.json_text_columns, *table.padded_columns])
 
     def write(
         self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False
     ) -> SplitManifest:
         """Write ``<name>.<fmt>`` per split, ``assignments.parquet`` and ``manifest.json``.
 
-        A JSONL input is written back as it was read (:mod:`evalkit.splitting.writeback`):
-        JSONL output holds its lines byte for byte, Parquet output its nested values as
-        written (as JSON text where the frame would change them). All files are written
-        into a temporary folder that replaces ``out`` only once everything succeeded; an
-        existing ``out`` needs ``force``, and is never replaced if it holds the input or is
-        a folder this did not write. Returns the manifest as written.
+        The split files are written from the input as it was read, never from a
+        second reading (:mod:`evalkit.splitting.writeback`): JSONL output of a
+        JSON input holds its lines byte for byte, of any other input each row's
+        record (no key added); Parquet and CSV output the frames (a column a
+        frame cannot hold as written as JSON text). All files are written into
+        a temporary folder that replaces ``out`` only once everything
+        succeeded; an existing ``out`` needs ``force``, and is never replaced if
+        it holds the input or is a folder this did not write. Returns the
+        manifest as written.
         """
         from evalkit.splitting.writeback import write_split
 
@@ -161,7 +172,8 @@ def split(
         seed=seed,
         id=id_column,
         text=text_columns[0] if text_columns else None,
-        completion=text_columns[1] if len(text_columns) > 1 else None,
+        completion=text_columns[1] if len(text_columns) == 2 else None,
+        alpaca=text_columns if len(text_columns) == 3 else None,
         roles=list(compared_roles) if roles is not None else None,
         null_group=given.null_group,
         tolerance=given.tolerance,
@@ -180,13 +192,14 @@ def split(
 
         ray = with_address(ray, given.ray_address)
     data = _one_table(data, given.hf_split)
-    table_input = read_input(data, name="data", ids=[id_column] if id_column else ())
-    frame, path, source = table_input.frame, table_input.path, table_input.label
+    table = read_table(data, name="data", ids=[id_column] if id_column else ())
+    frame, path, source = table.frame, table.path, table.label
     loaded_tokenizer = load_tokenizer(Path(tokenizer)) if tokenizer is not None else None
     check_table(
         frame, source=source, group=group, id_column=id_column, stratify=stratify, text=text_columns
     )
-    chat = _read_chat(frame, text_columns, source, path, system, tools) if text_columns else None
+    _check_scalar_columns(table, group, stratify)
+    chat = _read_chat(table, text_columns, system, tools) if text_columns else None
     if chat is not None and roles is not None and not chat.is_conversation:
         raise ParameterError(
             "roles",
@@ -198,12 +211,12 @@ def split(
     targets = resolve_targets(frame.height, options.names, sizes, ratios, source)
     grouping = _grouping(frame, options, chat, compared_roles, source, ray)
     row_class, labels = class_index(frame, stratify)
-    table = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
+    groups = build_table(grouping.row_group, row_class, len(labels), grouping.pinned)
     unused = frame.height - int(targets.sum())
     problem = items_problem(targets, frame.height, seed)
-    row_split = assign_groups(table, problem)[grouping.row_group]
+    row_split = assign_groups(groups, problem)[grouping.row_group]
 
-    required = [labels[i] for i in np.flatnonzero(required_classes(table, problem))]
+    required = [labels[i] for i in np.flatnonzero(required_classes(groups, problem))]
     splits, quality = build_report(
         frame,
         row_split,
@@ -221,10 +234,11 @@ def split(
         seed=options.seed,
         input=InputInfo(
             path=str(path) if path is not None else None,
-            sha256=table_input.sha256,
+            sha256=table.sha256,
             n_items=frame.height,
             n_groups=grouping.n_groups,
-            source=table_input.source,
+            source=table.source,
+            padded_rows=table.padded_rows or None,
         ),
         options=options,
         targets={name: int(t) for name, t in zip(options.names, targets, strict=True)},
@@ -242,12 +256,15 @@ def split(
     _check_tolerance(manifest, source)
     order = frame[id_column].arg_sort().to_numpy() if id_column is not None else None
     split_column = pl.Series("split", [*options.names, None], dtype=pl.String).gather(row_split)
+    rows = _split_rows(row_split, options.names, order)
+    if table.json_text_columns:
+        manifest = replace(manifest, json_text_columns=sorted(table.json_text_columns))
     return SplitResult(
-        frames=_split_frames(frame, row_split, options.names, order),
+        frames={name: table.written_frame(chosen) for name, chosen in rows.items()},
         assignments=_assignments(frame, group, id_column, split_column, order),
         manifest=manifest,
-        rows=_split_rows(row_split, options.names, order) if path is not None else None,
-        retyped=chat is not None and chat.retyped,
+        rows=rows,
+        table=table,
     )
 
 
@@ -271,7 +288,7 @@ def _one_table(data: TableLike, hf_split: str | None) -> TableLike:
         raise ParameterError(
             "hf_split", f"{hf_split}: applies to a Hugging Face DatasetDict folder, not a frame"
         )
-    from evalkit.containers import resolve_hf_split
+    from evalkit.io import resolve_hf_split
 
     return resolve_hf_split(Path(data), hf_split)
 
@@ -285,16 +302,11 @@ def _compared_roles(roles: str | Sequence[str] | None) -> tuple[Role, ...]:
 
 
 def _read_chat(
-    frame: pl.DataFrame,
-    columns: Sequence[str],
-    source: str,
-    path: Path | None,
-    system: str | None,
-    tools: str | None,
+    table: Table, columns: Sequence[str], system: str | None, tools: str | None
 ) -> ChatColumn:
     from evalkit.chat import read_chat
 
-    return read_chat(frame, columns, source=source, path=path, system=system, tools=tools)
+    return read_chat(table, columns, system=system, tools=tools)
 
 
 def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
@@ -312,6 +324,20 @@ def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
         tool_calls=chat.tool_call_count,
         untrained_turns=chat.flagged_untrained,
     )
+
+
+def _check_scalar_columns(table: Table, group: Sequence[str], stratify: str | None) -> None:
+    """Refuse a group or class column that holds lists or objects: a key is one value."""
+    named = [("group", column) for column in group]
+    if stratify is not None:
+        named.append(("stratify", stratify))
+    for parameter, column in named:
+        if table.is_nested(column):
+            raise ParameterError(
+                parameter,
+                f"{column}: the column holds lists or objects in {table.label}; "
+                f"{{{parameter}}} takes a column of text, numbers or booleans",
+            )
 
 
 def _check_options(options: SplitOptions) -> None:
@@ -381,12 +407,12 @@ def _grouping(
     n_groups = int(row_group.max()) + 1
     pinned, freezing = None, None
     if options.freeze is not None:
-        freeze_path = Path(options.freeze)
-        row_frozen = frozen_rows(frame, freeze_path, options.group, options.id, options.names)
+        assignments = read_table(Path(options.freeze), name="freeze")
+        row_frozen = frozen_rows(frame, assignments, options.group, options.id, options.names)
         pinned, n_frozen, conflicts = pin_frozen(row_group, row_frozen, n_groups)
         freezing = Freezing(
-            path=str(freeze_path),
-            sha256=sha256_file(freeze_path),
+            path=options.freeze,
+            sha256=assignments.sha256,
             frozen_groups=n_frozen,
             new_groups=n_groups - n_frozen,
             conflicts=conflicts,
@@ -442,12 +468,3 @@ def _split_rows(
     rows = order if order is not None else np.arange(len(row_split))
     placed = row_split[rows]
     return {name: rows[placed == index] for index, name in enumerate(names)}
-
-
-def _split_frames(
-    frame: pl.DataFrame, row_split: IntArray, names: Sequence[str], order: IntArray | None
-) -> dict[str, pl.DataFrame]:
-    """The rows of each named split, sorted by id when there is one (input order otherwise)."""
-    if order is not None:
-        frame, row_split = frame[order], row_split[order]
-    return {name: frame.filter(pl.Series(row_split == index)) for index, name in enumerate(names)}

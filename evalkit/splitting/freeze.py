@@ -9,27 +9,28 @@ null (singleton groups) are matched by id.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from evalkit.errors import InvalidTable, UsageError
-from evalkit.io import read_table, require_columns
+from evalkit.io import Table, require_columns
 from evalkit.splitting.groups import group_key
 from evalkit.splitting.state import IntArray
 
 
 def frozen_rows(
     frame: pl.DataFrame,
-    path: Path,
+    assignments: Table,
     group: Sequence[str],
     id_column: str | None,
     names: Sequence[str],
 ) -> IntArray:
-    """Split index of every input row whose group (or id) the file knows, -1 for the rest."""
-    known = read_table(path)
-    require_columns(known, ["id", "group", "split"], str(path))
+    """Split index of every input row whose group (or id) the assignments file knows, -1 for
+    the rest."""
+    path = assignments.label
+    known = assignments.frame
+    require_columns(known, ["id", "group", "split"], path)
     placed = known.filter(pl.col("split").is_not_null())
     unknown = sorted(set(placed["split"].unique().to_list()) - set(names))
     if unknown:

@@ -9,10 +9,10 @@ and keeps every row as the split holds it. ``datasets`` is optional
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from evalkit.errors import InvalidTable, UsageError
+from evalkit.errors import UsageError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -47,27 +47,27 @@ def dataset_names(names: list[str]) -> dict[str, str]:
     return keys
 
 
-def to_dataset_dict(frames: Mapping[str, pl.DataFrame], source: str, retyped: bool) -> Any:
+def to_dataset_dict(frames: Mapping[str, pl.DataFrame], json_columns: Sequence[str]) -> Any:
     """One ``datasets.Dataset`` per split, built on the frames' Arrow data.
 
     ``Dataset.from_polars`` wraps the Arrow table polars hands over: numeric
     data is not copied; text, nested text included, moves once from polars'
     string views to Arrow's large strings, the layout every ``datasets``
-    release reads.
+    release reads. ``json_columns`` hold each row's JSON text (values whose
+    shape differs by row): they become ``datasets.Json`` columns, which give
+    each row back its own objects, where the ``datasets`` release has it.
     """
-    if retyped:
-        raise InvalidTable(
-            f"{source}: the text column holds content as text in some messages and as a list "
-            "of parts in others, which an Arrow table (so a Dataset) cannot keep; write the "
-            "split as JSONL (result.write(out, fmt='jsonl')) and load those files"
-        )
     datasets = datasets_module()
     keys = dataset_names(list(frames))
-    return datasets.DatasetDict(
-        {
-            keys[name]: datasets.Dataset.from_polars(
-                frame, split=keys[name] if _SPLIT_NAME.match(keys[name]) else None
-            )
-            for name, frame in frames.items()
-        }
-    )
+    built = {}
+    for name, frame in frames.items():
+        dataset = datasets.Dataset.from_polars(
+            frame, split=keys[name] if _SPLIT_NAME.match(keys[name]) else None
+        )
+        if json_columns and hasattr(datasets, "Json"):
+            features = dataset.features.copy()
+            for column in json_columns:
+                features[column] = datasets.Json()
+            dataset = dataset.cast(features)
+        built[keys[name]] = dataset
+    return datasets.DatasetDict(built)

@@ -28,7 +28,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from evalkit.table_input import source_metadata
+from evalkit.io import source_metadata
 from evalkit.versions import FileFormat
 
 if TYPE_CHECKING:
@@ -69,6 +69,10 @@ class _AuditWithin:
         )
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 @dataclass(frozen=True, kw_only=True)
 class InputInfo:
     """The input the split was made from."""
@@ -84,6 +88,16 @@ class InputInfo:
     n_groups: int
     """Groups after null handling and duplicate merging."""
     source: Literal["frame"] | None = field(default=None, metadata=source_metadata())
+    padded_rows: int | None = field(
+        default=None,
+        metadata={
+            "exclude_if": _is_none,
+            "description": "Rows whose nested values carried null padding (a Parquet file, a "
+            "Hugging Face folder or a polars or pyarrow frame gives every row's objects every "
+            "key any row has, as null), read as absent: a trainer given that container renders "
+            "the padding; store such a column as JSON text. Absent when there was none.",
+        },
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,6 +124,14 @@ class SplitOptions:
     """--text column: length statistics and the --near-dup comparison; text or a conversation (the prompt column of the prompt-completion form)."""  # noqa: E501
     completion: str | None = None
     """A second --text column: the completion of TRL's prompt-completion form."""
+    alpaca: list[str] | None = field(
+        default=None,
+        metadata={
+            "exclude_if": _is_none,
+            "description": "Three text columns: Alpaca's instruction, input and output, in "
+            "that order (`text` is then the instruction). Absent otherwise.",
+        },
+    )
     roles: list[str] | None = None
     """--roles as given: the conversation turns compared for --near-dup (null: the default, every role but system)."""  # noqa: E501
     null_group: str
@@ -296,13 +318,16 @@ class SplitManifest:
     within: dict[str, Annotated[dict[str, object], _AuditWithin]] | None = None
     """With --near-dup: per split, how much of it repeats itself (its own exact and near-duplicate clusters, which --near-dup keeps whole, and repeated openings); the audit's `within`."""  # noqa: E501
     json_text_columns: list[str] = field(default_factory=list)
-    """Columns written to the Parquet split files as the JSON text of each value as the JSONL input wrote it (their keys differ from row to row; a Parquet struct would give every row every key)."""  # noqa: E501
+    """Columns written to the Parquet and CSV split files (and held by `SplitResult.frames`) as the JSON text of each row's value as the input wrote it: their objects' keys or types differ from row to row, and a Parquet struct would give every row every key. JSONL split files hold the values themselves."""  # noqa: E501
 
     def to_json(self) -> dict[str, object]:
         """The manifest as JSON values, as written (a file's input has no ``source`` key)."""
         data = asdict(self)
-        if data["input"]["source"] is None:  # a file's input block is as it always was
-            del data["input"]["source"]
+        for key in ("source", "padded_rows"):  # absent unless there is something to say
+            if data["input"][key] is None:
+                del data["input"][key]
+        if data["options"]["alpaca"] is None:
+            del data["options"]["alpaca"]
         return data
 
 
@@ -351,7 +376,7 @@ def read_manifest(path: str | os.PathLike[str]) -> SplitManifest:
     What :meth:`SplitResult.write` wrote reads back equal to
     :attr:`SplitResult.manifest`.
     """
-    from evalkit.documents import load_json
+    from evalkit.io import load_json
 
     file = Path(path)
     if file.is_dir():

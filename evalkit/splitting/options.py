@@ -75,11 +75,7 @@ def _tolerance(value: object, parameter: str) -> int:
 
 
 def _text(value: tuple[str, ...], parameter: str) -> tuple[str, ...]:
-    if len(value) > 2:
-        raise ParameterError(
-            parameter, f"must name one column, or two (prompt and completion); got {len(value)}"
-        )
-    return value
+    return params.text_columns(value, parameter) if value else value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,7 +126,8 @@ class SplitParams(Params):
         check=_text,
         help="Text or conversation column (messages, ShareGPT; nested or as JSON text): length "
         "statistics per split, and what --near-dup compares. Twice for prompt-completion "
-        "(--text prompt --text completion).",
+        "(--text prompt --text completion), three times for Alpaca (--text instruction "
+        "--text input --text output).",
     )
     roles: str | tuple[str, ...] | None = option(
         None,

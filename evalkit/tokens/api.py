@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalkit.io import FRAME_SOURCE
 from evalkit.options import takes
-from evalkit.table_input import FRAME_SOURCE
 from evalkit.tokens.checks import (
     Context,
     Measured,

@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 
 from evalkit.chat import ChatColumn, read_chat
 from evalkit.errors import NO_VALUE, InvalidTable, Ref, UsageError
-from evalkit.io import require_columns
+from evalkit.io import Table, is_frame, is_path, read_table, require_columns
 from evalkit.leakage.inputs import split_sources
-from evalkit.table_input import TableInput, is_frame, is_path, read_input
 from evalkit.tokens.models import Encode, Loss
 
 if TYPE_CHECKING:
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
     Splits: TypeAlias = Sequence[str | Path] | Mapping[str, TableLike] | TableLike
     """Split files and folders, a mapping of split name to table, or one table."""
@@ -68,26 +67,24 @@ def _ids(frame: object, id_column: str | None, source: str, n: int) -> list[str]
     return values.cast(pl.String).to_list()
 
 
-def split_tables(
-    files: Splits, ids: Sequence[str], *, minimum: int = 1
-) -> list[tuple[str, TableInput]]:
+def split_tables(files: Splits, ids: Sequence[str], *, minimum: int = 1) -> list[tuple[str, Table]]:
     """The named splits of ``files``: split files and folders (named as ``evalkit audit``
     names them), a mapping of split name to table, or one table (a file, or a frame
     named ``data``)."""
     if isinstance(files, Mapping):
         tables = [
-            (str(name), read_input(value, name=f"split {str(name)!r}", ids=ids))
+            (str(name), read_table(value, name=f"split {str(name)!r}", ids=ids))
             for name, value in files.items()
         ]
         if len(tables) < minimum:
             raise UsageError(f"need at least {minimum} split, got none")
         return tables
     if is_frame(files):
-        return [("data", read_input(cast("TableLike", files), name="data", ids=ids))]
+        return [("data", read_table(cast("TableLike", files), name="data", ids=ids))]
     paths = [files] if is_path(files) else list(cast("Sequence[str | Path]", files))
     sources = split_sources([Path(file) for file in paths], minimum=minimum)
     return [
-        (source.name, read_input(source.path, name=source.name, ids=ids))
+        (source.name, read_table(source.path, name=source.name, ids=ids))
         for source in sources
         if source.path is not None
     ]
@@ -116,14 +113,12 @@ def read_splits(
         if empty:
             assert columns is not None
             frame = columns.clear()
+            table = Table(frame, label, table.path, "polars", digest=table.sha256)
         require_columns(frame, needed, label)
-        chat = read_chat(
-            frame, list(text), source=label, path=table.path, exact=empty, system=system,
-            tools=tools,
-        )  # fmt: skip
-        _require_texts(chat, table.row)
+        chat = read_chat(table, list(text), system=system, tools=tools)
+        _require_texts(chat, table.where)
         ids = _ids(frame, id_column, label, frame.height)
-        splits.append(SplitInput(name, table.path, table.sha256, ids, chat, table.row))
+        splits.append(SplitInput(name, table.path, table.sha256, ids, chat, table.where))
     kinds = {split.chat.kind for split in splits}
     if len(kinds) > 1:
         raise InvalidTable(

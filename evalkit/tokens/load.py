@@ -16,8 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evalkit.documents import load_json
 from evalkit.errors import EvalkitError, MalformedFile, UnreadableFile, UsageError
+from evalkit.io import load_json
 from evalkit.provenance import artifacts
 
 
@@ -67,7 +67,7 @@ def _generic_tokenizer_folder(folder: Path) -> bool:
     config = folder / "tokenizer_config.json"
     if (folder / "config.json").exists() or not (folder / "tokenizer.json").is_file():
         return False
-    from evalkit.documents import load_json
+    from evalkit.io import load_json
 
     try:
         tokenizer_class = load_json(config).get("tokenizer_class")
@@ -175,7 +175,7 @@ def stop_token_ids(tokenizer: Any, folder: Path | str | None = None) -> list[int
         stops.append(eos)
     config = Path(folder) / "generation_config.json" if folder is not None else None
     if config is not None and config.is_file():
-        from evalkit.documents import load_json
+        from evalkit.io import load_json
 
         try:
             value = load_json(config).get("eos_token_id")

@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import Field
 
 from evalkit._version import __version__
+from evalkit.io import source_field
 from evalkit.persisted import Persisted
-from evalkit.table_input import source_field
 from evalkit.tokens.options import Encode, Loss, TruncationMode
 
 TOKENS_FORMAT_VERSION = 1

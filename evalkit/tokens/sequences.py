@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import InvalidTable, UsageError
-from evalkit.table_input import is_path
+from evalkit.io import is_path
 from evalkit.tokens.encode import encode_batch
 from evalkit.tokens.figures import Settings, supervised_runs
 from evalkit.tokens.inputs import SplitInput, read_splits, resolve_modes
@@ -29,7 +29,7 @@ from evalkit.tokens.models import Encode, Loss
 from evalkit.tokens.plan import SplitPlanner
 
 if TYPE_CHECKING:
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
 IGNORE_INDEX = -100
 """The label of a token the loss is not on (PyTorch's and transformers' convention)."""

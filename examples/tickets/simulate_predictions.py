@@ -178,12 +178,13 @@ def _read_gold(path: Path) -> pl.DataFrame:
     from evalkit.chat import read_chat
     from evalkit.io import read_table
 
-    frame = read_table(path)
+    table = read_table(path)
+    frame = table.frame
     column = next((c for c in ("messages", "conversations") if c in frame.columns), None)
     if column is None:
         return frame
     # Training conversations: the gold values are the reference answer's keys.
-    chat = read_chat(frame, column, source=str(path), path=path)
+    chat = read_chat(table, column)
     answers = [json.loads(answer) for answer in chat.reference_answers().to_list()]
     keys = ("category", "priority", "order_id", "amount")
     values = {key: [answer.get(key) for answer in answers] for key in keys}

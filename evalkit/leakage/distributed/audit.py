@@ -40,7 +40,7 @@ ROWS_PER_PARTITION = 250_000
 BYTES_PER_ROW_GUESS = 200  # only sizes the partitions: any count gives the same answer
 
 if TYPE_CHECKING:
-    from evalkit.table_input import TableLike
+    from evalkit.io import TableLike
 
 
 def partitions_for(session: RaySession, n_rows: int, options: RayOptions) -> int:
@@ -64,7 +64,7 @@ def audit_on_ray(
 
     frames: list[pl.DataFrame | None]
     if isinstance(inputs, Mapping):
-        from evalkit.table_input import is_path, read_input
+        from evalkit.io import is_path, read_table
 
         sources, frames = [], []
         for name, value in inputs.items():  # files are read on the cluster, frames sent
@@ -72,7 +72,7 @@ def audit_on_ray(
                 sources.append(SplitSource(name=str(name), path=Path(value)))
                 frames.append(None)
                 continue
-            given = read_input(value, name=f"split {str(name)!r}", ids=[options.id])
+            given = read_table(value, name=f"split {str(name)!r}", ids=[options.id])
             sources.append(SplitSource(name=str(name), path=None, sha256=given.sha256))
             frames.append(given.frame)
         _check_names([s.name for s in sources], [f"split {s.name!r}" for s in sources])

@@ -27,13 +27,15 @@ import numpy as np
 import polars as pl
 
 from evalkit.chat import Role
-from evalkit.chat.sources import is_jsonl
 from evalkit.errors import EvalkitError
+from evalkit.io import Table
 from evalkit.leakage import findings
 from evalkit.leakage.distributed.partitions import hash_part, split_by_part
 from evalkit.leakage.distributed.tasks import TextBlock, text_block
 from evalkit.leakage.distributed.within import opening_parts
-from evalkit.leakage.inputs import SplitSource, _read_split, _split_rows
+from evalkit.leakage.inputs import SplitSource, _split_rows
+
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,7 @@ def plan_blocks(sources: Sequence[SplitSource], block_bytes: int) -> list[Block]
     for index, source in enumerate(sources):
         path = source.path
         size = path.stat().st_size if path is not None and path.is_file() else 0
-        if path is None or not is_jsonl(path) or size <= block_bytes:
+        if path is None or path.suffix.lower() not in JSONL_SUFFIXES or size <= block_bytes:
             blocks.append(Block(index, source))
             continue
         edges = [*range(0, size, block_bytes), size]
@@ -150,37 +152,30 @@ def read_block(
 def _read(
     spec: ReadSpec, block: Block, frame: pl.DataFrame | None
 ) -> tuple[pl.DataFrame, BlockSummary]:
+    from dataclasses import replace
+
+    from evalkit.io import read_table
+
     source = block.source
     if frame is not None:
-        table, exact, label = frame, False, f"split {source.name!r}"
-        return _rows(spec, block, table, exact, label, source)
+        return _rows(spec, block, read_table(frame, name=f"split {source.name!r}"))
     assert source.path is not None
     if block.start is None or block.end is None:
-        table, exact = _read_split(source.path, spec.id_column)
-        return _rows(spec, block, table, exact, str(source.path), source)
+        return _rows(spec, block, read_table(source.path, ids=[spec.id_column]))
     with tempfile.TemporaryDirectory(prefix="evalkit-block-") as folder:
         part = Path(folder) / source.path.name
         part.write_bytes(block_bytes_of(source.path, block.start, block.end))
-        table, exact = _read_split(part, spec.id_column)
-        return _rows(spec, block, table, exact, str(source.path), SplitSource(source.name, part))
+        table = read_table(part, ids=[spec.id_column])
+        return _rows(spec, block, replace(table, label=str(source.path), path=source.path))
 
 
-def _rows(
-    spec: ReadSpec,
-    block: Block,
-    table: pl.DataFrame,
-    exact: bool,
-    label: str,
-    source: SplitSource,
-) -> tuple[pl.DataFrame, BlockSummary]:
+def _rows(spec: ReadSpec, block: Block, table: Table) -> tuple[pl.DataFrame, BlockSummary]:
     needed = [spec.id_column, *spec.text_columns, *spec.group, *filter(None, [spec.stratify])]
-    types = tuple(str(table.schema.get(c)) for c in needed) if table.width else ()
+    frame = table.frame
+    types = tuple(str(frame.schema.get(c)) for c in needed) if frame.width else ()
     rows, chat = _split_rows(
         table,
-        exact,
         block.split,
-        source,
-        label,
         spec.id_column,
         spec.text_columns,
         spec.roles,

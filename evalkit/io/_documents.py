@@ -24,12 +24,11 @@ there is one, the line.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import MalformedFile, UnreadableFile
+from evalkit.errors import MalformedFile
+from evalkit.io._files import read_bytes
 
 MAX_DEPTH = 100
 """Deepest nesting of objects and arrays (mappings and sequences) evalkit reads."""
@@ -50,48 +49,6 @@ class DocumentError(MalformedFile):
         self.source = source
         self.line = line
         self.problem = problem
-
-
-def require_regular_file(path: Path, what: str = "file") -> None:
-    """Refuse what is not a regular file before opening it (a FIFO would block the open).
-
-    A missing path, a folder, a named pipe, a device or a socket is one line
-    naming the path; following symbolic links is fine.
-    """
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise UnreadableFile(f"{path}: no such file") from None
-    except OSError as error:
-        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
-    if stat.S_ISREG(mode):
-        return
-    if stat.S_ISDIR(mode):
-        raise UnreadableFile(f"{path}: is a folder, expected a {what}")
-    raise UnreadableFile(f"{path}: is {special_kind(mode)}, not a regular file; {NOT_REGULAR_FIX}")
-
-
-NOT_REGULAR_FIX = "write the data to a file and pass that file"
-
-
-def special_kind(mode: int) -> str:
-    """Words for a file type that is not a regular file or a folder."""
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
-
-
-def read_bytes(path: Path, what: str = "file") -> bytes:
-    """The bytes of a regular file, or one clear error naming it."""
-    require_regular_file(path, what)
-    try:
-        return path.read_bytes()
-    except OSError as error:
-        raise UnreadableFile(f"{path}: cannot read: {error.strerror}") from error
 
 
 def _text(data: bytes | str, source: str) -> str:

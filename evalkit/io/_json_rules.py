@@ -28,16 +28,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.documents import MAX_DEPTH, RepeatedKey, nesting_depth, unique_object
 from evalkit.errors import InvalidTable, MalformedFile
+from evalkit.io._documents import MAX_DEPTH, RepeatedKey, nesting_depth, unique_object
+from evalkit.io._files import UTF8_BOM
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-UTF8_BOM = b"\xef\xbb\xbf"
 
 # Below this size the reference reader is cheaper than importing pyarrow.
 REFERENCE_BYTES = 2 << 20
@@ -325,10 +324,3 @@ def _exact(column: Any, kind: Any, depth: int) -> bool:
             if not _exact(values, field.type, depth + 1):
                 return False
     return True
-
-
-def read_source(path: Path) -> bytes:
-    """The bytes of a JSONL file (a regular file: see :mod:`evalkit.documents`)."""
-    from evalkit.documents import read_bytes
-
-    return read_bytes(path)

@@ -1,10 +1,8 @@
-"""Tables that come in containers: ``.json`` files and Hugging Face ``save_to_disk`` folders.
+"""Hugging Face ``save_to_disk`` folders, read with pyarrow (``datasets`` is never needed).
 
-Every command that reads a table (split, audit, tokens, prompts, score,
-smoke, generate) reads these through :func:`evalkit.io.read_table`, which
-hands them here:
+Every command that reads a table reads these through
+:func:`evalkit.io.read_table`, which hands them here:
 
-* a ``.json`` file holds a JSON array of objects, or JSON Lines;
 * a ``Dataset.save_to_disk`` folder (``state.json`` beside Arrow stream files)
   is one table, read with pyarrow (the ``datasets`` library is never needed);
 * a ``DatasetDict.save_to_disk`` folder (``dataset_dict.json`` and one such
@@ -20,13 +18,14 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from evalkit.documents import DocumentError, load_json, parse_json
-from evalkit.errors import InvalidTable, MalformedFile, ParameterError, UnreadableFile, UsageError
+from evalkit.errors import MalformedFile, ParameterError, UnreadableFile, UsageError
+from evalkit.io._documents import load_json
+from evalkit.io._files import read_bytes, sha256_bytes
 
 if TYPE_CHECKING:
-    import polars as pl
+    import pyarrow as pa
 
 STATE = "state.json"
 DATASET_DICT = "dataset_dict.json"
@@ -140,29 +139,50 @@ def hf_dataset(folder: Path) -> HfDataset:
     return HfDataset(folder=folder, data_files=files)
 
 
-def read_hf_dataset(folder: Path) -> pl.DataFrame:
-    """One ``save_to_disk`` Dataset folder as a frame (its Arrow stream files, in order)."""
-    import polars as pl
+@dataclass(frozen=True)
+class HfRead:
+    """A ``save_to_disk`` Dataset folder as read: its Arrow table and the digest of its files."""
+
+    table: pa.Table
+    sha256: str
+
+
+def read_hf_dataset(folder: Path) -> HfRead:
+    """One ``save_to_disk`` Dataset folder: its Arrow stream files in order, read once.
+
+    The folder's digest is computed from the bytes that were read (every
+    regular file under it: each relative name and the sha256 of its bytes,
+    sorted), so a file rewritten while the command runs cannot be recorded
+    under the other version's digest.
+    """
     import pyarrow as pa
 
-    from evalkit.documents import require_regular_file
-
     dataset = hf_dataset(folder)
+    contents = {item: read_bytes(item) for item in _files_under(folder)}
+    by_target = {item.resolve(): data for item, data in contents.items()}
     tables = []
     for file in dataset.data_files:
-        require_regular_file(file, "Arrow file")
+        data = by_target[file] if file in by_target else read_bytes(file, "Arrow file")
         try:
-            with pa.memory_map(str(file)) as source:
-                tables.append(pa.ipc.open_stream(source).read_all())
+            tables.append(pa.ipc.open_stream(pa.BufferReader(data)).read_all())
         except (OSError, pa.ArrowInvalid) as error:
             raise MalformedFile(f"{file}: cannot read as an Arrow stream ({error})") from error
     try:
         table = pa.concat_tables(tables)
     except pa.ArrowInvalid as error:
         raise MalformedFile(f"{folder}: its data files hold different columns ({error})") from error
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    return frame
+    return HfRead(table, _digest(folder, contents))
+
+
+def _files_under(folder: Path) -> list[Path]:
+    return sorted(item for item in folder.rglob("*") if item.is_file())
+
+
+def _digest(folder: Path, contents: dict[Path, bytes]) -> str:
+    digest = hashlib.sha256()
+    for item, data in sorted(contents.items()):
+        digest.update(str(item.relative_to(folder)).encode() + b"\0" + sha256_bytes(data).encode())
+    return digest.hexdigest()
 
 
 def folder_sha256(folder: Path) -> str:
@@ -172,42 +192,18 @@ def folder_sha256(folder: Path) -> str:
     named: :func:`hf_dataset` refuses that), so two folders hash alike
     exactly when they hold the same files with the same bytes.
     """
-    from evalkit.io import sha256_file
-
-    digest = hashlib.sha256()
-    for item in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(str(item.relative_to(folder)).encode() + b"\0" + sha256_file(item).encode())
-    return digest.hexdigest()
+    hf_dataset(folder)
+    return _digest(folder, {item: read_bytes(item) for item in _files_under(folder)})
 
 
-def json_records(data: bytes, name: str) -> list[dict[str, Any]] | None:
-    """A ``.json`` file's records when it holds a JSON array of objects; None for JSON Lines."""
-    if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"["):
-        return None
-    try:
-        document = parse_json(data, name)
-    except DocumentError as error:
-        raise MalformedFile(f"{error.message}; a .json table is a JSON array of objects") from error
-    assert isinstance(document, list)
-    for number, record in enumerate(document, start=1):
-        if not isinstance(record, dict):
-            raise InvalidTable(
-                f"{name}: element {number} of the array is not a JSON object; a .json table "
-                "is an array of objects (one per row) or JSON Lines"
-            )
-    return document
+def sha256_input(path: Path) -> str:
+    """sha256 of a table's file, or of a Hugging Face dataset folder's files (names and bytes).
 
+    A folder whose ``state.json`` names data outside it is refused: hashing
+    around that data would let it change unseen.
+    """
+    from evalkit.io._files import sha256_file
 
-def records_as_jsonl(records: list[dict[str, Any]]) -> bytes:
-    """The records as JSON Lines, so that they are typed exactly as the same data in JSONL."""
-    import json
-
-    import orjson
-
-    lines = []
-    for record in records:
-        try:
-            lines.append(orjson.dumps(record))
-        except TypeError:  # an integer past 64 bits, a lone surrogate: Python's json writes it
-            lines.append(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    return b"\n".join(lines) + (b"\n" if lines else b"")
+    if path.is_dir():
+        return folder_sha256(path)
+    return sha256_file(path)

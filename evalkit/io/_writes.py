@@ -1,211 +1,29 @@
-"""Reading and writing tables and files, with errors a user can act on.
+"""Writing outputs atomically, with errors a user can act on.
 
-Every command reads through :func:`read_table` and writes through the atomic
-helpers here, so that a bad file always gets the same one-line error naming
-the file (and the line, where there is one), and a crash or Ctrl-C never
-leaves a half-written output behind.
+Every output goes through a temporary file (or folder) in the same folder, is
+flushed to the disk and renamed into place, so a crash or Ctrl-C never leaves
+a half-written result behind, and an operating-system refusal (disk full,
+quota, permissions) is one line saying that nothing was written.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import re
 import shutil
 import tempfile
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from evalkit.errors import (
-    UnknownColumn,
-    UnreadableFile,
-    UsageError,
-    WriteFailed,
-)
+from evalkit.errors import UsageError, WriteFailed
+from evalkit.io._formats import TableFormat, output_format
+from evalkit.io._outputs import check_new_output
 
 if TYPE_CHECKING:
     import polars as pl
-
-TableFormat = Literal["jsonl", "csv", "parquet"]
-"""What evalkit writes tables as."""
-InputFormat = Literal["jsonl", "csv", "parquet", "json", "hf"]
-"""What evalkit reads tables from: also ``.json`` files and Hugging Face dataset folders."""
-UTF8_BOM = b"\xef\xbb\xbf"
-
-_EXTENSIONS: dict[str, InputFormat] = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".json": "json",
-}
-
-
-def table_format(path: Path) -> InputFormat:
-    """Return the table format implied by ``path``: its extension, or a dataset folder."""
-    if path.is_dir():
-        from evalkit.containers import hf_dataset
-
-        hf_dataset(path)  # a DatasetDict, or a folder that is no dataset, fails here
-        return "hf"
-    suffix = path.suffix.lower()
-    if suffix not in _EXTENSIONS:
-        known = ", ".join(sorted(_EXTENSIONS))
-        raise UnreadableFile(
-            f"{path}: unknown table format {suffix or '(no extension)'!r}; use one of {known}, "
-            "or a Hugging Face save_to_disk folder"
-        )
-    return _EXTENSIONS[suffix]
-
-
-def output_format(path: Path) -> TableFormat:
-    """The format evalkit writes to ``path`` (by its extension): jsonl, csv or parquet."""
-    fmt = table_format(path) if path.suffix else None
-    if fmt not in ("jsonl", "csv", "parquet"):
-        raise UsageError(f"{path}: evalkit writes tables as .jsonl, .csv or .parquet")
-    return fmt
-
-
-def sha256_file(path: Path, chunk_bytes: int = 1 << 20) -> str:
-    """Hex sha256 of a file's bytes: the fingerprint outputs record of their inputs.
-
-    A digest that :func:`hash_early` started for the same, unchanged file is
-    taken from there.
-    """
-    early = _early_digests.pop(_file_key(path), None)
-    if early is not None:
-        return early.result()
-    return _sha256(path, chunk_bytes)
-
-
-def sha256_input(path: Path) -> str:
-    """sha256 of a table's file, or of a Hugging Face dataset folder's files (names and bytes).
-
-    A folder whose ``state.json`` names data outside it is refused: hashing
-    around that data would let it change unseen.
-    """
-    if path.is_dir():
-        from evalkit.containers import folder_sha256, hf_dataset
-
-        hf_dataset(path)
-        return folder_sha256(path)
-    return sha256_file(path)
-
-
-def _sha256(path: Path, chunk_bytes: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(chunk_bytes):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-class _EarlyDigest:
-    """The sha256 of a file, computed in a background thread from the start."""
-
-    def __init__(self, path: Path) -> None:
-        self._done = threading.Event()
-        self._digest = ""
-        self._error: BaseException | None = None
-        threading.Thread(target=self._run, args=(path,), daemon=True).start()
-
-    def _run(self, path: Path) -> None:
-        try:
-            self._digest = _sha256(path)
-        except BaseException as error:  # raised again where the digest is asked for
-            self._error = error
-        finally:
-            self._done.set()
-
-    def result(self) -> str:
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._digest
-
-
-_early_digests: dict[tuple[str, int, int] | None, _EarlyDigest] = {}
-
-
-def _file_key(path: Path) -> tuple[str, int, int] | None:
-    """What identifies a file's bytes for a reuse of its digest: path, size, mtime."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
-
-
-def hash_early(paths: Iterable[Path]) -> None:
-    """Start hashing the files among ``paths`` in a background thread, now.
-
-    hashlib lets go of the interpreter lock while it hashes, so a command that
-    calls this before its imports hashes its inputs on a core those imports
-    leave idle (0.16 s of CPU for 124 MB, no longer spent while scoring uses
-    both cores). :func:`sha256_file` takes the digest when the file has the
-    same size and modification time by then; otherwise it hashes again.
-    """
-    for path in paths:
-        key = _file_key(path)
-        if key is not None and key not in _early_digests and path.is_file():
-            _early_digests[key] = _EarlyDigest(path)
-
-
-def read_table(
-    path: Path,
-    fmt: str | None = None,
-    *,
-    columns: Sequence[str] | None = None,
-    ids: Sequence[str] = (),
-) -> pl.DataFrame:
-    """Read a JSONL, CSV, Parquet or ``.json`` file, or a Hugging Face dataset folder.
-
-    See :func:`evalkit.tables.read_table`: the one reading of every table
-    (values as written, JSON Lines under :mod:`evalkit.jsonl` on every path,
-    ``ids`` checked as ids, regular files only).
-    """
-    from evalkit.tables import read_table as read
-
-    return read(path, fmt, columns=columns, ids=ids)
-
-
-def require_columns(frame: pl.DataFrame, columns: Sequence[str], source: str) -> None:
-    """Raise :class:`UnknownColumn` naming the first missing column and those that exist."""
-    present = frame.columns
-    if not present and frame.height == 0 and columns:
-        raise UnknownColumn(f"{source}: the file is empty (no rows, so no columns)")
-    for column in columns:
-        if column not in present:
-            listing = ", ".join(present[:20]) + (" …" if len(present) > 20 else "")
-            raise UnknownColumn(
-                f"{source}: no column {column!r}; the columns are: {listing or '(none)'}"
-            )
-
-
-def check_new_output(
-    path: Path,
-    force: bool,
-    *,
-    inputs: Iterable[Path | None] = (),
-    marker: str | None = None,
-    folder: bool = False,
-) -> None:
-    """Refuse an output that would destroy something it should not.
-
-    An existing output needs ``force``; an output that is, lies inside or
-    would contain one of the command's ``inputs`` is refused even with
-    ``force``; and an existing non-empty folder is replaced only if it holds
-    ``marker``, the file the same command writes (the rules of
-    :mod:`evalkit.command_files`, where a command declares all its outputs).
-    """
-    from evalkit.command_files import check_new_output as check
-
-    check(path, force, inputs=inputs, marker=marker, folder=folder)
 
 
 def _umask() -> int:
@@ -320,7 +138,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _check_writable_as(frame: pl.DataFrame, path: Path, fmt: TableFormat) -> None:
+def check_writable(frame: pl.DataFrame, path: Path, fmt: TableFormat) -> None:
     """Refuse a format that would lose values: nested columns in CSV, NaN/inf in JSON."""
     import polars as pl
 
@@ -348,7 +166,7 @@ def write_table(frame: pl.DataFrame, path: Path, fmt: TableFormat | None = None)
     compression so that the same frame always gives the same bytes.
     """
     fmt = fmt or output_format(path)
-    _check_writable_as(frame, path, fmt)
+    check_writable(frame, path, fmt)
     temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,12 +1,8 @@
-"""A table given to the library: a path, or a polars, pandas or pyarrow frame, one way.
+"""In-memory tables: polars, pandas and pyarrow frames, taken one way.
 
-Every library entry that takes a table (``split``, ``audit``, ``check_tokens``,
-``prompts``, ``score``'s gold and predictions, ``smoke``, ``generate``) turns
-it into a :class:`TableInput` here, so that a frame gets the same checks and
-the same errors as a file, and is recorded the same way:
+Every library entry that takes a table takes a frame too (see
+:func:`evalkit.io.read_table`), with the same checks and errors as a file:
 
-* a path is read by :func:`evalkit.tables.read_table` (every file format and
-  rule of the command line);
 * a polars ``DataFrame`` is taken as it is (a ``LazyFrame`` is collected); a
   pandas ``DataFrame`` is converted by polars (``pl.from_pandas``: NaN, pandas'
   own missing value, becomes null; a *named* index becomes a column, as
@@ -27,10 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeGuard
 
 from evalkit.errors import InvalidTable, UsageError
@@ -49,39 +42,6 @@ FRAME_SOURCE: Literal["frame"] = "frame"
 """The ``source`` recorded for a table that was a frame (files record none)."""
 FRAME_HASH_VERSION = b"evalkit frame 1\x00"
 EXPECTED = "a path, or a polars, pandas or pyarrow table"
-
-
-@dataclass(frozen=True)
-class TableInput:
-    """A table as a command reads it: the frame, and the file it came from (None: a frame)."""
-
-    frame: pl.DataFrame
-    path: Path | None
-    label: str
-    """What errors call it: the path as given, or e.g. ``gold frame``."""
-
-    @property
-    def source(self) -> Literal["frame"] | None:
-        """``"frame"`` for an in-memory table, None for a file (what outputs record)."""
-        return FRAME_SOURCE if self.path is None else None
-
-    @cached_property
-    def sha256(self) -> str:
-        """sha256 of the file (of a dataset folder's files), or of the frame's content."""
-        if self.path is None:
-            return frame_sha256(self.frame)
-        from evalkit.io import sha256_input
-
-        return sha256_input(self.path)
-
-    def row(self, row: int) -> str:
-        """Names a 0-based row in an error: ``FILE:LINE`` for JSONL, else ``LABEL, row N``."""
-        if self.path is not None:
-            from evalkit.chat.sources import is_jsonl, line_of_row
-
-            if is_jsonl(self.path):
-                return f"{self.path}:{line_of_row(self.path, row)}"
-        return f"{self.label}, row {row + 1}"
 
 
 def is_path(value: object) -> TypeGuard[str | os.PathLike[str]]:
@@ -106,35 +66,28 @@ def _is_pandas(value: object) -> bool:
     return pandas is not None and isinstance(value, pandas.DataFrame)
 
 
-def read_input(
-    value: TableLike,
-    *,
-    name: str,
-    fmt: str | None = None,
-    columns: Sequence[str] | None = None,
-    ids: Sequence[str] = (),
-) -> TableInput:
-    """The table ``value`` (a path or a frame), read or converted, its ids checked.
+@dataclass(frozen=True)
+class FrameRead:
+    """An in-memory table as a polars frame, with the values a conversion would change.
 
-    ``name`` is the parameter it was given as (``gold``, ``data``): a frame is
-    called ``<name> frame`` in errors. ``fmt`` and ``columns`` apply to files
-    (see :func:`evalkit.tables.read_table`); a frame keeps all its columns.
+    ``nested`` holds, for a pandas frame, each column of dicts or lists as the
+    frame's own Python values (pandas keeps each row's dict; converting them
+    to Arrow merges the keys of every row's dict into one struct). Those
+    columns are held in ``frame`` as Arrow could hold them exactly, or as
+    each value's JSON text where it could not.
     """
-    from evalkit.tables import check_id_types, read_table
 
-    if is_path(value):
-        path = Path(value)
-        return TableInput(read_table(path, fmt, columns=columns, ids=ids), path, str(path))
-    label = f"{name} frame"
-    frame = as_polars(value, label)
-    check_id_types(frame, ids, label)
-    return TableInput(frame, None, label)
+    frame: pl.DataFrame
+    kind: Literal["polars", "pandas", "arrow"]
+    nested: dict[str, list[Any]]
 
 
-def as_polars(value: object, label: str) -> pl.DataFrame:
-    """A frame of any kind the library takes as a polars frame, or a one-line error."""
+def as_polars(value: object, label: str) -> FrameRead:
+    """A frame of any kind the library takes, as polars, or a one-line error."""
     import polars as pl
 
+    nested: dict[str, list[Any]] = {}
+    kind: Literal["polars", "pandas", "arrow"] = "polars"
     if isinstance(value, pl.DataFrame):
         frame = value
     elif isinstance(value, pl.LazyFrame):
@@ -145,13 +98,13 @@ def as_polars(value: object, label: str) -> pl.DataFrame:
                 f"{label}: the LazyFrame failed to collect: {_first(error)}"
             ) from error
     elif not is_frame(value):
-        kind = type(value).__name__
-        raise UsageError(f"{label.removesuffix(' frame')}: expected {EXPECTED}, got {kind}")
+        kind_name = type(value).__name__
+        raise UsageError(f"{label.removesuffix(' frame')}: expected {EXPECTED}, got {kind_name}")
     elif _is_pandas(value):
-        frame = _from_pandas(value, label)
+        frame, nested, kind = *_from_pandas(value, label), "pandas"
     else:
-        frame = _from_arrow(value, label)
-    return _plain(frame, label)
+        frame, kind = _from_arrow(value, label), "arrow"
+    return FrameRead(_plain(frame, label), kind, nested)
 
 
 def _first(error: BaseException) -> str:
@@ -159,7 +112,7 @@ def _first(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _from_pandas(value: Any, label: str) -> pl.DataFrame:
+def _from_pandas(value: Any, label: str) -> tuple[pl.DataFrame, dict[str, list[Any]]]:
     import polars as pl
 
     names = list(value.columns)
@@ -172,15 +125,66 @@ def _from_pandas(value: Any, label: str) -> pl.DataFrame:
     repeated = sorted({column for column in names if names.count(column) > 1})
     if repeated:
         raise InvalidTable(f"{label}: column {repeated[0]!r} appears twice; rename one of them")
+    nested = {
+        column: values
+        for column in names
+        if value[column].dtype == object
+        for values in [[_plain_value(item) for item in value[column].tolist()]]
+        if any(isinstance(item, dict | list) for item in values)
+    }
     named_index = any(level is not None for level in value.index.names)
     try:
-        return pl.from_pandas(value, include_index=named_index)
+        frame = pl.from_pandas(value.drop(columns=list(nested)), include_index=named_index)
     except Exception as error:  # pyarrow's and polars' conversion errors have no common base
         where = next((f" column {c!r}:" for c in names if not _converts(value[[c]])), "")
         raise InvalidTable(
             f"{label}:{where} cannot convert the pandas frame: {_first(error)}; give each "
             "column one type (text, numbers, booleans, lists or dicts)"
         ) from error
+    if nested:
+        index_columns = [column for column in frame.columns if column not in names]
+        held = [held_series(column, values) for column, values in nested.items()]
+        frame = frame.with_columns(held).select(index_columns + names)
+    return frame, nested
+
+
+def _plain_value(item: Any) -> Any:
+    """A pandas cell as the JSON value it stands for: NaN as null, numpy arrays as lists."""
+    if isinstance(item, float) and item != item:
+        return None
+    if isinstance(item, dict):
+        return {key: _plain_value(value) for key, value in item.items()}
+    if isinstance(item, list | tuple):
+        return [_plain_value(value) for value in item]
+    tolist = getattr(item, "tolist", None)  # numpy arrays and scalars (datasets' to_pandas)
+    if tolist is not None and type(item).__module__ == "numpy":
+        return _plain_value(tolist())
+    return item
+
+
+def held_series(name: str, values: list[Any]) -> pl.Series:
+    """``values`` as a column: nested when Arrow holds every value as written, else each
+    value's JSON text (Arrow gives a column one type, so values whose keys or types differ
+    from row to row would come back with other rows' keys as null, or converted)."""
+    import orjson
+    import polars as pl
+
+    from evalkit.io._padding import same_value
+
+    try:
+        series = pl.Series(name, values, strict=True)
+        if series.dtype != pl.Object and all(
+            same_value(written, held)
+            for written, held in zip(values, series.to_list(), strict=True)
+        ):
+            return series
+    except Exception:
+        pass
+    return pl.Series(
+        name,
+        [orjson.dumps(value).decode() if value is not None else None for value in values],
+        dtype=pl.String,
+    )
 
 
 def _converts(column: Any) -> bool:
