@@ -322,6 +322,7 @@ def _text_info(chat: ChatColumn, roles: Sequence[Role]) -> TextInfo:
         system_kept=chat.system_kept,
         tools_column=chat.tools_column,
         tool_calls=chat.tool_call_count,
+        empty_tool_lists=chat.empty_tool_lists or None,
         untrained_turns=chat.flagged_untrained,
     )
 

@@ -180,6 +180,15 @@ class TextInfo:
     """The column of tools, if any."""
     tool_calls: int = 0
     """Tool calls over every conversation."""
+    empty_tool_lists: int | None = field(
+        default=None,
+        metadata={
+            "exclude_if": _is_none,
+            "description": "Rows whose tools value is an empty list, read as no tools (the "
+            "chat template is called without tools, as the OpenAI API and TRL read it). "
+            "Absent when there is none.",
+        },
+    )
     untrained_turns: int = 0
     """Turns flagged not to train on (OpenAI weight 0, axolotl training false)."""
 
@@ -328,6 +337,8 @@ class SplitManifest:
                 del data["input"][key]
         if data["options"]["alpaca"] is None:
             del data["options"]["alpaca"]
+        if data["text"] is not None and data["text"]["empty_tool_lists"] is None:
+            del data["text"]["empty_tool_lists"]
         return data
 
 

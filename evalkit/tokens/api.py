@@ -137,6 +137,7 @@ def _split_tokens(
         supervised_tokens=int(figures.supervised.sum()),
         excluded_turns=excluded_turns(split, loss),
         tool_calls=split.chat.tool_call_count,
+        empty_tool_lists=split.chat.empty_tool_lists or None,
         arguments=_arguments(split, planner.handed),
         truncation=truncation(figures, limit),
     )
@@ -291,6 +292,7 @@ def _without_template(
                 supervised_tokens=None,
                 excluded_turns=excluded_turns(split, options.loss),
                 tool_calls=split.chat.tool_call_count,
+                empty_tool_lists=split.chat.empty_tool_lists or None,
                 arguments=_arguments(split, None),
                 truncation=None,
             )

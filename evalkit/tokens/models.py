@@ -167,6 +167,13 @@ class SplitTokens(_Model):
         "says so (weight: 0, training: false); 0 under the other losses.",
     )
     tool_calls: int = Field(description="Tool calls in the split's conversations.")
+    empty_tool_lists: int | None = Field(
+        default=None,
+        exclude_if=lambda value: not value,
+        description="Rows whose tools value is an empty list, rendered without tools (as "
+        "the OpenAI API and TRL read it: no tools, not a function-calling preamble that "
+        "lists none). Absent when there is none.",
+    )
     arguments: ArgumentsHanded | None = Field(
         description="How those calls' arguments reached the chat template; null for text data.",
     )
