@@ -42,10 +42,16 @@ from evalkit.plan.storage import disk_bytes, host_bytes
 from evalkit.plan.time_api import TimeRequest, plan_time, wants_time
 
 DIGITS = 4
+SHEET_FIGURES = 6
 
 
 def _gb(amount: int) -> float:
     return round(amount / GB, DIGITS)
+
+
+def _sheet_gb(amount: int) -> float:
+    """Six significant figures: a tiny adapter's kB and a 70B model's disk both keep theirs."""
+    return float(f"{amount / GB:.{SHEET_FIGURES}g}")
 
 
 def _step(moment: Moment) -> Step:
@@ -118,14 +124,18 @@ def _order_sheet(
     host = host_bytes(shape, options, bounds.counts, bounds.sizes, bounds.trainable)
     disk = disk_bytes(shape, options, bounds.counts, bounds.sizes, bounds.trainable)
     return (
-        HostPlan(load_gb=_gb(host.load), export_gb=_gb(host.export), peak_gb=_gb(host.peak)),
+        HostPlan(
+            load_gb=_sheet_gb(host.load),
+            export_gb=_sheet_gb(host.export),
+            peak_gb=_sheet_gb(host.peak),
+        ),
         DiskPlan(
-            base_gb=_gb(disk.base),
-            checkpoint_gb=_gb(disk.checkpoint),
+            base_gb=_sheet_gb(disk.base),
+            checkpoint_gb=_sheet_gb(disk.checkpoint),
             checkpoints=disk.checkpoints,
-            export_gb=_gb(disk.export),
-            adapter_gb=_gb(disk.adapter),
-            total_gb=_gb(disk.total),
+            export_gb=_sheet_gb(disk.export),
+            adapter_gb=_sheet_gb(disk.adapter),
+            total_gb=_sheet_gb(disk.total),
         ),
         {gpu.name: stack_for(gpu, shape, options, needs_gb) for gpu in shown},
     )

@@ -13,6 +13,7 @@ and attacks.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
@@ -32,6 +33,7 @@ MAX_PRICE_PER_HOUR = 1_000_000.0
 MAX_SAVE_EVERY = 10**9  # optimizer steps between checkpoints
 MAX_SAVE_TOTAL_LIMIT = 10_000
 MAX_LOST_MINUTES = 1_000_000.0
+_UNITS = {"d": 24.0, "h": 1.0, "m": 1.0 / 60}
 
 
 def count(maximum: int, unit: str) -> Callable[[Any, str], int]:
@@ -77,3 +79,64 @@ def finite_positive(value: Any, field: str) -> float:
     if not math.isfinite(number) or number <= 0:
         raise ValueError(f"{field} is {value!r}: a measured figure must be finite and above 0")
     return number
+
+
+def gpu_rows(value: tuple[str, ...], parameter: str) -> tuple[str, ...]:
+    """``--gpu``: every row parsed (and bounded) before any work; the rows are kept as given."""
+    from evalkit.plan.gpus import registry
+
+    registry(tuple(value))
+    return value
+
+
+def window(value: str, parameter: str) -> str:
+    """``--window``: a duration from a minute up to ten years (checked, kept as written)."""
+    parse_window(value)
+    return value
+
+
+def price(value: float, parameter: str) -> float:
+    """``--price-per-hour``: from 0 up to :data:`MAX_PRICE_PER_HOUR`."""
+    checked = check_price(value)
+    assert checked is not None  # None is never checked: it means "no price"
+    return checked
+
+
+def recovery(value: float, parameter: str) -> float:
+    """``--recovery``: a share of the window in [0, 1)."""
+    return check_recovery(value)
+
+
+def parse_window(text: str) -> float:
+    """``--window``: ``7d``, ``36h``, ``90m`` (or ``1.5d``) -> hours."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhm])\s*", str(text))
+    if not match:
+        raise ParameterError("window", f"{text!r}: use a duration such as 7d, 36h or 90m")
+    hours = float(match.group(1)) * _UNITS[match.group(2)]
+    if not hours > 0:
+        raise ParameterError("window", f"{text!r}: must be longer than zero")
+    if not hours <= MAX_WINDOW_HOURS:  # 400 nines is an infinite window, not a rental
+        raise ParameterError(
+            "window", f"{text!r}: at most {MAX_WINDOW_HOURS:,.0f} h (ten years) can be rented"
+        )
+    return hours
+
+
+def check_recovery(recovery: float) -> float:
+    """``--recovery``: the share of the window kept for reruns, in [0, 1)."""
+    if not (isinstance(recovery, float | int) and math.isfinite(recovery) and 0 <= recovery < 1):
+        raise ParameterError("recovery", f"{recovery!r}: a share of the window from 0 to below 1")
+    return float(recovery)
+
+
+def check_price(price: float | None) -> float | None:
+    """``--price-per-hour``: a non-negative number."""
+    if price is None:
+        return None
+    if not (isinstance(price, float | int) and math.isfinite(price) and price >= 0):
+        raise ParameterError("price_per_hour", f"{price!r}: must be a number of at least 0")
+    if price > MAX_PRICE_PER_HOUR:  # 1e308 an hour made every cost infinite
+        raise ParameterError(
+            "price_per_hour", f"{price!r}: at most {MAX_PRICE_PER_HOUR:,.0f} an hour"
+        )
+    return float(price)

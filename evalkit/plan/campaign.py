@@ -9,58 +9,23 @@ exist, so a campaign is "at least" so many hours and can only be ruled out.
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import MalformedFile, ParameterError
-from evalkit.plan.bounds import MAX_PRICE_PER_HOUR, MAX_WINDOW_HOURS, finite_positive
+from evalkit.plan.bounds import check_price as check_price  # re-exported: the campaign's checks
+from evalkit.plan.bounds import check_recovery as check_recovery
+from evalkit.plan.bounds import finite_positive
+from evalkit.plan.bounds import parse_window as parse_window
 from evalkit.plan.gpus import GpuSpec, for_device
 from evalkit.plan.time_models import Campaign, MeasuredRates
 
-_UNITS = {"d": 24.0, "h": 1.0, "m": 1.0 / 60}
 SIGNIFICANT = 6
 
 
 def _round(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT}g}")
-
-
-def parse_window(text: str) -> float:
-    """``--window``: ``7d``, ``36h``, ``90m`` (or ``1.5d``) -> hours."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhm])\s*", str(text))
-    if not match:
-        raise ParameterError("window", f"{text!r}: use a duration such as 7d, 36h or 90m")
-    hours = float(match.group(1)) * _UNITS[match.group(2)]
-    if not hours > 0:
-        raise ParameterError("window", f"{text!r}: must be longer than zero")
-    if not hours <= MAX_WINDOW_HOURS:  # 400 nines is an infinite window, not a rental
-        raise ParameterError(
-            "window", f"{text!r}: at most {MAX_WINDOW_HOURS:,.0f} h (ten years) can be rented"
-        )
-    return hours
-
-
-def check_recovery(recovery: float) -> float:
-    """``--recovery``: the share of the window kept for reruns, in [0, 1)."""
-    if not (isinstance(recovery, float | int) and math.isfinite(recovery) and 0 <= recovery < 1):
-        raise ParameterError("recovery", f"{recovery!r}: a share of the window from 0 to below 1")
-    return float(recovery)
-
-
-def check_price(price: float | None) -> float | None:
-    """``--price-per-hour``: a non-negative number."""
-    if price is None:
-        return None
-    if not (isinstance(price, float | int) and math.isfinite(price) and price >= 0):
-        raise ParameterError("price_per_hour", f"{price!r}: must be a number of at least 0")
-    if price > MAX_PRICE_PER_HOUR:  # 1e308 an hour made every cost infinite
-        raise ParameterError(
-            "price_per_hour", f"{price!r}: at most {MAX_PRICE_PER_HOUR:,.0f} an hour"
-        )
-    return float(price)
 
 
 @dataclass(frozen=True)

@@ -38,33 +38,6 @@ DEFAULT_SEQ_LEN = 2048
 DEFAULT_EVAL_BATCH = 8
 
 
-def _gpu_rows(value: tuple[str, ...], parameter: str) -> tuple[str, ...]:
-    """``--gpu``: every row parsed (and bounded) before any work; the rows are kept as given."""
-    from evalkit.plan.gpus import registry
-
-    registry(tuple(value))
-    return value
-
-
-def _window(value: str, parameter: str) -> str:
-    from evalkit.plan.campaign import parse_window
-
-    parse_window(value)
-    return value
-
-
-def _price(value: float, parameter: str) -> float:
-    from evalkit.plan.campaign import check_price
-
-    return check_price(value)  # type: ignore[return-value]
-
-
-def _recovery(value: float, parameter: str) -> float:
-    from evalkit.plan.campaign import check_recovery
-
-    return check_recovery(value)
-
-
 @dataclass(frozen=True, kw_only=True)
 class PlanParams(Params):
     """The options of a memory plan, as given: ``evalkit.plan``'s and ``evalkit plan``'s.
@@ -217,7 +190,7 @@ class TimeRequest(Params):
     gpu: tuple[str, ...] = option(
         (),
         metavar="NAME|NAME:MEMORY_GB:TFLOPS[:BANDWIDTH_GBPS][:nvidia|amd]",
-        check=_gpu_rows,
+        check=bounds.gpu_rows,
         help="A GPU of the shipped table (repeat to choose several), or a new class with its "
         "peak dense bf16 TFLOP/s, memory bandwidth in GB/s (without it, only FLOPs bound "
         "decoding) and vendor (its software stack); a new class joins the memory "
@@ -237,18 +210,18 @@ class TimeRequest(Params):
         help="Campaign: variants trained and evaluated.",
     )
     window: str | None = option(
-        None, metavar="7d|36h|90m", check=_window, help="Campaign: the rented window."
+        None, metavar="7d|36h|90m", check=bounds.window, help="Campaign: the rented window."
     )
     recovery: float = option(
         0.0,
         metavar="SHARE",
-        check=_recovery,
+        check=bounds.recovery,
         help="Campaign: share of the window kept for reruns.",
     )
     price_per_hour: float | None = option(
         None,
         metavar="P",
-        check=_price,
+        check=bounds.price,
         help="Campaign: rental price per hour (the cost of the hours and of the window).",
     )
     preemptible: bool = option(

@@ -32,9 +32,14 @@ def _hours(value: float) -> str:
     return f"{value:,.2f}" if value >= 0.01 or value == 0 else f"{value:.2g}"
 
 
+def _gb(value: float) -> str:
+    """GB with two decimals, or two significant figures below 0.01 (a tiny model's MB)."""
+    return _hours(value)
+
+
 def _summary(stack: StackPlan) -> str:
     packages = [
-        package if version is None else f"{package} >= {version}"
+        package if version is None else f"{package}>={version}"
         for package, version in least_versions(stack).items()
     ]
     return f"{_VENDOR[stack.vendor]}: {', '.join(packages)}" if packages else _VENDOR[stack.vendor]
@@ -61,8 +66,8 @@ def _rows(result: PlanResult) -> list[str]:
     if time is not None and time.campaign_inputs is not None:
         price = time.campaign_inputs.price_per_hour
     lines = [
-        f"  {'GPU':<16}{'GB':>5}{'holds':>6}{'host RAM':>9}{'disk':>8}  {'stack':<36}"
-        f"{'hours':>9}{'cost':>10}"
+        f"  {'GPU':<16}{'GB':>5}{'holds':>6}{'host RAM':>9}{'disk':>8}  {'stack':<34}"
+        f"{'hours':>9}{'cost':>9}"
     ]
     for name, stack in result.stack.items():
         hours, figure = _time_cells(name, time)
@@ -71,13 +76,13 @@ def _rows(result: PlanResult) -> list[str]:
             cost = ">= " + cost
         lines.append(
             f"  {name:<16}{stack.memory_gb:>5g}{'yes' if stack.holds_plan else 'no':>6}"
-            f"{result.host.peak_gb:>9.2f}{result.disk.total_gb:>8.2f}  {_summary(stack):<36}"
-            f"{hours:>9}{cost:>10}"
+            f"{_gb(result.host.peak_gb):>9}{_gb(result.disk.total_gb):>8}  {_summary(stack):<34}"
+            f"{hours:>9}{cost:>9}"
         )
     lines += _wrap(
         "GB: the card's memory; holds: every phase's needs fit it; host RAM and disk: the "
-        "same on every card; hours: the run's (or campaign's) lower bound, measured on the "
-        "smoke's card",
+        "same on every card; hours: at least (the campaign's, or one run's, from the bounds), "
+        "or as measured on the smoke's card; cost: those hours at --price-per-hour",
         2,
     )
     return lines
@@ -119,16 +124,16 @@ def render_sheet(result: PlanResult) -> list[str]:
     lines = [
         "order sheet: what to rent with the card (lower bounds, GB = 10^9 bytes)",
         *_wrap(
-            f"host RAM  at least {host.peak_gb:,.2f} GB: export {host.export_gb:,.2f} ({export});"
-            f" load {host.load_gb:,.2f} (the largest tensor, from memory-mapped safetensors)",
+            f"host RAM  at least {_gb(host.peak_gb)} GB: export {_gb(host.export_gb)} ({export});"
+            f" load {_gb(host.load_gb)} (the largest tensor, from memory-mapped safetensors)",
             2,
             10,
         ),
         *_wrap(
-            f"disk      at least {disk.total_gb:,.2f} GB: base {disk.base_gb:,.2f} + "
-            f"{disk.checkpoints} checkpoint{plural} x {disk.checkpoint_gb:,.2f} (weights and "
-            f"optimizer states; --save-total-limit) + export {disk.export_gb:,.2f} + adapter "
-            f"{disk.adapter_gb:,.2f}",
+            f"disk      at least {_gb(disk.total_gb)} GB: base {_gb(disk.base_gb)} + "
+            f"{disk.checkpoints} checkpoint{plural} x {_gb(disk.checkpoint_gb)} (weights and "
+            f"optimizer states; --save-total-limit) + export {_gb(disk.export_gb)} + adapter "
+            f"{_gb(disk.adapter_gb)}",
             2,
             10,
         ),
