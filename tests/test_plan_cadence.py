@@ -80,6 +80,17 @@ def test_a_measured_checkpoint_is_used_as_measured() -> None:
     assert cadence.saves_per_run == 0
 
 
+def test_a_measured_checkpoint_without_its_save_time_is_scaled() -> None:
+    """resume.checkpoint.save_seconds is null when the straight run did not save: its 5,000,000
+    bytes at the adapter's rate (1,000,000 bytes in 0.5 s) take 2.5 s."""
+    rates = _rates(checkpoint_bytes=5_000_000)
+    cadence = plan_cadence(rates, step_tokens=1024, run_tokens=1024 * 10, save_every=5,
+                           plan_checkpoint_bytes=4_000_000, max_lost_minutes=1)  # fmt: skip
+    assert (cadence.checkpoint_bytes, cadence.save_seconds) == (5_000_000, 2.5)
+    assert cadence.checkpoint_bytes_from == "resume.checkpoint.bytes"
+    assert "smoke's checkpoint" in cadence.save_seconds_from
+
+
 def test_no_cadence_keeps_a_loss_shorter_than_one_step_and_a_save() -> None:
     assert largest_within(30.0, 40.0, 60.0) is None
     assert largest_within(10.0, 40.0, 60.0) == 2  # 2 x 10 + 40 = 60: exactly within
@@ -233,6 +244,14 @@ def test_a_measured_trainer_checkpoint_is_read_from_resume(run_cli, tmp_path) ->
     assert (cadence["checkpoint_bytes"], cadence["save_seconds"]) == (60_000_000, 1.5)
     # A step of 1,024 tokens at 1,000/s; within 10 minutes: (600 - 1.5) / 1.024 = 584.47.
     assert cadence["save_every_for_max"] == 584 and cadence["save_every"] == 584
+    checkpoint = {"files": {}, "bytes": 43_310, "save_seconds": None}  # it did not save
+    unsaved = _smoke(tmp_path / "unsaved.json", LLAMA7, resume={"checkpoint": checkpoint})
+    result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", unsaved,
+                     "--preemptible", "--json", tmp_path / "unsaved-plan.json")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    cadence = json.loads((tmp_path / "unsaved-plan.json").read_text())["time"]["cadence"]
+    assert cadence["checkpoint_bytes"] == 43_310  # smoke's, its save scaled from the adapter's
+    assert cadence["save_seconds"] == pytest.approx(0.5 * 43_310 / 21_655)
     bad = _smoke(tmp_path / "bad.json", LLAMA7,
                  resume={"checkpoint": {"files": [], "bytes": 0, "save_seconds": 1.0}})  # fmt: skip
     result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", bad, "--preemptible")

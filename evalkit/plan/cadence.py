@@ -29,12 +29,18 @@ def _round(value: float) -> float:
 
 
 def checkpoint_save(rates: MeasuredRates, plan_checkpoint_bytes: int) -> tuple[int, float, str]:
-    """(bytes of one checkpoint, seconds to write it, how that was found)."""
-    if rates.checkpoint_bytes is not None and rates.checkpoint_save_seconds is not None:
+    """(bytes of one checkpoint, seconds to write it, how the seconds were found).
+
+    The bytes are smoke's measured checkpoint's (``resume.checkpoint.bytes``)
+    when the report has one, else the plan's lower bound; the seconds are its
+    measured save, else the adapter's measured save scaled by bytes.
+    """
+    size = rates.checkpoint_bytes if rates.checkpoint_bytes is not None else plan_checkpoint_bytes
+    if rates.checkpoint_save_seconds is not None:
         return (
-            rates.checkpoint_bytes,
+            size,
             rates.checkpoint_save_seconds,
-            f"measured: resume.checkpoint of {rates.path} ({rates.checkpoint_bytes:,} bytes in "
+            f"measured: resume.checkpoint of {rates.path} ({size:,} bytes in "
             f"{rates.checkpoint_save_seconds:g} s)",
         )
     if rates.saved_bytes is None:
@@ -43,13 +49,13 @@ def checkpoint_save(rates: MeasuredRates, plan_checkpoint_bytes: int) -> tuple[i
             f"{rates.path}: the cadence needs a measured save with its size (reload.saved_bytes, "
             "or resume.checkpoint from smoke --resume-at); run evalkit smoke again",
         )
-    seconds = rates.save_seconds * plan_checkpoint_bytes / rates.saved_bytes
+    seconds = rates.save_seconds * size / rates.saved_bytes
+    whose = "smoke's checkpoint" if rates.checkpoint_bytes is not None else "the plan's checkpoint"
     how = (
         f"scaled by bytes: save_seconds {rates.save_seconds:g} s for {rates.saved_bytes:,} bytes "
-        f"(reload.saved_bytes of {rates.path}) x {plan_checkpoint_bytes:,} bytes of the plan's "
-        "checkpoint"
+        f"(reload.saved_bytes of {rates.path}) x {size:,} bytes of {whose}"
     )
-    return plan_checkpoint_bytes, seconds, how
+    return size, seconds, how
 
 
 def largest_within(step_seconds: float, save_seconds: float, budget_seconds: float) -> int | None:

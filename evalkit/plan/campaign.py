@@ -37,7 +37,7 @@ class Measured:
     config_path: str
     settings: dict[str, Any]
     saved_bytes: int | None = None  # the adapter (or model) smoke saved in save_seconds
-    checkpoint: tuple[int, float] | None = None  # resume.checkpoint: bytes, save_seconds
+    checkpoint: tuple[int, float | None] | None = None  # resume.checkpoint: bytes, seconds
 
 
 def _not_smoke(path: Path, why: str) -> MalformedFile:
@@ -68,8 +68,13 @@ def _checked_throughput(path: Path, throughput: Any) -> None:
             raise _impossible(path, str(error)) from None
 
 
-def _resume_checkpoint(path: Path, resume: Any) -> tuple[int, float] | None:
-    """``resume.checkpoint: {files, bytes, save_seconds}`` (smoke --resume-at), if present."""
+def _resume_checkpoint(path: Path, resume: Any) -> tuple[int, float | None] | None:
+    """``resume.checkpoint: {files, bytes, save_seconds}`` (smoke --resume-at), if present.
+
+    ``save_seconds`` is null when the straight run did not save: the bytes
+    are still the checkpoint's, and its save time is then scaled from the
+    adapter's (see :mod:`evalkit.plan.cadence`).
+    """
     if resume is None:
         return None
     checkpoint = resume.get("checkpoint") if isinstance(resume, dict) else None
@@ -80,11 +85,13 @@ def _resume_checkpoint(path: Path, resume: Any) -> tuple[int, float] | None:
     size = checkpoint.get("bytes")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise _impossible(path, f"resume.checkpoint.bytes is {size!r}: a checkpoint has bytes")
+    seconds = checkpoint.get("save_seconds")
+    if seconds is None:
+        return size, None
     try:
-        seconds = finite_positive(checkpoint.get("save_seconds"), "resume.checkpoint.save_seconds")
+        return size, finite_positive(seconds, "resume.checkpoint.save_seconds")
     except ValueError as error:
         raise _impossible(path, str(error)) from None
-    return size, seconds
 
 
 def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
