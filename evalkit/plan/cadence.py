@@ -47,7 +47,7 @@ def checkpoint_save(rates: MeasuredRates, plan_checkpoint_bytes: int) -> tuple[i
         raise ParameterError(
             "measured",
             f"{rates.path}: the cadence needs a measured save with its size (reload.saved_bytes, "
-            "or resume.checkpoint from smoke --resume-at); run evalkit smoke again",
+            "or resume.checkpoint from smoke's resume check); run evalkit smoke again",
         )
     seconds = rates.save_seconds * size / rates.saved_bytes
     whose = "smoke's checkpoint" if rates.checkpoint_bytes is not None else "the plan's checkpoint"

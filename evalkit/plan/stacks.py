@@ -72,27 +72,27 @@ BNB_ROCM_WHEELS = Requirement(
 BNB_OPTIMIZER = Requirement(
     package="bitsandbytes",
     min_version=None,
-    why="the 8-bit or paged optimizer's states (--optimizer): bitsandbytes' optimizers "
+    why="the 8-bit or paged optimizer's states (the planned optimizer): bitsandbytes' optimizers "
     "(NVIDIA: compute capability 6.0+)",
     source=_BNB_INSTALL,
 )
 FLASH_CUDA = Caveat(
-    note="flash-attn (not needed for --attention sdpa, which torch provides): CUDA 12.0 and "
-    "above, Ampere, Ada or Hopper GPUs, fp16 and bf16; pip compiles it "
-    "(pip install flash-attn --no-build-isolation)",
+    note="flash-attn (not needed for sdpa attention, which torch provides): CUDA 12.0 and "
+    "above, Ampere, Ada or Hopper GPUs, fp16 and bf16; installed with pip install flash-attn "
+    "--no-build-isolation",
     source=_FLASH + ", lines 119, 138, 145-146",
 )
 FLASH_ROCM = Caveat(
-    note="flash-attn on ROCm (not needed for --attention sdpa) runs through its Composable "
+    note="flash-attn on ROCm (not needed for sdpa attention) runs through its Composable "
     "Kernel backend (the default: MI200x, MI250x, MI300x, MI355x; fp16, bf16; head dims up "
     "to 256) or its Triton backend (FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE, from the aiter "
-    "package); ROCm 6.0 and above; built from source",
+    "package); ROCm 6.0 and above; installed from a clone of the repository",
     source=_FLASH + ", lines 149-173",
 )
 FLASH_ROCM_SLIDING = Caveat(
     note="this model has sliding-window layers: flash-attn's ROCm Triton backend lists "
     "sliding window attention as a work in progress; use the Composable Kernel backend or "
-    "--attention sdpa",
+    "sdpa attention",
     source=_FLASH + ", line 166",
 )
 VLLM_ROCM = Caveat(
@@ -105,7 +105,7 @@ VLLM_ROCM = Caveat(
     "release cadence from CUDA')",
 )
 UNKNOWN_VENDOR = Caveat(
-    note="--gpu did not name the vendor: add :nvidia or :amd (an Instinct card) to the row "
+    note="the GPU row did not name its vendor: add :nvidia or :amd (an Instinct card) to it "
     "for the stack this card needs",
     source=None,
 )
