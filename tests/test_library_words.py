@@ -68,10 +68,16 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("report/prompts_summary.py", "--pred"): f"{CLI_ONLY} (prompts: the next command)",
     ("report/score_summary.py", "--on-duplicate"): f"{CLI_ONLY} (score, rescore)",
     ("report/split_summary.py", "--near-dup"): f"{CLI_ONLY} (split)",
+    **{
+        ("report/plan_sheet.py", flag): f"{CLI_ONLY} (plan: the order sheet and the cadence)"
+        for flag in ("--price-per-hour", "--save-every", "--max-lost-minutes", "--save-total-limit")
+    },
     ("comparison/results.py", "--contract"): f"{QUOTED} (evalkit rescore)",
     ("comparison/results.py", "--out"): f"{QUOTED} (evalkit rescore)",
     ("leakage/distributed/session.py", "--head"): f"{OTHER_TOOL} (ray start --head)",
     ("tokens/load.py", "--local-dir"): f"{OTHER_TOOL} (huggingface-cli download)",
+    ("plan/stacks.py", "--index-url"): f"{OTHER_TOOL} (pip install torch: the ROCm or CUDA build)",
+    ("plan/stacks.py", "--no-build-isolation"): f"{OTHER_TOOL} (pip install flash-attn)",
 }
 
 

@@ -58,10 +58,22 @@ def plan_command(
     device (nothing scaled to another card), the margin left in the window
     after --recovery, and with --price-per-hour the cost.
 
+    The order sheet, for what to rent beside the card: host RAM (loading,
+    a merge on the CPU) and disk (the base, --save-total-limit checkpoints,
+    the export, the adapter) as lower bounds, and per GPU class the software
+    stack its vendor needs for the method (CUDA or ROCm: packages, least
+    versions, why, each with its source). One GPU table serves the memory
+    recommendation, the hours and the stack: --gpu NAME:GB:TFLOPS[:GBPS]
+    [:nvidia|amd] adds a class to all three. With --preemptible (and
+    --measured), the checkpoint cadence: the work a preemption loses every
+    --save-every steps, the share of time spent saving, and the --save-every
+    that keeps the loss within --max-lost-minutes.
+
     Exit codes: 0 planned, 2 bad input (a missing key in the config, an
-    option that does not apply to the method or the model, a token count
-    below 1, an unknown --gpu, a --measured file that is not a smoke report,
-    a window shorter than one run).
+    option that does not apply to the method or the model, a count or
+    figure out of range, an unknown --gpu, a --measured file that is not a
+    smoke report, failed, or holds impossible rates, a window shorter than
+    one run).
 
     \b
     Examples:

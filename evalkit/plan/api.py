@@ -15,6 +15,7 @@ from evalkit._version import __version__
 from evalkit.io import sha256_file
 from evalkit.options import takes
 from evalkit.plan.config import ModelShape, load_model_shape
+from evalkit.plan.gpus import GpuSpec, choose, memory_classes, registry
 from evalkit.plan.models import (
     ApartFromBound,
     ModelSummary,
@@ -35,13 +36,22 @@ from evalkit.plan.recommend import (
     recommend,
     smallest_class,
 )
+from evalkit.plan.sheet_models import DiskPlan, HostPlan, StackPlan
+from evalkit.plan.stacks import stack_for
+from evalkit.plan.storage import disk_bytes, host_bytes
 from evalkit.plan.time_api import TimeRequest, plan_time, wants_time
 
 DIGITS = 4
+SHEET_FIGURES = 6
 
 
 def _gb(amount: int) -> float:
     return round(amount / GB, DIGITS)
+
+
+def _sheet_gb(amount: int) -> float:
+    """Six significant figures: a tiny adapter's kB and a 70B model's disk both keep theirs."""
+    return float(f"{amount / GB:.{SHEET_FIGURES}g}")
 
 
 def _step(moment: Moment) -> Step:
@@ -93,6 +103,7 @@ def _options(options: Options) -> PlanOptions:
         eval_batch=options.eval_batch,
         eval_tokens=options.eval_tokens,
         export=options.export,
+        save_total_limit=options.save_total_limit,
     )
 
 
@@ -102,15 +113,53 @@ def phase_bounds(shape: ModelShape, options: Options) -> dict[str, int]:
     return {name: bounds.phases[name].total for name in PHASES}
 
 
+def _order_sheet(
+    shape: ModelShape,
+    options: Options,
+    bounds: Bounds,
+    shown: tuple[GpuSpec, ...],
+    needs_gb: float,
+) -> tuple[HostPlan, DiskPlan, dict[str, StackPlan]]:
+    """Host RAM, disk and each shown GPU class's stack: the rest of what a rental needs."""
+    host = host_bytes(shape, options, bounds.counts, bounds.sizes, bounds.trainable)
+    disk = disk_bytes(shape, options, bounds.counts, bounds.sizes, bounds.trainable)
+    return (
+        HostPlan(
+            load_gb=_sheet_gb(host.load),
+            export_gb=_sheet_gb(host.export),
+            peak_gb=_sheet_gb(host.peak),
+        ),
+        DiskPlan(
+            base_gb=_sheet_gb(disk.base),
+            checkpoint_gb=_sheet_gb(disk.checkpoint),
+            checkpoints=disk.checkpoints,
+            export_gb=_sheet_gb(disk.export),
+            adapter_gb=_sheet_gb(disk.adapter),
+            total_gb=_sheet_gb(disk.total),
+        ),
+        {gpu.name: stack_for(gpu, shape, options, needs_gb) for gpu in shown},
+    )
+
+
 def plan_shape(shape: ModelShape, options: Options, time: TimeRequest | None = None) -> PlanResult:
-    """The plan of an already-read model under resolved options (and its hours, if asked)."""
+    """The plan of an already-read model under resolved options (and its hours, if asked).
+
+    The GPU registry (the shipped table and each ``--gpu`` row of ``time``)
+    gives the memory recommendation its classes, the hours their cards and
+    the order sheet its stacks: one table for all three.
+    """
+    specs = tuple(time.gpu) if time is not None else ()
+    classes = memory_classes(registry(specs))
     bounds = compute_bounds(shape, options)
     phases = {name: bounds.phases[name].total for name in PHASES}
     chosen = recommend(
         phases,
         options,
         lambda **changes: phase_bounds(shape, replace(options, **changes)),
+        classes,
     )
+    most = max(_gb(needs(total)) for total in phases.values())
+    host, disk, stack = _order_sheet(shape, options, bounds, choose(specs), most)
     train = phases["train"]
     summary = _summary(shape, bounds)
     timed = None
@@ -120,8 +169,11 @@ def plan_shape(shape: ModelShape, options: Options, time: TimeRequest | None = N
             shape,
             options,
             time,
-            needs_gb=max(_gb(needs(total)) for total in phases.values()),
+            needs_gb=most,
             config_sha256=summary.sha256,
+            checkpoint_bytes=disk_bytes(
+                shape, options, bounds.counts, bounds.sizes, bounds.trainable
+            ).checkpoint,
         )
     return PlanResult(
         evalkit_version=__version__,
@@ -138,7 +190,7 @@ def plan_shape(shape: ModelShape, options: Options, time: TimeRequest | None = N
         phases={name: _gb(total) for name, total in phases.items()},
         phase_terms={name: _step(bounds.phases[name]) for name in PHASES},
         phase_fit={
-            name: PhaseFit(needs_gb=_gb(needs(total)), gpu_gb=smallest_class(needs(total)))
+            name: PhaseFit(needs_gb=_gb(needs(total)), gpu_gb=smallest_class(needs(total), classes))
             for name, total in phases.items()
         },
         trainable_params=bounds.trainable,
@@ -150,6 +202,9 @@ def plan_shape(shape: ModelShape, options: Options, time: TimeRequest | None = N
             advice=chosen.advice,
         ),
         time=timed,
+        host=host,
+        disk=disk,
+        stack=stack,
     )
 
 

@@ -9,49 +9,23 @@ exist, so a campaign is "at least" so many hours and can only be ruled out.
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalkit.errors import MalformedFile, ParameterError
+from evalkit.plan.bounds import check_price as check_price  # re-exported: the campaign's checks
+from evalkit.plan.bounds import check_recovery as check_recovery
+from evalkit.plan.bounds import finite_positive
+from evalkit.plan.bounds import parse_window as parse_window
 from evalkit.plan.gpus import GpuSpec, for_device
 from evalkit.plan.time_models import Campaign, MeasuredRates
 
-_UNITS = {"d": 24.0, "h": 1.0, "m": 1.0 / 60}
 SIGNIFICANT = 6
 
 
 def _round(value: float) -> float:
     return float(f"{value:.{SIGNIFICANT}g}")
-
-
-def parse_window(text: str) -> float:
-    """``--window``: ``7d``, ``36h``, ``90m`` (or ``1.5d``) -> hours."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([dhm])\s*", str(text))
-    if not match:
-        raise ParameterError("window", f"{text!r}: use a duration such as 7d, 36h or 90m")
-    hours = float(match.group(1)) * _UNITS[match.group(2)]
-    if not hours > 0:
-        raise ParameterError("window", f"{text!r}: must be longer than zero")
-    return hours
-
-
-def check_recovery(recovery: float) -> float:
-    """``--recovery``: the share of the window kept for reruns, in [0, 1)."""
-    if not (isinstance(recovery, float | int) and math.isfinite(recovery) and 0 <= recovery < 1):
-        raise ParameterError("recovery", f"{recovery!r}: a share of the window from 0 to below 1")
-    return float(recovery)
-
-
-def check_price(price: float | None) -> float | None:
-    """``--price-per-hour``: a non-negative number."""
-    if price is None:
-        return None
-    if not (isinstance(price, float | int) and math.isfinite(price) and price >= 0):
-        raise ParameterError("price_per_hour", f"{price!r}: must be a number of at least 0")
-    return float(price)
 
 
 @dataclass(frozen=True)
@@ -62,6 +36,8 @@ class Measured:
     config_sha256: str
     config_path: str
     settings: dict[str, Any]
+    saved_bytes: int | None = None  # the adapter (or model) smoke saved in save_seconds
+    checkpoint: tuple[int, float | None] | None = None  # resume.checkpoint: bytes, seconds
 
 
 def _not_smoke(path: Path, why: str) -> MalformedFile:
@@ -72,8 +48,59 @@ def _not_smoke(path: Path, why: str) -> MalformedFile:
     )
 
 
+def _impossible(path: Path, why: str) -> ParameterError:
+    return ParameterError(
+        "measured",
+        f"{path}: {why}; no run measures that: run evalkit smoke again (or fix the report)",
+    )
+
+
+def _checked_throughput(path: Path, throughput: Any) -> None:
+    """Refuse what no run measures: a rate or a duration that is not finite and above 0."""
+    for name in ("train_tokens_per_second", "eval_tokens_per_second", "save_seconds",
+                 "reload_seconds"):  # fmt: skip
+        value = getattr(throughput, name)
+        if value is None:
+            continue
+        try:
+            finite_positive(value, f"throughput.{name}")
+        except ValueError as error:
+            raise _impossible(path, str(error)) from None
+
+
+def _resume_checkpoint(path: Path, resume: Any) -> tuple[int, float | None] | None:
+    """``resume.checkpoint: {files, bytes, save_seconds}`` (smoke --resume-at), if present.
+
+    ``save_seconds`` is null when the straight run did not save: the bytes
+    are still the checkpoint's, and its save time is then scaled from the
+    adapter's (see :mod:`evalkit.plan.cadence`).
+    """
+    if resume is None:
+        return None
+    checkpoint = resume.get("checkpoint") if isinstance(resume, dict) else None
+    if checkpoint is None:
+        return None
+    if not isinstance(checkpoint, dict):
+        raise _not_smoke(path, "resume.checkpoint: expected an object")
+    size = checkpoint.get("bytes")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise _impossible(path, f"resume.checkpoint.bytes is {size!r}: a checkpoint has bytes")
+    seconds = checkpoint.get("save_seconds")
+    if seconds is None:
+        return size, None
+    try:
+        return size, finite_positive(seconds, "resume.checkpoint.save_seconds")
+    except ValueError as error:
+        raise _impossible(path, str(error)) from None
+
+
 def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
-    """The throughput of a smoke report; anything else is one clear error."""
+    """The throughput of a smoke report; anything else is one clear error.
+
+    A report whose verdict is ``fail``, or whose rates or durations are not
+    finite and above 0 (a negative rate, a zero, ``1e999``), is refused: the
+    campaign and the cadence are divisions by these figures.
+    """
     from pydantic import ValidationError
 
     from evalkit.io import sha256_file
@@ -84,12 +111,23 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
     if not isinstance(data, dict) or "verdict" not in data or "settings" not in data:
         raise _not_smoke(path, "no verdict or settings")
     data = SMOKE_FORMAT.upgrade(data, path, "pass the JSON report smoke wrote")
+    resume = data.get("resume")
+    if "resume" not in SmokeReport.model_fields:
+        # smoke --resume-at adds it; read here whether or not this SmokeReport knows it.
+        data = {key: value for key, value in data.items() if key != "resume"}
     try:
         report = SmokeReport.model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise _not_smoke(path, f"{where}: {first['msg']}") from None
+    if report.verdict != "pass":
+        problems = "; ".join(report.problems) or "no reason given"
+        raise ParameterError(
+            "measured",
+            f"{path}: verdict is {report.verdict!r} ({problems}): the rates of a failed smoke "
+            "run are not a campaign's; fix the run and run evalkit smoke again",
+        )
     throughput = report.throughput
     if throughput is None:
         raise ParameterError(
@@ -97,6 +135,7 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
             f"{path}: this smoke report has no throughput (written before smoke "
             "measured it); run evalkit smoke again",
         )
+    _checked_throughput(path, throughput)
     if throughput.train_tokens_per_second is None or throughput.eval_tokens_per_second is None:
         missing = "training" if throughput.train_tokens_per_second is None else "evaluation"
         raise ParameterError(
@@ -110,9 +149,13 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
             f"{path}: the smoke run stopped before saving ({'; '.join(report.problems)}"
             "): its rates are incomplete; run evalkit smoke again",
         )
+    saved = report.reload.saved_bytes if report.reload is not None else None
+    if saved is not None and saved < 1:
+        raise _impossible(path, f"reload.saved_bytes is {saved!r}: a saved adapter has bytes")
     device = throughput.device
     match = for_device(device.name, gpus) if device.type == "cuda" else None
     settings = report.settings
+    checkpoint = _resume_checkpoint(path, resume)
     return Measured(
         rates=MeasuredRates(
             path=str(path),
@@ -125,6 +168,9 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
             save_seconds=throughput.save_seconds,
             reload_seconds=throughput.reload_seconds,
             settings_differ=[],
+            saved_bytes=saved,
+            checkpoint_bytes=checkpoint[0] if checkpoint else None,
+            checkpoint_save_seconds=checkpoint[1] if checkpoint else None,
         ),
         config_sha256=report.plan.inputs.config.sha256,
         config_path=report.plan.inputs.config.path,
@@ -136,6 +182,8 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
             "batch": settings.batch,
             "grad_checkpointing": settings.grad_checkpointing,
         },
+        saved_bytes=saved,
+        checkpoint=checkpoint,
     )
 
 

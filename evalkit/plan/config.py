@@ -97,6 +97,9 @@ class ModelShape:
     stored_quant: str | None = None
     """How ``quantization_config`` says the linears are stored: ``nf4``, ``nf4-dq``,
     ``fp4``, ``fp4-dq``, ``int8`` (bitsandbytes), another ``quant_method``, or None."""
+    stored_dtype: str | None = None
+    """The dtype the checkpoint's tensors are saved in (``torch_dtype``, or ``dtype`` as
+    transformers 5 writes it), when the config names one: the disk's base."""
 
     @property
     def q_dim(self) -> int:
@@ -251,6 +254,16 @@ def _stored_quant(data: dict[str, Any], source: Path) -> str | None:
     return f"{kind}-dq" if quantization.get("bnb_4bit_use_double_quant") else str(kind)
 
 
+def _stored_dtype(data: dict[str, Any], source: Path) -> str | None:
+    """``dtype`` (transformers >= 4.56) or ``torch_dtype``: what the weights were saved in."""
+    value = data.get("dtype", data.get("torch_dtype"))
+    if value is None or value == "auto":
+        return None
+    if not isinstance(value, str):
+        raise InvalidModelConfig(f"{source}: key 'torch_dtype' must be a dtype name, got {value!r}")
+    return value.removeprefix("torch.")
+
+
 def parse_config(data: dict[str, Any], source: Path) -> ModelShape:
     """Validate a parsed config and derive the shapes (the error names the key at fault)."""
     _check_supported(data, source)
@@ -298,6 +311,7 @@ def parse_config(data: dict[str, Any], source: Path) -> ModelShape:
         sliding_layers=sliding_layers,
         linears=_linears(data, family, hidden, heads * head_dim, kv_heads * head_dim, inter),
         stored_quant=_stored_quant(data, source),
+        stored_dtype=_stored_dtype(data, source),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from evalkit.persisted import Persisted
+from evalkit.plan.sheet_models import DiskPlan, HostPlan, StackPlan
 from evalkit.plan.time_models import TimePlan
 
 PLAN_FORMAT_VERSION = 1
@@ -61,6 +62,9 @@ class PlanOptions(_Model):
     eval_batch: int = Field(description="Sequences generated at once in the eval phase.")
     eval_tokens: int = Field(description="Prompt + new tokens per generated sequence.")
     export: str | None = Field(description="merge or adapter; null for full fine-tuning.")
+    save_total_limit: int = Field(
+        default=1, description="Checkpoints kept at once (--save-total-limit): the disk's."
+    )
 
 
 class PlanInputs(_Model):
@@ -93,15 +97,17 @@ class PhaseFit(_Model):
     """What one phase needs with headroom, and the smallest card that has it."""
 
     needs_gb: float = Field(description="Bound plus CUDA context and 10% allocator slack.")
-    gpu_gb: int | None = Field(description="Smallest listed class holding it; null if none.")
+    gpu_gb: int | float | None = Field(
+        description="Smallest class of the GPU registry holding it; null if none."
+    )
 
 
 class PlanRecommendation(_Model):
     """The GPU to rent for the whole cycle."""
 
-    gpu_gb: int | None = Field(
-        description="Smallest class (24, 48, 80, 141, 192 GB) holding every phase with "
-        "headroom; null when no single listed GPU does."
+    gpu_gb: int | float | None = Field(
+        description="Smallest class of the GPU registry (24, 48, 80, 141, 192 GB, and each "
+        "--gpu added) holding every phase with headroom; null when no single listed GPU does."
     )
     gpus: int | None = Field(
         description="GPUs needed (the --gpus asked, or the 80 GB GPUs sharding needs); null "
@@ -136,4 +142,15 @@ class PlanResult(_Model):
         default=None,
         description="Hours (with --train-tokens or --tokens-report): lower bounds per GPU "
         "class, and the campaign at the rates of a smoke report (--measured).",
+    )
+    host: HostPlan | None = Field(
+        default=None, description="Host RAM, at the least (null in plans before it)."
+    )
+    disk: DiskPlan | None = Field(
+        default=None, description="Disk, at the least (null in plans before it)."
+    )
+    stack: dict[str, StackPlan] | None = Field(
+        default=None,
+        description="The software each GPU class shown needs for this method, each fact "
+        "sourced (null in plans before it).",
     )

@@ -9,14 +9,14 @@ checkpointing on).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from evalkit import params
 from evalkit.errors import ParameterError, UsageError
-from evalkit.options import Check, Params, option, takes
+from evalkit.options import Params, option, takes
+from evalkit.plan import bounds
+from evalkit.plan.bounds import count, figure
 from evalkit.plan.config import ModelShape
 
 Method = Literal["full", "lora", "qlora"]
@@ -38,10 +38,6 @@ DEFAULT_SEQ_LEN = 2048
 DEFAULT_EVAL_BATCH = 8
 
 
-def _tokens(unit: str) -> Check:
-    return functools.partial(params.positive, unit=unit)
-
-
 @dataclass(frozen=True, kw_only=True)
 class PlanParams(Params):
     """The options of a memory plan, as given: ``evalkit.plan``'s and ``evalkit plan``'s.
@@ -54,7 +50,11 @@ class PlanParams(Params):
         "lora", help="Train every weight, a LoRA adapter, or an adapter on a 4/8-bit base."
     )
     r: int | None = option(
-        None, help="LoRA rank.", metavar="N", check=params.positive, default_help=str(DEFAULT_RANK)
+        None,
+        help="LoRA rank.",
+        metavar="N",
+        check=count(bounds.MAX_RANK, "ranks"),
+        default_help=str(DEFAULT_RANK),
     )
     targets: str | None = option(
         None,
@@ -77,7 +77,7 @@ class PlanParams(Params):
     seq_len: int = option(
         DEFAULT_SEQ_LEN,
         metavar="N",
-        check=_tokens("tokens"),
+        check=count(bounds.MAX_TOKENS, "tokens"),
         help="Tokens per training sequence (the padded or packed length).",
     )
     batch: int = option(
@@ -85,7 +85,7 @@ class PlanParams(Params):
         flag="--batch-size",
         aliases=("--batch",),
         metavar="N",
-        check=_tokens("sequences"),
+        check=count(bounds.MAX_BATCH, "sequences"),
         help="Sequences per step, per GPU.",
     )
     grad_checkpointing: bool | None = option(
@@ -111,7 +111,7 @@ class PlanParams(Params):
     gpus: int = option(
         1,
         metavar="N",
-        check=_tokens("GPUs"),
+        check=count(bounds.MAX_GPUS, "GPUs"),
         help="Shard weights, gradients and optimizer states over N GPUs (FSDP/ZeRO-3).",
     )
     eval_batch: int = option(
@@ -119,13 +119,13 @@ class PlanParams(Params):
         flag="--eval-batch-size",
         aliases=("--eval-batch",),
         metavar="N",
-        check=_tokens("sequences"),
+        check=count(bounds.MAX_BATCH, "sequences"),
         help="Sequences generated at once when evaluating.",
     )
     eval_tokens: int | None = option(
         None,
         metavar="N",
-        check=_tokens("tokens"),
+        check=count(bounds.MAX_TOKENS, "tokens"),
         help="Prompt + new tokens per generated sequence.",
         default_help="--seq-len",
     )
@@ -134,6 +134,13 @@ class PlanParams(Params):
         help="merge: the adapter merged into a 16-bit base (for qlora, the dequantized base); "
         "adapter: save the adapter alone.",
         default_help="merge",
+    )
+    save_total_limit: int = option(
+        1,
+        metavar="K",
+        check=count(bounds.MAX_SAVE_TOTAL_LIMIT, "checkpoints"),
+        help="Order sheet: training checkpoints kept on disk at once (the Trainer's "
+        "save_total_limit; a resumable run keeps at least one).",
     )
 
 
@@ -144,6 +151,7 @@ class TimeRequest(Params):
     train_tokens: int | None = option(
         None,
         metavar="N",
+        check=count(bounds.MAX_TRAIN_TOKENS, "tokens"),
         help="Time: tokens of one epoch (every position the model computes; with padding, the "
         "padded count). Adds lower bounds of hours per GPU class.",
     )
@@ -160,22 +168,33 @@ class TimeRequest(Params):
         help="The training split's name in --tokens-report.",
         default_help="train, or its only split",
     )
-    epochs: float = option(1.0, metavar="E", help="Time: passes over the training tokens.")
+    epochs: float = option(
+        1.0,
+        metavar="E",
+        check=figure(0, bounds.MAX_EPOCHS, "a number of epochs"),
+        help="Time: passes over the training tokens.",
+    )
     eval_examples: int | None = option(
         None,
         metavar="M",
+        check=count(bounds.MAX_EXAMPLES, "sequences"),
         help="Time: sequences one evaluation pass generates for (prompts of --eval-tokens minus "
         "--eval-new-tokens tokens, --eval-batch-size at once).",
     )
     eval_new_tokens: int | None = option(
-        None, metavar="T", help="Time: new tokens generated per sequence."
+        None,
+        metavar="T",
+        check=count(bounds.MAX_TOKENS, "tokens"),
+        help="Time: new tokens generated per sequence.",
     )
     gpu: tuple[str, ...] = option(
         (),
-        metavar="NAME|NAME:MEMORY_GB:TFLOPS[:BANDWIDTH_GBPS]",
-        help="Time: a GPU of the shipped table (repeat to choose several), or a new class with "
-        "its peak dense bf16 TFLOP/s and memory bandwidth in GB/s (without it, only FLOPs bound "
-        "decoding).",
+        metavar="NAME|NAME:MEMORY_GB:TFLOPS[:BANDWIDTH_GBPS][:nvidia|amd]",
+        check=bounds.gpu_rows,
+        help="A GPU of the shipped table (repeat to choose several), or a new class with its "
+        "peak dense bf16 TFLOP/s, memory bandwidth in GB/s (without it, only FLOPs bound "
+        "decoding) and vendor (its software stack); a new class joins the memory "
+        "recommendation, the hours and the order sheet.",
         default_help="the whole table",
     )
     measured: Path | None = option(
@@ -184,15 +203,45 @@ class TimeRequest(Params):
         path_file=True,
         help="Campaign: the rates `evalkit smoke --json` measured on its device (same model).",
     )
-    runs: int | None = option(None, metavar="K", help="Campaign: variants trained and evaluated.")
-    window: str | None = option(None, metavar="7d|36h|90m", help="Campaign: the rented window.")
+    runs: int | None = option(
+        None,
+        metavar="K",
+        check=count(bounds.MAX_RUNS, "runs"),
+        help="Campaign: variants trained and evaluated.",
+    )
+    window: str | None = option(
+        None, metavar="7d|36h|90m", check=bounds.window, help="Campaign: the rented window."
+    )
     recovery: float = option(
-        0.0, metavar="SHARE", help="Campaign: share of the window kept for reruns."
+        0.0,
+        metavar="SHARE",
+        check=bounds.recovery,
+        help="Campaign: share of the window kept for reruns.",
     )
     price_per_hour: float | None = option(
         None,
         metavar="P",
+        check=bounds.price,
         help="Campaign: rental price per hour (the cost of the hours and of the window).",
+    )
+    preemptible: bool = option(
+        False,
+        help="Preemptible GPUs (with --measured): the checkpoint cadence, from the smoke "
+        "report's measured save time: minutes lost per preemption, the share of time saving.",
+    )
+    save_every: int | None = option(
+        None,
+        metavar="S",
+        check=count(bounds.MAX_SAVE_EVERY, "steps"),
+        help="Preemptible: optimizer steps between checkpoints (the Trainer's save_steps).",
+        default_help="the largest that keeps within --max-lost-minutes",
+    )
+    max_lost_minutes: float = option(
+        10.0,
+        metavar="M",
+        check=figure(0, bounds.MAX_LOST_MINUTES, "minutes"),
+        help="Preemptible: the most work one preemption may lose; the plan gives the "
+        "--save-every that keeps within it.",
     )
 
 
@@ -216,6 +265,7 @@ class Options:
     eval_batch: int
     eval_tokens: int
     export: Export | None  # None for full fine-tuning: it saves its weights
+    save_total_limit: int = 1  # checkpoints kept on disk at once (the order sheet's)
 
     @property
     def adapter(self) -> bool:
@@ -334,4 +384,5 @@ def resolve_options(
         eval_batch=chosen_params.eval_batch,
         eval_tokens=seq_len if eval_tokens is None else eval_tokens,
         export=None if method == "full" else (export or "merge"),
+        save_total_limit=chosen_params.save_total_limit,
     )

@@ -3,7 +3,9 @@
 A phase needs its bound plus what the bound leaves out: the CUDA context
 (the driver, cuBLAS and the kernels, outside the allocator) and the caching
 allocator's slack (memory reserved in blocks but not allocated). Both are
-listed apart from the bound, and added here as headroom.
+listed apart from the bound, and added here as headroom. The classes are the
+GPU registry's (:func:`evalkit.plan.gpus.memory_classes`): a row added there,
+or with ``--gpu``, is a class here too.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from evalkit.plan.gpus import memory_classes
 from evalkit.plan.options import Options
 
-GPU_CLASSES_GB = (24, 48, 80, 141, 192)
+Classes = tuple[float, ...]
 SHARDED_GPU_GB = 80  # the card of 8-GPU nodes: what sharding plans are counted in
 CUDA_CONTEXT_BYTES = 500_000_000
 ALLOCATOR_SLACK = 0.10  # of the bound
@@ -25,7 +28,7 @@ GB = 1_000_000_000
 class Recommendation:
     """The card (or cards) to rent, the phase that decides it, and what to do about it."""
 
-    gpu_gb: int | None
+    gpu_gb: float | None
     gpus: int | None
     phase: str
     needs_gb: float
@@ -42,9 +45,10 @@ def needs(bound: int) -> int:
     return bound + headroom(bound)
 
 
-def smallest_class(required: int) -> int | None:
-    """The smallest listed GPU class (GB = 10^9 bytes) with ``required`` bytes, if any."""
-    return next((size for size in GPU_CLASSES_GB if size * GB >= required), None)
+def smallest_class(required: int, classes: Classes | None = None) -> float | None:
+    """The smallest GPU class of the registry (GB = 10^9 bytes) with ``required`` bytes."""
+    chosen = memory_classes() if classes is None else classes
+    return next((size for size in chosen if size * GB >= required), None)
 
 
 def _largest(phases: Mapping[str, int]) -> str:
@@ -77,11 +81,11 @@ def _fewest_gpus(gpus: int, sharded_phases: Callable[[int], Mapping[str, int]]) 
 Replan = Callable[..., Mapping[str, int]]
 
 
-def _fits(phases: Mapping[str, int], size: int) -> bool:
+def _fits(phases: Mapping[str, int], size: float) -> bool:
     return all(needs(bound) <= size * GB for bound in phases.values())
 
 
-def _largest_fitting(current: int, size: int, replan: Replan, option: str) -> int | None:
+def _largest_fitting(current: int, size: float, replan: Replan, option: str) -> int | None:
     """The largest value below ``current`` of an integer option that fits ``size`` GB."""
     low, high = 0, current  # invariant: low fits (0 meaning none found), high does not
     while high - low > 1:
@@ -90,7 +94,7 @@ def _largest_fitting(current: int, size: int, replan: Replan, option: str) -> in
     return low or None
 
 
-def _way_down(phase: str, options: Options, size: int, replan: Replan) -> str | None:
+def _way_down(phase: str, options: Options, size: float, replan: Replan) -> str | None:
     """A change of options that brings every phase onto a ``size`` GB card, said as advice."""
     if phase == "export" and options.export == "merge":
         # Saving the adapter needs no more than loading did: it always fits where the rest does.
@@ -116,16 +120,23 @@ def _way_down(phase: str, options: Options, size: int, replan: Replan) -> str | 
     return None if batch is None else f"train with --batch-size {batch} (and gradient accumulation)"
 
 
-def recommend(phases: Mapping[str, int], options: Options, replan: Replan) -> Recommendation:
+def recommend(
+    phases: Mapping[str, int],
+    options: Options,
+    replan: Replan,
+    classes: Classes | None = None,
+) -> Recommendation:
     """Fit the largest phase on the smallest class; failing that, count 80 GB GPUs.
 
     ``phases`` are per-GPU bounds under ``options``; ``replan(**changes)``
     gives them under changed options (other --gpus, --eval-batch-size, ...), to
-    search for the GPUs sharding needs and for advice that saves a class.
+    search for the GPUs sharding needs and for advice that saves a class;
+    ``classes`` are the memory sizes to choose from (the registry's by default).
     """
+    classes = memory_classes() if classes is None else classes
     phase = _largest(phases)
     required = needs(phases[phase])
-    size = smallest_class(required)
+    size = smallest_class(required, classes)
     needs_gb = round(required / GB, 2)
     if size is not None:
         cards = (
@@ -135,7 +146,7 @@ def recommend(phases: Mapping[str, int], options: Options, replan: Replan) -> Re
         )
         advice = f"the {phase} phase needs {cards}"
         others = [needs(bound) for name, bound in phases.items() if name != phase]
-        smaller = smallest_class(max(others, default=0))
+        smaller = smallest_class(max(others, default=0), classes)
         if smaller is not None and smaller < size:
             way = _way_down(phase, options, smaller, replan)
             if way is not None:
@@ -150,7 +161,7 @@ def recommend(phases: Mapping[str, int], options: Options, replan: Replan) -> Re
             count,
             phase,
             needs_gb,
-            f"no single GPU of up to {GPU_CLASSES_GB[-1]} GB holds the {phase} phase "
+            f"no single GPU of up to {classes[-1]:g} GB holds the {phase} phase "
             f"({needs_gb:,.2f} GB with headroom); shard it over {count} GPUs of "
             f"{SHARDED_GPU_GB} GB (--gpus {count})",
         )

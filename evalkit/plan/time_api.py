@@ -9,10 +9,11 @@ only: no torch, so it runs before anything is rented.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
-from evalkit import params
 from evalkit.errors import ParameterError
+from evalkit.plan.cadence import plan_cadence
 from evalkit.plan.campaign import (
     Measured,
     bound_campaign,
@@ -70,11 +71,35 @@ def _epochs(epochs: float) -> float:
 
 
 def wants_time(request: TimeRequest | None) -> bool:
-    """Whether any time option was given (then the tokens are required)."""
+    """Whether any time option was given (then the tokens are required).
+
+    ``--gpu`` alone is not one: a class it adds joins the memory recommendation
+    and the order sheet without hours.
+    """
     if request is None:
         return False
-    defaults = TimeRequest()
-    return request != defaults
+    return replace(request, gpu=()) != TimeRequest()
+
+
+def _check_preemptible(request: TimeRequest) -> None:
+    """--save-every and --max-lost-minutes need --preemptible, which needs --measured."""
+    if request.preemptible and not request.measured:
+        raise ParameterError(
+            "preemptible",
+            "needs {measured} smoke.json: the cadence comes from the save time smoke measured",
+            refs=["measured"],
+        )
+    if request.preemptible:
+        return
+    for parameter, given in (
+        ("save_every", request.save_every is not None),
+        ("max_lost_minutes", request.max_lost_minutes != TimeRequest().max_lost_minutes),
+    ):
+        if given:
+            raise ParameterError(
+                parameter, "applies to {preemptible} (with {measured})",
+                refs=["preemptible", "measured"],
+            )  # fmt: skip
 
 
 def _differences(measured: Measured, options: Options) -> list[str]:
@@ -156,7 +181,6 @@ def _campaign_inputs(request: TimeRequest, work: EvalWork | None) -> CampaignInp
             "is needed: a campaign needs both {runs} K and {window} (e.g. 7d)",
             refs=["runs", "window"],
         )
-    params.positive(request.runs, "runs")
     if work is None:
         raise ParameterError(
             "eval_examples",
@@ -207,13 +231,16 @@ def plan_time(
     *,
     needs_gb: float,
     config_sha256: str,
+    checkpoint_bytes: int = 0,
 ) -> TimePlan:
     """The time plan of ``request`` for a model and its resolved options.
 
     ``needs_gb`` is the largest phase's memory with headroom (a card with
     less cannot run the cycle); ``config_sha256`` the planned config's, that
-    a smoke report must have measured.
+    a smoke report must have measured; ``checkpoint_bytes`` the plan's bound
+    of one checkpoint (the cadence's, when the smoke measured none).
     """
+    _check_preemptible(request)
     tokens = _tokens(request)
     epochs = _epochs(request.epochs)
     work = eval_work(
@@ -248,7 +275,7 @@ def plan_time(
                 f"table (at least {fastest:.3g} h of training and evaluation); "
                 "rent a longer window",
             )
-    measured_rates = campaign = None
+    measured_rates = campaign = cadence = None
     if request.measured:
         measured = read_measured(Path(request.measured), gpus)
         _check_same_model(measured, config_sha256, shape.path)
@@ -265,6 +292,15 @@ def plan_time(
             recovery=inputs.recovery,
             price=inputs.price_per_hour,
         )
+        if request.preemptible:
+            cadence = plan_cadence(
+                measured_rates,
+                step_tokens=options.batch * options.seq_len,
+                run_tokens=epoch_tokens,
+                plan_checkpoint_bytes=checkpoint_bytes,
+                save_every=request.save_every,
+                max_lost_minutes=request.max_lost_minutes,
+            )
     return TimePlan(
         train_tokens=tokens.tokens,
         epochs=epochs,
@@ -291,6 +327,7 @@ def plan_time(
         measured=measured_rates,
         campaign=campaign,
         notes=_notes(tokens, times, measured_rates),
+        cadence=cadence,
     )
 
 

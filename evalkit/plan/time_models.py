@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from evalkit.persisted import Persisted
+from evalkit.plan.sheet_models import Cadence
 
 
 class _Model(Persisted):
@@ -107,6 +108,15 @@ class MeasuredRates(_Model):
     settings_differ: list[str] = Field(
         description="Settings the smoke ran with that differ from the plan's."
     )
+    saved_bytes: int | None = Field(
+        default=None, description="Bytes of the adapter (or model) saved in save_seconds."
+    )
+    checkpoint_bytes: int | None = Field(
+        default=None, description="resume.checkpoint.bytes: a Trainer checkpoint smoke wrote."
+    )
+    checkpoint_save_seconds: float | None = Field(
+        default=None, description="resume.checkpoint.save_seconds: the time it took."
+    )
 
 
 class Campaign(_Model):
@@ -143,3 +153,6 @@ class TimePlan(_Model):
     measured: MeasuredRates | None
     campaign: Campaign | None = Field(description="Only with --measured.")
     notes: list[str] = Field(description="What the terminal says about the figures.")
+    cadence: Cadence | None = Field(
+        default=None, description="Preemptible mode (--preemptible, with --measured)."
+    )

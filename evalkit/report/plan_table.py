@@ -127,11 +127,15 @@ def _recommendation(result: PlanResult) -> str:
 
 def render_plan(result: PlanResult, json_path: str | None = None) -> str:
     """The plan for a terminal: headline, the step's moments, the phases, the card to rent."""
+    from evalkit.report.plan_sheet import render_sheet
     from evalkit.report.plan_time import render_time
 
     lines = [*_headline(result), "", *_step_table(result), "", *_phase_table(result), ""]
     lines.append(_recommendation(result))
     lines += render_time(result)
+    sheet = render_sheet(result)
+    if sheet:
+        lines += ["", *sheet]
     if json_path:
         lines.append(f"plan written to {json_path}")
     return "\n".join(line.rstrip() for line in lines)

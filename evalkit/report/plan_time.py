@@ -206,6 +206,10 @@ def render_time(result: PlanResult) -> list[str]:
         lines += ["", *bound]
     if time.measured is not None and time.campaign is not None:
         lines += ["", *_measured(time.measured, time.campaign, time)]
+    if time.cadence is not None:
+        from evalkit.report.plan_sheet import render_cadence
+
+        lines += ["", *render_cadence(time.cadence)]
     for note in time.notes:
         lines += _wrap(f"note: {note}", 0)
     return lines
