@@ -13,7 +13,7 @@ on which one ran. So the rules live here, once, and
   (JSON readers disagree on which value wins: polars keeps the first, orjson
   and Python the last, so a record with ``"output": GOOD, "output": "x"``
   scored differently on each path);
-* objects and arrays nest at most :data:`~evalkit.documents.MAX_DEPTH` levels;
+* objects and arrays nest at most :data:`~evalkit.io.MAX_DEPTH` levels;
 * an id is text as written: a string, or a JSON integer as its decimal
   text; a number with a fraction or an exponent (``1.0``), a boolean, an
   object or an array is an error naming the line (``1.0`` is not the id
