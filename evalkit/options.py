@@ -165,9 +165,11 @@ class Params:
         kinds = field_types(type(self))
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
-            if value is None:
-                continue
             kind = kinds[field.name]
+            if value is None:
+                if not kind.optional:
+                    raise ParameterError(field.name, "is required; give it a value")
+                continue
             if kind.many and isinstance(value, str):
                 value = (value,)  # one name where several may be given: a list of one
             elif kind.many and isinstance(value, list):
@@ -180,6 +182,17 @@ class Params:
             spec = spec_of(field)
             if spec.check is not None:
                 value = spec.check(value, field.name)
+            if not kind.many:
+                _check_type(value, kind, field.name)
+            elif isinstance(value, tuple):
+                for item in value:
+                    _check_type(item, kind, field.name)
+            elif kind.base in _TYPE_WORDS:
+                raise ParameterError(
+                    field.name,
+                    f"must be a list of values ({_TYPE_WORDS[kind.base]} each), "
+                    f"got {_shown(value)}",
+                )
             object.__setattr__(self, field.name, value)
 
     @classmethod
@@ -211,6 +224,49 @@ class Params:
             if field.default is dataclasses.MISSING or value != field.default:
                 out[field.name] = value
         return out
+
+
+_TYPE_WORDS: dict[Any, str] = {
+    bool: "true or false",
+    int: "a whole number",
+    float: "a number",
+    str: "text",
+    Path: "a path",
+}
+
+
+def _check_type(value: Any, kind: FieldType, parameter: str) -> None:
+    """Refuse a value of another type than the field's, naming the parameter.
+
+    Python would take ``exact_only="no"`` as true and ``runs=1.5`` as runs;
+    the object is where a library call's values are checked, so they are
+    refused here, as the command line refuses them. A field typed with a
+    union of several types is checked by its own ``check``.
+    """
+    base = kind.base
+    if base is bool:
+        ok = isinstance(value, bool)
+    elif base is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif base is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value == value
+    elif base is str:
+        ok = isinstance(value, str)
+    elif base is Path:
+        ok = isinstance(value, Path)
+    else:
+        return
+    if not ok:
+        whose = "each of its values" if kind.many else ""
+        raise ParameterError(
+            parameter,
+            f"must be {whose + ' ' if whose else ''}{_TYPE_WORDS[base]}, got {_shown(value)}",
+        )
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{text[:57]}..." if len(text) > 60 else f"{text} ({type(value).__name__})"
 
 
 def _choose(value: Any, choices: tuple[Any, ...], parameter: str) -> None:

@@ -437,3 +437,117 @@ def test_json_text_in_csv_gives_the_figures_of_the_same_jsonl(tmp_path: Path, ru
         assert result.exit_code == 0, result.stderr  # --near-dup kept the copies together
         reports.append(json.loads(report.read_text()))
     assert reports[0]["counts"] == reports[1]["counts"]
+
+
+# --- LLaMA-Factory v1: content parts {type, value} and loss_weight ------------------------
+# data/v1_sft_demo.jsonl of LLaMA-Factory (src/llamafactory/v1/utils/types.py: Content,
+# Message): text parts are joined, reasoning parts become the message's reasoning, each
+# tool_call part is the JSON text of {name, arguments}, and loss_weight 0 is not trained on.
+LF_V1 = {
+    "messages": [
+        {"role": "user", "content": [{"type": "text", "value": "Weather in "},
+                                     {"type": "text", "value": "Paris?"}], "loss_weight": 0.0},
+        {"role": "assistant", "content": [
+            {"type": "reasoning", "value": "I should call the tool."},
+            {"type": "tool_call",
+             "value": json.dumps({"name": "get_current_weather",
+                                  "arguments": {"location": "Paris, FR", "format": "celsius"}})},
+        ], "loss_weight": 1.0},
+        {"role": "tool", "content": [{"type": "text", "value": "18 C"}], "loss_weight": 0.0},
+        {"role": "assistant", "content": [{"type": "text", "value": "It is 18 C."}],
+         "loss_weight": 0.0},
+    ],
+    "tools": json.dumps([WEATHER_TOOL]),
+}  # fmt: skip
+
+
+def test_llamafactory_v1_parts_read_as_llamafactory_reads_them(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "lf.jsonl", [LF_V1, LF_V1])
+    chat = chat_of(path, "messages")
+    (conversation, _) = template_conversations(chat)
+    user, call, answer, final = conversation.messages
+    assert user == {"role": "user", "content": "Weather in Paris?"}
+    assert call["reasoning_content"] == "I should call the tool."
+    assert call["tool_calls"] == [
+        {"type": "function", "function": {"name": "get_current_weather",
+                                          "arguments": {"location": "Paris, FR",
+                                                        "format": "celsius"}}}
+    ]  # fmt: skip
+    assert answer["content"] == "18 C" and final["content"] == "It is 18 C."
+    assert conversation.train == [False, True, False, False]  # loss_weight 0: not trained on
+    assert conversation.tools == [WEATHER_TOOL]
+    assert chat.tool_call_count == 2 and chat.flagged_untrained == 6  # 3 turns a row
+
+
+@pytest.mark.parametrize(
+    ("message", "fragment"),
+    [
+        ({"role": "assistant", "content": [{"type": "text", "value": "x"}], "loss_weight": -1},
+         "'loss_weight' is -1"),
+        ({"role": "assistant", "content": [{"type": "tool_call", "value": "{bad"}]},
+         "content part 0 is not JSON"),
+        ({"role": "user", "content": [{"type": "tool_call",
+                                       "value": '{"name": "f", "arguments": {}}'}]},
+         "a user message has tool_call parts"),
+        ({"role": "assistant", "content": [{"type": "text", "value": 5}]},
+         "content part 0 has type 'text' but its 'value' is a number"),
+    ],
+)  # fmt: skip
+def test_malformed_llamafactory_v1_messages_name_line_and_message(
+    tmp_path: Path, message: dict[str, Any], fragment: str
+) -> None:
+    rows = [LF_V1, {"messages": [{"role": "user", "content": "q"}, message]}]
+    path = write_jsonl(tmp_path / "lf.jsonl", rows)
+    with pytest.raises(InvalidConversation, match=r"lf\.jsonl:2: column 'messages', message 1"):
+        chat_of(path, "messages")
+    with pytest.raises(InvalidConversation) as raised:
+        chat_of(path, "messages")
+    assert fragment in str(raised.value)
+
+
+# --- keys given twice inside JSON text, and tool answers that answer nothing ----------------
+
+
+def test_arguments_text_that_gives_a_key_twice_is_refused(tmp_path: Path) -> None:
+    twice = '{"location": "Paris", "location": "Rome"}'
+    row = json.loads(json.dumps(OPENAI_FUNCTION_CALLING))
+    row["messages"][1]["tool_calls"][0]["function"]["arguments"] = twice
+    path = write_jsonl(tmp_path / "c.jsonl", [OPENAI_FUNCTION_CALLING, row])
+    with pytest.raises(InvalidConversation) as raised:
+        chat_of(path, "messages")
+    message = str(raised.value)
+    assert "c.jsonl:2: column 'messages', message 1: tool call 0 (get_current_weather)" in message
+    assert "'location' twice" in message
+    # the same call with the key once reads (the check can pass)
+    row["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"location": "Paris"}'
+    assert chat_of(write_jsonl(tmp_path / "ok.jsonl", [row]), "messages").tool_call_count == 1
+
+
+def test_a_sharegpt_function_call_that_gives_a_key_twice_is_refused(tmp_path: Path) -> None:
+    value = '{"name": "f", "arguments": {"a": 1, "a": 2}}'
+    row = {"conversations": [{"from": "human", "value": "q"},
+                             {"from": "function_call", "value": value},
+                             {"from": "observation", "value": "r"}]}  # fmt: skip
+    path = write_jsonl(tmp_path / "s.jsonl", [row])
+    with pytest.raises(InvalidConversation, match=r"s\.jsonl:1: .*message 1: .*'a' twice"):
+        chat_of(path, "conversations")
+
+
+def test_a_tool_message_answering_an_unknown_id_after_a_call_is_refused(tmp_path: Path) -> None:
+    row = json.loads(json.dumps(OPENAI_FUNCTION_CALLING))
+    row["messages"].append({"role": "tool", "tool_call_id": "nope", "content": "18 C"})
+    path = write_jsonl(tmp_path / "c.jsonl", [row])
+    with pytest.raises(InvalidConversation, match="answers tool_call_id 'nope', which no earlier"):
+        chat_of(path, "messages")
+
+
+def test_an_alpaca_output_that_is_a_list_is_refused(tmp_path: Path) -> None:
+    rows = [
+        {"instruction": "Sum", "input": "1 2", "output": "3"},
+        {"instruction": "Sum", "input": "2 2", "output": ["4"]},
+    ]
+    path = write_jsonl(tmp_path / "a.jsonl", rows)
+    with pytest.raises(
+        Exception, match=r"a\.jsonl:2: column 'output' \(Alpaca's output\) holds a list"
+    ):
+        chat_of(path, "instruction", "input", "output")

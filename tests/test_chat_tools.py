@@ -160,7 +160,7 @@ BAD = [
     ({"role": "user", "content": "x", "tool_calls": [call("a", "f", "{}")]},
      ["message 1", "a user message has 'tool_calls'"]),
     ({"role": "tool", "tool_call_id": "nope", "content": "x"},
-     ["message 1", "answers tool_call_id 'nope', which no earlier assistant call has"]),
+     ["message 1", "comes before any tool call"]),
     ({"role": "assistant", "content": "x", "weight": 2}, ["message 1", "'weight' is 2", "0"]),
     ({"role": "assistant", "content": "x", "weight": 0.5}, ["message 1", "'weight' is 0.5"]),
     ({"role": "user", "content": "x", "weight": 1}, ["message 1", "a user message has 'weight'"]),

@@ -245,7 +245,7 @@ def test_sharegpt_prompts_get_call_ids_and_stay_valid(tmp_path: Path, run_cli) -
     [
         ([{"role": "user", "content": "q"}, {"role": "tool", "content": "x"},
           {"role": "assistant", "content": "a"}],
-         ["message 1", "follows no assistant message with tool calls"]),
+         ["message 1", "comes before any tool call"]),
         ([{"role": "user", "content": "q"}, {"role": "assistant", "content": ""},
           {"role": "user", "content": "q2"}, {"role": "assistant", "content": "a"}],
          ["message 1", "neither text nor tool calls"]),

@@ -66,6 +66,7 @@ def _message(role: str, content: pl.Expr) -> pl.Expr:
         pl.lit(None, pl.String).alias("tool_call_id"),
         pl.lit(None, pl.String).alias("name"),
         pl.lit(None, pl.Boolean).alias("train"),
+        pl.lit(None, pl.String).alias("reasoning"),
     )
 
 

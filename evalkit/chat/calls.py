@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalkit.chat.values import ConversationProblem, described, short
+from evalkit.io import RepeatedKey, unique_object
 
 CALL_SHAPE = '{"type": "function", "function": {"name": ..., "arguments": ...}}'
 
@@ -126,22 +127,34 @@ def tool_calls(message: dict[str, Any], role: str, index: int) -> tuple[ToolCall
     return tuple(_call(item, number, index) for number, item in enumerate(value))
 
 
-def function_call_turn(value: Any, index: int) -> tuple[ToolCall, ...]:
-    """The calls of a ShareGPT ``function_call`` turn: JSON ``{name, arguments}`` or a list."""
+def strict_json(text: str) -> Any:
+    """JSON text parsed with a key given twice refused (:class:`RepeatedKey`): JSON readers
+    disagree on which value wins, so the text means nothing certain."""
+    return json.loads(text, object_pairs_hook=unique_object)
+
+
+def function_call_turn(
+    value: Any, index: int, what: str = "function_call 'value'"
+) -> tuple[ToolCall, ...]:
+    """The calls of a ShareGPT ``function_call`` turn (or a LLaMA-Factory ``tool_call``
+    part): the JSON text of ``{name, arguments}``, or of a list of them."""
     fix = 'write the value as the JSON text of {"name": ..., "arguments": {...}} (or a list)'
     if not isinstance(value, str):
-        raise ConversationProblem(f"function_call 'value' is {described(value)}; {fix}", index)
+        raise ConversationProblem(f"{what} is {described(value)}; {fix}", index)
     try:
-        parsed = json.loads(value)
-    except ValueError as error:
+        parsed = strict_json(value)
+    except RepeatedKey as repeated:
         raise ConversationProblem(
-            f"function_call 'value' is not JSON ({error.args[0].split(':')[0]}): "
-            f"{short(value)}; {fix}",
-            index,
+            f"{what} gives key {short(repeated.args[0])} twice in one object; keep one", index
+        ) from None
+    except (ValueError, RecursionError) as error:
+        reason = error.args[0].split(":")[0] if isinstance(error, ValueError) else "too deep"
+        raise ConversationProblem(
+            f"{what} is not JSON ({reason}): {short(value)}; {fix}", index
         ) from None
     items = parsed if isinstance(parsed, list) else [parsed]
     if not items:
-        raise ConversationProblem(f"function_call 'value' is an empty list; {fix}", index)
+        raise ConversationProblem(f"{what} is an empty list; {fix}", index)
     calls = []
     for number, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("name"), str) or not item["name"]:
@@ -166,8 +179,23 @@ def text_field(message: dict[str, Any], key: str, index: int) -> str | None:
 
 
 def train_flag(message: dict[str, Any], role: str, index: int) -> bool | None:
-    """The message's training flag: ``weight`` (0/1, assistant) or ``training`` (bool)."""
+    """The message's training flag: ``weight`` (0/1, assistant), ``training`` (bool) or
+    LLaMA-Factory's ``loss_weight`` (a number: 0 is not trained on, above 0 is)."""
     flag: bool | None = None
+    loss_weight = message.get("loss_weight")
+    if loss_weight is not None:
+        if (
+            isinstance(loss_weight, bool)
+            or not isinstance(loss_weight, int | float)
+            or not loss_weight >= 0
+            or loss_weight == float("inf")
+        ):
+            raise ConversationProblem(
+                f"'loss_weight' is {short(loss_weight)}; LLaMA-Factory's loss_weight is a "
+                "number >= 0 (0: do not train on this turn)",
+                index,
+            )
+        flag = loss_weight > 0
     weight = message.get("weight")
     if weight is not None:
         if isinstance(weight, bool) or not isinstance(weight, int | float) or weight not in (0, 1):
@@ -181,6 +209,10 @@ def train_flag(message: dict[str, Any], role: str, index: int) -> bool | None:
                 f"a {role} message has 'weight'; OpenAI's weight applies to assistant messages "
                 "only (axolotl's 'training' flag may mark any message)",
                 index,
+            )
+        if flag is not None and flag != (weight == 1):
+            raise ConversationProblem(
+                f"'weight' {weight!r} and 'loss_weight' {loss_weight!r} disagree; keep one", index
             )
         flag = weight == 1
     training = message.get("training")
@@ -207,7 +239,15 @@ def check_answers(roles: Sequence[str], calls: Sequence[Sequence[ToolCall]],
     calls, its ``tool_call_id``.
     """
     made: set[str] = set()
+    called = False
     for index, (role, own, answer) in enumerate(zip(roles, calls, answers, strict=True)):
+        if role == "tool" and not called:
+            raise ConversationProblem(
+                "tool message (an observation) comes before any tool call; a tool message "
+                "answers a call an earlier assistant turn made",
+                index,
+            )
+        called = called or bool(own)
         if role == "tool" and answer is not None and answer not in made:
             known = ", ".join(sorted(made)[:5]) or "none"
             raise ConversationProblem(

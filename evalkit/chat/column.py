@@ -305,6 +305,47 @@ def _conversation_columns(table: Table, names: tuple[str, ...]) -> tuple[str, An
     return "conversation", (parts[0].shape, merged, parts[0].conversations.list.len())
 
 
+def _check_argument_texts(conversations: pl.Series, table: Table, column: str) -> None:
+    """Refuse tool-call arguments written as JSON text that give a key twice.
+
+    A template or an API parses that text, and JSON readers disagree on which
+    of the two values wins: what the model is trained on would be undefined.
+    Each distinct text is parsed once, with the strict reader.
+    """
+    import polars as pl
+
+    from evalkit.chat.calls import strict_json
+    from evalkit.io import RepeatedKey
+
+    calls = (
+        pl.DataFrame({"c": conversations})
+        .with_row_index("row")
+        .explode("c")
+        .with_columns(pl.int_range(pl.len()).over("row").alias("message"))
+        .select("row", "message", pl.col("c").struct.field("tool_calls").alias("call"))
+        .explode("call")
+        .drop_nulls("call")
+    )
+    if not calls.height:
+        return
+    calls = calls.with_columns(pl.int_range(pl.len()).over("row", "message").alias("number"))
+    calls = calls.unnest("call").filter(
+        pl.col("arguments_text") & pl.col("arguments").str.contains(r"^\s*\{")
+    )
+    for text in calls["arguments"].unique(maintain_order=True).to_list():
+        try:
+            strict_json(text)
+        except RepeatedKey as repeated:
+            where = calls.filter(pl.col("arguments") == text).row(0, named=True)
+            raise InvalidConversation(
+                f"{table.where(where['row'])}: column {column!r}, message {where['message']}: "
+                f"tool call {where['number']} ({where['name']}): its arguments give key "
+                f"{repeated.args[0]!r} twice in one object; keep one"
+            ) from None
+        except (ValueError, RecursionError):
+            continue  # not JSON: handed over as the text it is
+
+
 def read_chat(
     table: Table | TableLike,
     columns: str | Sequence[str],
@@ -364,6 +405,7 @@ def read_chat(
         return ChatColumn(names, "text", "text", read, None, None, 0)
     shape, normalized, prompt_turns = read
     conversations = normalized.conversations
+    _check_argument_texts(conversations, table, names[0])
     system_column = resolve_column(frame, system, DEFAULT_SYSTEM, "system", source)
     added = kept = 0
     system_rows = None

@@ -103,6 +103,7 @@ def with_system(conversations: pl.Series, table: Table, column: str) -> WithSyst
         pl.lit(None, pl.String).alias("tool_call_id"),
         pl.lit(None, pl.String).alias("name"),
         pl.lit(None, pl.Boolean).alias("train"),
+        pl.lit(None, pl.String).alias("reasoning"),
     )
     result = both.select(
         pl.when(given & ~own)

@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 ROLE, CONTENT = "role", "content"
-MESSAGE_FIELDS = (ROLE, CONTENT, "tool_calls", "tool_call_id", "name", "train")
+MESSAGE_FIELDS = (ROLE, CONTENT, "tool_calls", "tool_call_id", "name", "train", "reasoning")
 
 
 class BadRow(Exception):
@@ -94,10 +94,12 @@ def call_dtype() -> pl.DataType:
 def conversation_dtype() -> pl.DataType:
     """The polars type of a normalised conversation: a list of messages.
 
-    Each message is ``{role, content, tool_calls, tool_call_id, name, train}``:
-    ``content`` its text (empty for a call-only turn), ``tool_calls`` a list of
-    ``{id, name, arguments, arguments_text}`` (null when it calls nothing),
-    ``train`` the training flag as written (null when not written).
+    Each message is ``{role, content, tool_calls, tool_call_id, name, train,
+    reasoning}``: ``content`` its text (empty for a call-only turn),
+    ``tool_calls`` a list of ``{id, name, arguments, arguments_text}`` (null
+    when it calls nothing), ``train`` the training flag as written (null when
+    not written), ``reasoning`` the reasoning parts' text (LLaMA-Factory's
+    ``reasoning`` parts; null when there are none).
     """
     import polars as pl
 
@@ -110,6 +112,7 @@ def conversation_dtype() -> pl.DataType:
                 "tool_call_id": pl.String,
                 "name": pl.String,
                 "train": pl.Boolean,
+                "reasoning": pl.String,
             }
         )
     )
@@ -128,18 +131,37 @@ def _message_fields(series: pl.Series) -> dict[str, Any]:
 
 
 def _answer_problems(messages: pl.DataFrame) -> pl.Series:
-    """Rows with a tool message whose ``tool_call_id`` answers no earlier call.
+    """Rows with a tool message that answers no earlier call: one whose ``tool_call_id`` no
+    earlier call has, or one that comes before any call at all.
 
     ``messages`` has one row per message: ``row``, ``index`` (in its
     conversation), ``role``, ``tool_call_id`` and the normalised ``tool_calls``.
     """
     import polars as pl
 
+    tools = (
+        messages.filter(pl.col(ROLE) == "tool")
+        .group_by("row")
+        .agg(pl.col("index").min().alias("first_tool"))
+    )
+    first_call = (
+        messages.filter(pl.col("tool_calls").list.len().fill_null(0) > 0)
+        .group_by("row")
+        .agg(pl.col("index").min().alias("first_call"))
+    )
+    unanswered = (
+        tools.join(first_call, on="row", how="left")
+        .filter(pl.col("first_call").is_null() | (pl.col("first_call") > pl.col("first_tool")))[
+            "row"
+        ]
+        .cast(pl.Int64)
+    )
+
     answers = messages.filter(
         (pl.col(ROLE) == "tool") & pl.col("tool_call_id").is_not_null()
     ).select("row", "index", pl.col("tool_call_id").alias("id"))
     if not answers.height:
-        return pl.Series("row", [], dtype=pl.Int64)
+        return unanswered
     calls = (
         messages.select(
             "row", "index", pl.col("tool_calls").list.eval(pl.element().struct.field("id"))
@@ -151,7 +173,7 @@ def _answer_problems(messages: pl.DataFrame) -> pl.Series:
     )
     joined = answers.join(calls, on=["row", "id"], how="left")
     late = pl.col("called").is_null() | (pl.col("called") >= pl.col("index"))
-    return joined.filter(late)["row"].cast(pl.Int64)
+    return pl.concat([unanswered, joined.filter(late)["row"].cast(pl.Int64)])
 
 
 def normalize_column(series: pl.Series) -> NormalizedColumn:
@@ -209,6 +231,7 @@ def normalize_column(series: pl.Series) -> NormalizedColumn:
         field(fields, "tool_call_id").alias("tool_call_id"),
         field(fields, "name").alias("name"),
         train.alias("train"),
+        pl.lit(None, pl.String).alias("reasoning"),
         skipped.alias("skipped"),
     )
     bad = pl.concat(

@@ -54,6 +54,8 @@ def parts_fields(dtype: Any) -> dict[str, Any] | None:
     if not (isinstance(dtype, pl.List) and isinstance(dtype.inner, pl.Struct)):
         return None
     fields = struct_fields(dtype.inner)
+    if "value" in fields:  # LLaMA-Factory's parts ({type, value}): read value by value
+        return None
     if not all(is_text(fields[key]) for key in ("type", "text") if key in fields):
         return None
     return fields
@@ -99,6 +101,8 @@ def check_types(fields: dict[str, Any]) -> None:
     if not (weight == pl.Null or (weight.is_numeric() and weight != pl.Boolean)):
         raise Unclean
     if fields.get("training", pl.Null) not in (pl.Null, pl.Boolean):
+        raise Unclean
+    if fields.get("loss_weight", pl.Null) != pl.Null:  # LLaMA-Factory's per-message weight
         raise Unclean
 
 

@@ -6,7 +6,10 @@ A conversation is a list of messages. Each message is either
 the other, never both. ``content`` is a string or a list of parts
 ``[{type: "text", text: …}, …]``: the text parts are concatenated, as the chat
 templates of multimodal families do, and other parts (images, audio) are
-skipped and counted. An assistant message that only calls tools
+skipped and counted. LLaMA-Factory's parts ``{type, value}`` read as it reads
+them: ``text`` joined, ``reasoning`` the message's reasoning, ``tool_call``
+(``{name, arguments}`` as JSON text) a tool call; its per-message
+``loss_weight`` is the training flag (0: not trained on). An assistant message that only calls tools
 (``content: null`` beside ``tool_calls``) has empty text. Besides its text a
 message keeps what templates and APIs need (:mod:`evalkit.chat.calls`): its
 tool calls, the ``tool_call_id`` it answers, its ``name`` and its training
@@ -32,7 +35,7 @@ from evalkit.chat.calls import (
     train_flag,
 )
 from evalkit.chat.roles import MESSAGE_ROLES, ROLES, SHAREGPT_ROLES, Role
-from evalkit.chat.values import ConversationProblem, described, json_kind
+from evalkit.chat.values import ConversationProblem, described, json_kind, short
 
 __all__ = [
     "SHAPE_KEYS",
@@ -67,7 +70,11 @@ class Message:
     tool_call_id: str | None = None
     name: str | None = None
     train: bool | None = None
-    """The training flag as written (``weight``/``training``); None when not written."""
+    """The training flag as written (``weight``/``training``/``loss_weight``); None when not
+    written."""
+    reasoning: str | None = None
+    """The reasoning parts' text (LLaMA-Factory), handed to a template as
+    ``reasoning_content``; None when there is none."""
 
     def row(self) -> dict[str, Any]:
         """The message as a row of the normalised column (see ``frame.conversation_dtype``)."""
@@ -78,6 +85,7 @@ class Message:
             "tool_call_id": self.tool_call_id,
             "name": self.name,
             "train": self.train,
+            "reasoning": self.reasoning,
         }
 
 
@@ -116,9 +124,38 @@ def unknown_role_reason(name: str, shape: Shape) -> str:
     return f"unknown {key} {name!r}; use one of {known} (normalised to {', '.join(ROLES)})"
 
 
-def parts_text(parts: list[Any], index: int) -> tuple[str, int]:
-    """The concatenated text parts of a content list, and how many other parts were skipped."""
+@dataclass(frozen=True)
+class Content:
+    """What a message's content holds: its text, and what LLaMA-Factory's parts add."""
+
+    text: str
+    skipped: int = 0
+    """Parts that are neither text nor reasoning nor a tool call (images, audio)."""
+    reasoning: str | None = None
+    """The ``reasoning`` parts' text (LLaMA-Factory), None when there is none."""
+    calls: tuple[ToolCall, ...] = ()
+    """The ``tool_call`` parts (LLaMA-Factory): ``{name, arguments}`` as JSON text."""
+
+
+def _part_text(part: dict[str, Any], key: str, number: int, index: int) -> str:
+    text = part.get(key)
+    if not isinstance(text, str):
+        raise ConversationProblem(
+            f"content part {number} has type {short(part.get('type'))} but its {key!r} is "
+            f"{described(text)}; give the part its text, or remove it",
+            index,
+        )
+    return text
+
+
+def parts_content(parts: list[Any], index: int) -> Content:
+    """A content list: OpenAI's parts (``{type: "text", text}``; other types skipped and
+    counted) or LLaMA-Factory's (``{type, value}``), read as LLaMA-Factory reads them:
+    ``text`` parts joined, ``reasoning`` parts joined into the reasoning, each
+    ``tool_call`` part (the JSON text of ``{name, arguments}``) a tool call."""
     texts: list[str] = []
+    reasoning: list[str] = []
+    calls: list[ToolCall] = []
     skipped = 0
     for number, part in enumerate(parts):
         if not isinstance(part, dict):
@@ -127,31 +164,31 @@ def parts_text(parts: list[Any], index: int) -> tuple[str, int]:
                 '{"type": "text", "text": ...}',
                 index,
             )
-        if part.get("type") != "text":
+        kind = part.get("type")
+        key = "value" if "value" in part and "text" not in part else "text"
+        if kind == "text":
+            texts.append(_part_text(part, key, number, index))
+        elif key == "value" and kind == "reasoning":
+            reasoning.append(_part_text(part, key, number, index))
+        elif key == "value" and kind == "tool_call":
+            value = _part_text(part, key, number, index)
+            calls.extend(function_call_turn(value, index, what=f"content part {number}"))
+        else:
             skipped += 1
-            continue
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise ConversationProblem(
-                f"content part {number} has type 'text' but its 'text' is {described(text)}; "
-                "give the part its text, or remove it",
-                index,
-            )
-        texts.append(text)
-    return "".join(texts), skipped
+    return Content("".join(texts), skipped, "".join(reasoning) or None, tuple(calls))
 
 
-def message_text(message: dict[str, Any], shape: Shape, index: int) -> tuple[str, int]:
-    """The text of one message and the non-text parts it skipped."""
+def message_content(message: dict[str, Any], shape: Shape, index: int) -> Content:
+    """The content of one message: its text, skipped parts, reasoning and part calls."""
     key = SHAPE_KEYS[shape][1]
     content = message.get(key)
     if isinstance(content, str):
-        return content, 0
+        return Content(content)
     if isinstance(content, list):
-        return parts_text(content, index)
+        return parts_content(content, index)
     if content is None:
         if message.get("tool_calls"):
-            return "", 0
+            return Content("")
         raise ConversationProblem(
             f"has no {key!r}; give every message its text (only an assistant message "
             "with tool_calls may have none)",
@@ -168,19 +205,27 @@ def _message(
     """One message in evalkit's form, and the non-text content parts it skipped."""
     if shape == "sharegpt" and name == FUNCTION_CALL:
         calls = function_call_turn(message.get("value"), index)
-        text, skipped = "", 0
+        content = Content("")
     else:
         calls = tool_calls(message, role, index)
-        text, skipped = message_text(message, shape, index)
+        content = message_content(message, shape, index)
+        if content.calls:
+            if role != "assistant":
+                raise ConversationProblem(
+                    f"a {role} message has tool_call parts; only assistant messages call tools",
+                    index,
+                )
+            calls = (*calls, *content.calls)
     normalized = Message(
         role=role,
-        content=text,
+        content=content.text,
         tool_calls=calls,
         tool_call_id=text_field(message, "tool_call_id", index),
         name=text_field(message, "name", index),
         train=train_flag(message, role, index),
+        reasoning=content.reasoning,
     )
-    return normalized, skipped
+    return normalized, content.skipped
 
 
 def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:

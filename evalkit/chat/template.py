@@ -102,6 +102,8 @@ def template_message(
         out["tool_call_id"] = message["tool_call_id"]
     if message["name"] is not None:
         out["name"] = message["name"]
+    if message.get("reasoning") is not None:
+        out["reasoning_content"] = message["reasoning"]
     return out
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from evalkit.io._documents import (
         MAX_DEPTH,
         DocumentError,
+        RepeatedKey,
         json_depth_exceeded,
         load_document,
         load_json,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         nesting_depth,
         parse_json,
         parse_yaml,
+        unique_object,
     )
     from evalkit.io._files import (
         NOT_REGULAR_FIX,
@@ -133,6 +135,8 @@ _EXPORTS: dict[str, str] = {
     "parse_yaml": "evalkit.io._documents",
     "DocumentError": "evalkit.io._documents",
     "MAX_DEPTH": "evalkit.io._documents",
+    "RepeatedKey": "evalkit.io._documents",
+    "unique_object": "evalkit.io._documents",
     "json_depth_exceeded": "evalkit.io._documents",
     "nesting_depth": "evalkit.io._documents",
     "is_hf_dataset": "evalkit.io._hf",
