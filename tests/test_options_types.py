@@ -57,3 +57,17 @@ def test_audit_with_a_text_flag_still_searches(tmp_path: Path) -> None:
 def test_audit_without_an_id_is_a_usage_error_naming_the_flag(run_cli, tmp_path: Path) -> None:
     result = run_cli("audit", *_splits(tmp_path), "--text", "t")
     assert_one_line_error(result, "--id is required")
+
+
+def test_audit_of_one_folder_given_as_text_reads_the_folder(tmp_path: Path) -> None:
+    """A string is a sequence of letters: audit("split-out", ...) once read files 's', 'p'..."""
+    import polars as pl
+
+    frame = pl.DataFrame({"id": [f"i{n}" for n in range(8)], "g": list(range(8)),
+                          "t": [f"text number {n % 4} here" for n in range(8)]})  # fmt: skip
+    out = tmp_path / "split-out"
+    evalkit.split(frame, group="g", id_column="id", sizes=[4, 4], names=["a", "b"]).write(out)
+    as_text = evalkit.audit(str(out), id_column="id", text_column="t")
+    as_list = evalkit.audit([out], id_column="id", text_column="t")
+    assert as_text.model_dump() == as_list.model_dump()
+    assert set(as_text.splits) == {"a", "b"}

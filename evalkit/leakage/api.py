@@ -9,6 +9,7 @@ training set's own business.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 @takes(AuditParams)
 def audit(
-    inputs: Sequence[Path | str] | Mapping[str, TableLike],
+    inputs: str | os.PathLike[str] | Sequence[Path | str] | Mapping[str, TableLike],
     params: AuditParams | None = None,
     /,
     *,
@@ -87,6 +88,8 @@ def audit(
     text_column="text")``. ``progress`` shows progress bars on stderr.
     """
     given = AuditParams.build(params, values)
+    if isinstance(inputs, str | os.PathLike):
+        inputs = [Path(inputs)]  # one folder written by evalkit split (text is no file list)
     id_column, text_columns, roles = given.id_column, list(given.text_column), given.roles
     group, stratify, near_dup, seed = given.group, given.stratify, given.threshold, given.seed
     system, tools, within, engine = given.system, given.tools, given.within, given.engine
