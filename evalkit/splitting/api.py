@@ -87,18 +87,36 @@ class SplitResult:
         the input wrote them: a column whose nested values differ in shape from
         row to row (tool schemas, messages with and without ``tool_calls``) is a
         ``datasets.Json`` column, which gives each row its own objects (no key
-        another row has, no ``null`` padding); with a ``datasets`` release older
-        than ``Json`` it is each row's JSON text, decoded by
-        ``dataset.map(lambda row: {"tools": json.loads(row["tools"])})``. Needs
-        the optional ``datasets`` package (``pip install 'evalkit[datasets]'``).
+        another row has, no ``null`` padding); so are the ``text`` and tools
+        columns when they hold conversations as JSON text (a CSV or Parquet
+        column), so that a trainer takes them as they are. With a ``datasets``
+        release older than ``Json`` such a column is each row's JSON text,
+        decoded by ``dataset.map(lambda row: {"tools": json.loads(row["tools"])})``.
+        Needs the optional ``datasets`` package (``pip install 'evalkit[datasets]'``).
         """
         from evalkit.splitting.hf_datasets import to_dataset_dict
 
         table, rows = self.table, self.rows
+        json_columns = [*self.manifest.json_text_columns, *self._conversation_text_columns()]
         if table is None or rows is None or not table.padded_columns:
-            return to_dataset_dict(self.frames, self.manifest.json_text_columns)
+            return to_dataset_dict(self.frames, json_columns)
         frames = {name: table.exact_frame(chosen) for name, chosen in rows.items()}
-        return to_dataset_dict(frames, [*table.json_text_columns, *table.padded_columns])
+        return to_dataset_dict(frames, [*json_columns, *table.padded_columns])
+
+    def _conversation_text_columns(self) -> list[str]:
+        """The text and tools columns that held conversations as JSON text."""
+        text = self.manifest.text
+        schema = next(iter(self.frames.values())).schema if self.frames else {}
+        named = []
+        if text is not None and text.json_text:
+            named.extend(text.columns)
+        if text is not None and text.tools_column is not None:
+            named.append(text.tools_column)
+        return [
+            column
+            for column in dict.fromkeys(named)
+            if schema.get(column) == pl.String and column not in self.manifest.json_text_columns
+        ]
 
     def write(
         self, out: Path | str, fmt: TableFormat = "parquet", force: bool = False

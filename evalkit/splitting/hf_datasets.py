@@ -59,15 +59,18 @@ def to_dataset_dict(frames: Mapping[str, pl.DataFrame], json_columns: Sequence[s
     """
     datasets = datasets_module()
     keys = dataset_names(list(frames))
+    as_json = (
+        [column for column in dict.fromkeys(json_columns)] if hasattr(datasets, "Json") else []
+    )
     built = {}
     for name, frame in frames.items():
-        dataset = datasets.Dataset.from_polars(
-            frame, split=keys[name] if _SPLIT_NAME.match(keys[name]) else None
+        features = None
+        if as_json:
+            features = datasets.Features.from_arrow_schema(frame.head(0).to_arrow().schema)
+            for column in as_json:
+                if column in features:
+                    features[column] = datasets.Json()
+        built[keys[name]] = datasets.Dataset.from_polars(
+            frame, features=features, split=keys[name] if _SPLIT_NAME.match(keys[name]) else None
         )
-        if json_columns and hasattr(datasets, "Json"):
-            features = dataset.features.copy()
-            for column in json_columns:
-                features[column] = datasets.Json()
-            dataset = dataset.cast(features)
-        built[keys[name]] = dataset
     return datasets.DatasetDict(built)
