@@ -145,7 +145,7 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
             "(with summary.json and examples.parquet)"
         )
     summary_path, examples_path = folder / "summary.json", folder / "examples.parquet"
-    hash_early([summary_path])
+    hash_early([summary_path, examples_path])
     raw, summary = _read_summary(summary_path)
     _check_fingerprint(summary, raw, summary_path)
     examples, examples_sha256 = _read_examples(examples_path, summary)

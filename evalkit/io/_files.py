@@ -130,6 +130,24 @@ def _file_key(path: Path) -> tuple[str, int, int] | None:
     return str(path.resolve()), found.st_size, found.st_mtime_ns
 
 
+def read_and_hash(path: Path, what: str = "file") -> tuple[bytes, str]:
+    """A regular file's bytes and their sha256: the digest of exactly what was read.
+
+    A digest :func:`hash_early` started is taken when the file kept its size and
+    modification time from before the hashing to after this read (so the bytes
+    hashed are the bytes read); otherwise the bytes read are hashed here.
+    """
+    before = _file_key(path)
+    data = read_bytes(path, what)
+    early = _early_digests.pop(before, None)
+    if early is not None and _file_key(path) == before:
+        try:
+            return data, early.result()
+        except OSError:
+            pass
+    return data, sha256_bytes(data)
+
+
 def hash_early(paths: Iterable[Path]) -> None:
     """Start hashing the regular files among ``paths`` in a background thread, now.
 

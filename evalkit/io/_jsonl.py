@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,39 +48,73 @@ _NOT_JSON_SPACE = (b"\x0b", b"\x0c")
 
 @dataclass(frozen=True, eq=False)
 class JsonLines:
-    """A JSON source's records as lines of bytes, in order."""
+    """A JSON source's records as lines of bytes, in order.
 
-    body: bytes
+    The lines are found on first use (a reader that needs no row's own bytes,
+    such as the pyarrow reader of a large file, never pays for it).
+    """
+
+    data: bytes
     """JSON Lines: the file's bytes (byte order mark removed), or for a ``.json`` array,
     one line per element; blank lines hold no record."""
-    starts: np.ndarray
-    """Byte offset of each record's line in ``body``."""
-    ends: np.ndarray
-    """Byte offset of each record's line end (its CR, if any, excluded)."""
-    numbers: np.ndarray
-    """Each record's line number (JSON Lines) or element number (``.json`` array), from 1."""
     name: str
     """What errors call the source: the path as given."""
     array: bool = False
     """The source is a ``.json`` array: errors name its records, not lines."""
     _parsed: list[dict[str, Any]] | None = field(default=None, repr=False)
 
+    @cached_property
+    def _index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, end, line number) of every record's line."""
+        raw = np.frombuffer(self.data, dtype=np.uint8)
+        newlines = np.flatnonzero(raw == 10)
+        starts = np.concatenate(([0], newlines + 1)).astype(np.int64)
+        ends = np.concatenate((newlines, [len(raw)])).astype(np.int64)
+        # A line is blank when it holds only blank bytes. Almost every line starts with
+        # a byte that is not blank ("{"), which settles it; the others are looked at whole.
+        kept = ends > starts
+        if len(raw):
+            first = raw[np.minimum(starts, len(raw) - 1)]
+            for line in np.flatnonzero(kept & np.isin(first, _BLANK)).tolist():
+                kept[line] = bool(self.data[starts[line] : ends[line]].strip())
+        numbers = np.flatnonzero(kept) + 1
+        starts, ends = starts[kept], ends[kept]
+        if len(ends):  # a CR before the newline belongs to the line end, not the record
+            carriage = raw[np.maximum(ends - 1, 0)] == 13
+            ends = ends - (carriage & (ends > starts))
+        return starts, ends, numbers
+
+    @property
+    def numbers(self) -> np.ndarray:
+        """Each record's line number (JSON Lines) or element number (``.json`` array), from 1."""
+        return self._index[2]
+
+    @cached_property
+    def body(self) -> bytes:
+        """The bytes the JSON readers parse: ``data``, or its records alone when a line of
+        form feeds (blank here, but no JSON reader skips it) is among them."""
+        if not any(blank in self.data for blank in _NOT_JSON_SPACE):
+            return self.data
+        return self.jsonl(range(len(self)))
+
     def __len__(self) -> int:
-        return len(self.starts)
+        return len(self._index[0])
 
     def line(self, row: int) -> bytes:
         """The record's line as written, without its line end."""
-        return self.body[int(self.starts[row]) : int(self.ends[row])]
+        starts, ends, _ = self._index
+        return self.data[int(starts[row]) : int(ends[row])]
 
     def where(self, row: int) -> str:
         """``FILE:LINE`` (or ``FILE, record N`` for a ``.json`` array) of a 0-based row."""
         number = int(self.numbers[row])
         return f"{self.name}, record {number}" if self.array else f"{self.name}:{number}"
 
-    def jsonl(self, rows: Sequence[int] | np.ndarray) -> bytes:
+    def jsonl(self, rows: Sequence[int] | np.ndarray | range) -> bytes:
         """The lines of ``rows``, each ending with one ``\\n``: JSON Lines as read."""
-        body, starts, ends = self.body, self.starts, self.ends
-        return b"".join(body[starts[row] : ends[row]] + b"\n" for row in rows)
+        data = self.data
+        starts, ends, _ = self._index
+        return b"".join(data[starts[row] : ends[row]] + b"\n" for row in rows)
 
     def records(self) -> list[dict[str, Any]]:
         """Every record as JSON gives it: the keys each row has, nested values as written.
@@ -110,28 +145,8 @@ class JsonLines:
 
 
 def json_lines(data: bytes, name: str, *, array: bool = False) -> JsonLines:
-    """The records' lines of JSON Lines ``data`` (blank lines left out, see the module)."""
-    body = data.removeprefix(UTF8_BOM)
-    raw = np.frombuffer(body, dtype=np.uint8)
-    newlines = np.flatnonzero(raw == 10)
-    starts = np.r_[0, newlines + 1].astype(np.int64)
-    ends = np.r_[newlines, len(body)].astype(np.int64)
-    content = np.r_[0, np.cumsum(~np.isin(raw, _BLANK) & (raw != 10))]
-    kept = content[ends] - content[starts] > 0
-    numbers = np.flatnonzero(kept) + 1
-    starts, ends = starts[kept], ends[kept]
-    # A CR before the newline belongs to the line end, not to the record.
-    if len(ends):
-        carriage = raw[np.maximum(ends - 1, 0)] == 13
-        ends = ends - (carriage & (ends > starts))
-    lines = JsonLines(body, starts, ends, numbers, name, array)
-    if any(blank in body for blank in _NOT_JSON_SPACE) and len(lines) != len(newlines) + 1:
-        # A line of form feeds is blank here but no JSON reader skips it: hand the
-        # readers the records alone (their line numbers are kept above).
-        joined = lines.jsonl(range(len(lines)))
-        offsets = np.cumsum([0, *[int(e - s) + 1 for s, e in zip(starts, ends, strict=True)]])
-        lines = JsonLines(joined, offsets[:-1], offsets[1:] - 1, numbers, name, array)
-    return lines
+    """The records' lines of JSON Lines ``data`` (see the module for blank lines)."""
+    return JsonLines(data.removeprefix(UTF8_BOM), name, array)
 
 
 def json_array_lines(data: bytes, name: str) -> JsonLines | None:
@@ -163,10 +178,8 @@ def json_array_lines(data: bytes, name: str) -> JsonLines | None:
             encoded.append(orjson.dumps(record))
         except TypeError:  # an integer past 64 bits, a lone surrogate: Python's json writes it
             encoded.append(json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    offsets = np.cumsum([0, *[len(line) + 1 for line in encoded]]).astype(np.int64)
     body = b"\n".join(encoded) + (b"\n" if encoded else b"")
-    numbers = np.arange(1, len(encoded) + 1)
-    lines = JsonLines(body, offsets[:-1], offsets[1:] - 1, numbers, name, array=True)
+    lines = JsonLines(body, name, array=True)
     object.__setattr__(lines, "_parsed", document)
     return lines
 
@@ -188,7 +201,7 @@ def read_json_frame(
     import polars as pl
 
     data, name, array = lines.body, lines.name, lines.array
-    if not len(lines):
+    if not data or data.isspace():
         return JsonFrame(pl.DataFrame())
     if len(data) > rules.REFERENCE_BYTES:
         read = _read_by_arrow(data, columns, ids)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.errors import UnknownColumn, UnreadableFile
-from evalkit.io._files import read_bytes, require_regular_file, sha256_bytes
+from evalkit.io._files import read_and_hash, require_regular_file
 from evalkit.io._formats import table_format
 from evalkit.io._frames import FRAME_SOURCE, as_polars, frame_sha256, is_path
 from evalkit.io._jsonl import JsonLines, check_id_types, json_array_lines, json_lines
@@ -338,8 +338,7 @@ def _read_path(
     if not path.exists() and not path.is_symlink():
         raise UnreadableFile(f"{path}: no such file")
     require_regular_file(path)
-    data = read_bytes(path)
-    digest = sha256_bytes(data)
+    data, digest = read_and_hash(path)
     if fmt == "parquet":
         frame = read_parquet_bytes(data, label, columns)
         check_id_types(frame, ids, label)
