@@ -296,7 +296,7 @@ def test_vectorised_path_equals_the_reference_with_tool_calls(
 
 def test_a_column_of_no_rows_normalises_to_no_conversations() -> None:
     # An empty split file: no rows, the column typed from the other splits.
-    from evalkit.chat.frame import conversation_dtype
+    from evalkit.chat.dtypes import conversation_dtype
 
     empty = pl.Series("m", [], dtype=pl.List(pl.Struct({"role": pl.String, "content": pl.String})))
     result = normalize_column(empty)

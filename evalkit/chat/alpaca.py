@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from evalkit.chat.frame import NormalizedColumn, call_dtype, conversation_dtype
+from evalkit.chat.dtypes import call_dtype, conversation_dtype
+from evalkit.chat.frame import NormalizedColumn
 from evalkit.errors import InvalidTable, UnknownColumn
 
 if TYPE_CHECKING:

@@ -58,7 +58,7 @@ class ChatColumn:
     texts: tuple[pl.Series, ...]
     """``kind == "text"``: one String series per column."""
     conversations: pl.Series | None
-    """``kind == "conversation"``: typed :func:`evalkit.chat.frame.conversation_dtype`, the
+    """``kind == "conversation"``: typed :func:`evalkit.chat.dtypes.conversation_dtype`, the
     columns joined and the system column's prompt put first."""
     prompt_turns: pl.Series | None
     """Two conversation columns: how many messages of each row come from the first."""
@@ -195,7 +195,7 @@ class ChatColumn:
 
     def messages(self) -> list[list[dict[str, Any]]]:
         """The normalised conversations as Python lists of messages (every field, see
-        :func:`evalkit.chat.frame.conversation_dtype`). A chat template takes
+        :func:`evalkit.chat.dtypes.conversation_dtype`). A chat template takes
         :func:`evalkit.chat.template.template_conversations` instead."""
         if self.conversations is None:
             raise UsageError(f"column {self.columns[0]!r} holds text, not conversations")

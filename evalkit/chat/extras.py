@@ -90,7 +90,7 @@ def with_system(conversations: pl.Series, table: Table, column: str) -> WithSyst
     """Put each row's system prompt first, unless its conversation starts with one."""
     import polars as pl
 
-    from evalkit.chat.frame import call_dtype, conversation_dtype
+    from evalkit.chat.dtypes import call_dtype, conversation_dtype
 
     prompts = _text_values(table.frame, column, table.label, "a system prompt")
     both = pl.DataFrame({"c": conversations, "s": prompts})

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalkit.chat.dtypes import CONTENT, ROLE, call_dtype, conversation_dtype
 from evalkit.chat.frame_fields import (
     Unclean,
     call_columns,
@@ -53,7 +54,7 @@ __all__ = [
     "normalize_values",
 ]
 
-ROLE, CONTENT = "role", "content"
+
 MESSAGE_FIELDS = (ROLE, CONTENT, "tool_calls", "tool_call_id", "name", "train", "reasoning")
 
 
@@ -80,42 +81,6 @@ class NormalizedColumn:
     """Read value by value because the frame's column had converted values."""
     json_text: bool = False
     """Read from text holding each conversation's JSON (a CSV or Parquet string column)."""
-
-
-def call_dtype() -> pl.DataType:
-    """The polars type of a normalised tool call."""
-    import polars as pl
-
-    return pl.Struct(
-        {"id": pl.String, "name": pl.String, "arguments": pl.String, "arguments_text": pl.Boolean}
-    )
-
-
-def conversation_dtype() -> pl.DataType:
-    """The polars type of a normalised conversation: a list of messages.
-
-    Each message is ``{role, content, tool_calls, tool_call_id, name, train,
-    reasoning}``: ``content`` its text (empty for a call-only turn),
-    ``tool_calls`` a list of ``{id, name, arguments, arguments_text}`` (null
-    when it calls nothing), ``train`` the training flag as written (null when
-    not written), ``reasoning`` the reasoning parts' text (LLaMA-Factory's
-    ``reasoning`` parts; null when there are none).
-    """
-    import polars as pl
-
-    return pl.List(
-        pl.Struct(
-            {
-                ROLE: pl.String,
-                CONTENT: pl.String,
-                "tool_calls": pl.List(call_dtype()),
-                "tool_call_id": pl.String,
-                "name": pl.String,
-                "train": pl.Boolean,
-                "reasoning": pl.String,
-            }
-        )
-    )
 
 
 def _message_fields(series: pl.Series) -> dict[str, Any]:

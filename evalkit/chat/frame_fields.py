@@ -147,7 +147,7 @@ def call_columns(fields: dict[str, Any], role: pl.Expr) -> tuple[pl.Expr, pl.Exp
     """(normalised tool calls, problem) expressions: calls of the reference's shape only."""
     import polars as pl
 
-    from evalkit.chat.frame import call_dtype
+    from evalkit.chat.dtypes import call_dtype
 
     empty = pl.lit(None, dtype=pl.List(call_dtype()))
     found = _call_fields(fields["tool_calls"]) if "tool_calls" in fields else None

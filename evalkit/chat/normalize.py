@@ -77,7 +77,7 @@ class Message:
     ``reasoning_content``; None when there is none."""
 
     def row(self) -> dict[str, Any]:
-        """The message as a row of the normalised column (see ``frame.conversation_dtype``)."""
+        """The message as a row of the normalised column (see ``dtypes.conversation_dtype``)."""
         return {
             "role": self.role,
             "content": self.content,

@@ -18,13 +18,12 @@ from typing import Any, TypeVar
 
 import click
 
-from evalkit.cli._vocabulary import line_naming
+from evalkit.cli._vocabulary import ALIASES_ATTRIBUTE, line_naming
 from evalkit.errors import ParameterError
 from evalkit.options import FieldType, OptionSpec, Params, field_types, spec_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-ALIASES_ATTRIBUTE = "__evalkit_aliases__"
 """Where a callback keeps the deprecated spellings of its options, for ``Command`` to honour."""
 
 _BASE_TYPES: dict[Any, click.ParamType] = {

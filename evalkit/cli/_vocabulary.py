@@ -32,6 +32,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 STDOUT = Path("-")
 QUIET_HELP = "Print only errors and the path of what was written: no summary, no progress."
 
+ALIASES_ATTRIBUTE = "__evalkit_aliases__"
+"""Where a command keeps the deprecated spellings of its options (set by ``_params``)."""
+
 
 class Command(click.Command):
     """A click command whose options may keep deprecated spellings (``aliases``).
@@ -42,8 +45,6 @@ class Command(click.Command):
 
     def __init__(self, *args: Any, aliases: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from evalkit.cli._params import ALIASES_ATTRIBUTE
-
         self.aliases: dict[str, str] = {
             **getattr(self.callback, ALIASES_ATTRIBUTE, {}),
             **(aliases or {}),

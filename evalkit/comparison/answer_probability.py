@@ -39,6 +39,16 @@ class _Run:
     top_k: int
 
 
+def class_field(normalized: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(class column, the contract field that predicts it) of a normalised contract."""
+    column = normalized.get("class")
+    fields = normalized.get("fields") or {}
+    for name, spec in fields.items():
+        if isinstance(spec, dict) and column is not None and spec.get("gold") == column:
+            return column, str(name)
+    return column, None
+
+
 def _run_of(result: ScoredResult) -> _Run | str | None:
     """The generate run beside a result's predictions; a reason when unusable; None if none."""
     from evalkit.comparison.recorded import locate
@@ -155,8 +165,6 @@ def with_probabilities(
     normalized: dict[str, Any],
 ) -> tuple[list[SuspectLabel], str]:
     """The suspects with the agreed answer's probability per generate run, and a note."""
-    from evalkit.comparison.suspects import class_field
-
     field = (
         class_field(normalized)[1]
         if (normalized.get("output") or {}).get("parse") == "json"

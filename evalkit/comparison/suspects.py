@@ -16,8 +16,9 @@ would give).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from evalkit.comparison.answer_probability import class_field
 from evalkit.comparison.results import ScoredResult
 from evalkit.comparison.suspect_models import LabelChange, SuspectLabel, SuspectLabelCheck
 from evalkit.errors import EvalkitError, ParameterError, UnknownColumn
@@ -29,16 +30,6 @@ if TYPE_CHECKING:
 
 FIRST_WORDS = 12
 NO_PROBABILITY = "no answer probabilities: no result's predictions were written by evalkit generate"
-
-
-def class_field(normalized: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(class column, the contract field that predicts it) of a normalised contract."""
-    column = normalized.get("class")
-    fields = normalized.get("fields") or {}
-    for name, spec in fields.items():
-        if isinstance(spec, dict) and column is not None and spec.get("gold") == column:
-            return column, str(name)
-    return column, None
 
 
 def _skipped(

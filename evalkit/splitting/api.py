@@ -135,7 +135,12 @@ class SplitResult:
         """
         from evalkit.splitting.writeback import write_split
 
-        return write_split(self, Path(out), fmt, force)
+        source = (
+            (self.table, self.rows) if self.table is not None and self.rows is not None else None
+        )
+        return write_split(
+            self.frames, self.assignments, self.manifest, source, Path(out), fmt, force
+        )
 
 
 @takes(SplitParams)

@@ -18,28 +18,38 @@ hash of what was split.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalkit.io import TableFormat, atomic_directory, check_writable, write_table
+from evalkit.io import Table, TableFormat, atomic_directory, check_writable, write_table
 from evalkit.splitting.manifest import SplitManifest, manifest_text
 
 if TYPE_CHECKING:
-    from evalkit.splitting.api import SplitResult
+    import numpy as np
+    import polars as pl
 
 
-def write_split(result: SplitResult, out: Path, fmt: TableFormat, force: bool) -> SplitManifest:
-    """Write ``result``'s split files, ``assignments.parquet`` and ``manifest.json`` into
-    ``out`` (see :meth:`SplitResult.write`); returns the manifest as written."""
-    manifest = result.manifest
+def write_split(
+    frames: Mapping[str, pl.DataFrame],
+    assignments: pl.DataFrame,
+    manifest: SplitManifest,
+    source: tuple[Table, Mapping[str, np.ndarray]] | None,
+    out: Path,
+    fmt: TableFormat,
+    force: bool,
+) -> SplitManifest:
+    """Write the split files, ``assignments.parquet`` and ``manifest.json`` into ``out``
+    (see ``SplitResult.write``); ``source`` is the input as read and each split's rows of
+    it. Returns the manifest as written."""
     if fmt == "jsonl":
         manifest = replace(manifest, json_text_columns=[])
-    source = manifest.input.path
-    inputs = [Path(source)] if source is not None else []
-    table, rows = result.table, result.rows
+    path = manifest.input.path
+    inputs = [Path(path)] if path is not None else []
+    table, rows = source if source is not None else (None, None)
     with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
-        for name, frame in result.frames.items():
+        for name, frame in frames.items():
             target = staging / f"{name}.{fmt}"
             if fmt == "jsonl" and table is not None and rows is not None:
                 if table.lines is None:  # rows a frame holds: NaN has no JSON
@@ -47,6 +57,6 @@ def write_split(result: SplitResult, out: Path, fmt: TableFormat, force: bool) -
                 target.write_bytes(table.jsonl(rows[name]))
             else:
                 write_table(frame, target, fmt)
-        write_table(result.assignments, staging / "assignments.parquet", "parquet")
+        write_table(assignments, staging / "assignments.parquet", "parquet")
         (staging / "manifest.json").write_text(manifest_text(manifest), encoding="utf-8")
     return manifest
