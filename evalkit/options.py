@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import numbers
 import os
 import types
 import typing
@@ -117,12 +118,16 @@ class FieldType:
     choices: tuple[Any, ...] | None
     many: bool
     """A ``tuple[X, ...]``: a repeatable option on the command line."""
+    takes_path: bool = False
+    """``Path`` is the type or one of the union's: text given is a path."""
 
 
 def _field_type(hint: Any) -> FieldType:
     optional = False
+    takes_path = hint is Path
     if get_origin(hint) in (typing.Union, types.UnionType):
         members = [arg for arg in get_args(hint) if arg is not type(None)]
+        takes_path = Path in members
         optional = len(members) < len(get_args(hint))
         hint = members[0] if len(members) == 1 else hint
     many = False
@@ -133,7 +138,9 @@ def _field_type(hint: Any) -> FieldType:
     if get_origin(hint) is Literal:
         choices = get_args(hint)
         hint = type(choices[0])
-    return FieldType(base=hint, optional=optional, choices=choices, many=many)
+    return FieldType(
+        base=hint, optional=optional, choices=choices, many=many, takes_path=takes_path
+    )
 
 
 _FIELD_TYPES: dict[type, Mapping[str, FieldType]] = {}
@@ -174,7 +181,7 @@ class Params:
                 value = (value,)  # one name where several may be given: a list of one
             elif kind.many and isinstance(value, list):
                 value = tuple(value)
-            if kind.base is Path and isinstance(value, str | os.PathLike):
+            if kind.takes_path and isinstance(value, str | os.PathLike):
                 value = Path(value)  # the library takes a path as text too
             if kind.choices is not None:
                 for item in value if kind.many else (value,):
@@ -246,10 +253,12 @@ def _check_type(value: Any, kind: FieldType, parameter: str) -> None:
     base = kind.base
     if base is bool:
         ok = isinstance(value, bool)
-    elif base is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif base is int:  # numpy's integers too, and a float that is whole (2.0 items is 2)
+        ok = not isinstance(value, bool) and (
+            isinstance(value, numbers.Integral) or (isinstance(value, float) and value.is_integer())
+        )
     elif base is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and value == value
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value
     elif base is str:
         ok = isinstance(value, str)
     elif base is Path:

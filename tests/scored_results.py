@@ -20,7 +20,7 @@ import polars as pl
 from evalkit.comparison.results import ScoredResult
 from evalkit.contract.fingerprint import fingerprint_of
 from evalkit.contract.validation import evaluator_semantics
-from evalkit.scoring.summary import ScoreSummary
+from evalkit.records._summary import ScoreSummary
 
 GOLD_SHA256 = "a" * 64
 

@@ -23,7 +23,7 @@ from scipy.special import softmax
 
 from evalkit import compare, score
 from evalkit.comparison.answer_probability import answer_span
-from evalkit.model.records import (
+from evalkit.records._run import (
     BasePins,
     DataInfo,
     DeviceInfo,

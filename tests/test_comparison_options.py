@@ -13,9 +13,9 @@ from scored_results import write_result
 
 import evalkit
 from evalkit.comparison.api import compare, gate
-from evalkit.comparison.models import ComparisonOptions
 from evalkit.comparison.options import CompareParams, ComparisonParams, GateParams
 from evalkit.errors import ParameterError
+from evalkit.records._compare import ComparisonOptions
 from evalkit.report.json_report import render_json
 
 CLASSES = ["billing"] * 40 + ["shipping"] * 30 + ["account"] * 24 + ["legal_threat"] * 6

@@ -5,7 +5,7 @@ smoke reports (people, and tools in other languages) get a schema in docs/schema
 this test fails when a model changes and its committed schema was not
 regenerated (EVALKIT_UPDATE_GOLDEN=1). Each is pydantic's schema of the format's
 definition: a model, or the plain dataclasses of the split manifest (read by a
-``TypeAdapter``, as ``evalkit.splitting.manifest.manifest_schema`` does).
+``TypeAdapter``, as ``evalkit.records._manifest.manifest_schema`` does).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from evalkit.leakage.models import AuditReport
-from evalkit.model.records import ReloadReport, RunRecord
-from evalkit.model.smoke_records import SmokeReport
-from evalkit.plan.models import PlanResult
 from evalkit.provenance.ledger_state import LedgerReport
-from evalkit.provenance.models import AdapterCard
-from evalkit.scoring.summary import ScoreSummary
-from evalkit.splitting.manifest import SplitManifest
-from evalkit.tokens.models import TokensReport
+from evalkit.records._audit import AuditReport
+from evalkit.records._card import AdapterCard
+from evalkit.records._manifest import SplitManifest
+from evalkit.records._plan import PlanResult
+from evalkit.records._run import ReloadReport, RunRecord
+from evalkit.records._smoke import SmokeReport
+from evalkit.records._summary import ScoreSummary
+from evalkit.records._tokens import TokensReport
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 

@@ -11,8 +11,11 @@ import pytest
 from conftest import assert_one_line_error
 
 from evalkit.errors import ParameterError
-from evalkit.model.records import DeviceInfo
-from evalkit.model.smoke_records import (
+from evalkit.plan import TimeRequest, plan
+from evalkit.plan.cadence import largest_within, plan_cadence
+from evalkit.records._plan_time import MeasuredRates
+from evalkit.records._run import DeviceInfo
+from evalkit.records._smoke import (
     MemoryMeasure,
     ReloadCheck,
     SmokeData,
@@ -20,9 +23,6 @@ from evalkit.model.smoke_records import (
     SmokeSettings,
     Throughput,
 )
-from evalkit.plan import TimeRequest, plan
-from evalkit.plan.cadence import largest_within, plan_cadence
-from evalkit.plan.time_models import MeasuredRates
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA7 = ROOT / "examples" / "plan" / "llama-2-7b"

@@ -12,22 +12,22 @@ import numpy as np
 import pytest
 from conftest import assert_one_line_error
 
-from evalkit.model.records import DeviceInfo
-from evalkit.model.smoke_records import (
+from evalkit.plan import TimeRequest, plan
+from evalkit.plan.campaign import measured_campaign, parse_window
+from evalkit.plan.config import parse_config
+from evalkit.plan.gpus import SHIPPED, GpuSpec, for_device, parse_gpu
+from evalkit.plan.options import resolve_options
+from evalkit.plan.timing import eval_bound, generation_costs
+from evalkit.plan.work import EvalWork, _tier_floor, from_report
+from evalkit.records._plan_time import MeasuredRates
+from evalkit.records._run import DeviceInfo
+from evalkit.records._smoke import (
     MemoryMeasure,
     SmokeData,
     SmokeReport,
     SmokeSettings,
     Throughput,
 )
-from evalkit.plan import TimeRequest, plan
-from evalkit.plan.campaign import measured_campaign, parse_window
-from evalkit.plan.config import parse_config
-from evalkit.plan.gpus import SHIPPED, GpuSpec, for_device, parse_gpu
-from evalkit.plan.options import resolve_options
-from evalkit.plan.time_models import MeasuredRates
-from evalkit.plan.timing import eval_bound, generation_costs
-from evalkit.plan.work import EvalWork, _tier_floor, from_report
 from evalkit.tokens.stats import quantiles
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """The split manifest's one definition: what split writes is what it reads back and documents.
 
-``evalkit.splitting.manifest`` defines manifest.json once, as frozen
+``evalkit.records._manifest`` defines manifest.json once, as frozen
 dataclasses: a split builds and writes them without pydantic, and pydantic
 reads the same classes for the JSON Schema in docs/schemas and for a
 manifest read back. These tests hold the three together: written, then read
@@ -23,14 +23,14 @@ import polars as pl
 import pytest
 
 from evalkit.errors import MalformedFile, UsageError
-from evalkit.splitting.api import SplitResult, split
-from evalkit.splitting.manifest import (
+from evalkit.records._manifest import (
     MANIFEST_FORMAT_VERSION,
     SplitManifest,
     manifest_schema,
     manifest_text,
     read_manifest,
 )
+from evalkit.splitting.api import SplitResult, split
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKETS = ROOT / "examples" / "tickets"
@@ -132,7 +132,9 @@ def test_frozen_split_and_numbers_given_as_other_types(tmp_path: Path) -> None:
 
 def test_a_fractional_size_is_refused() -> None:
     frame = pl.DataFrame({"id": range(10), "g": range(10)})
-    with pytest.raises(UsageError, match=r"^sizes: a whole number, got 5\.5"):
+    with pytest.raises(
+        UsageError, match=r"^sizes must be each of its values a whole number, got 5\.5"
+    ):
         split(frame, group=["g"], sizes=[5.5, 4.5], names=["a", "b"])  # type: ignore[list-item]
 
 

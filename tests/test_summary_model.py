@@ -19,8 +19,8 @@ from ticket_gold import gold_rows
 import evalkit
 from evalkit.comparison.results import load_result
 from evalkit.errors import MalformedFile
-from evalkit.provenance.models import AdapterCard
-from evalkit.scoring.summary import ScoreSummary
+from evalkit.records._card import AdapterCard
+from evalkit.records._summary import ScoreSummary
 from evalkit.scoring.write import summary_json
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -425,10 +425,10 @@ def test_a_template_error_in_a_later_chunk_names_its_line(folders, tmp_path, mon
     from evalkit.tokens import figures
 
     chats = conversations(20, seed=2)
-    chats[13] = [{"role": "assistant", "content": "{}"}, {"role": "tool", "content": "x"}]
+    chats[13] = [{"role": "user", "content": "BOOM"}, {"role": "assistant", "content": "x"}]
     template = (
-        "{%- for message in messages %}{%- if message['role'] == 'tool' %}"
-        "{{- raise_exception('no tool role') }}{%- endif %}"
+        "{%- for message in messages %}{%- if message['content'] == 'BOOM' %}"
+        "{{- raise_exception('no such content') }}{%- endif %}"
         "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
         "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
     )

@@ -9,7 +9,7 @@ import pytest
 from conftest import assert_one_line_error
 
 from evalkit.errors import MalformedFile
-from evalkit.versions import FileFormat
+from evalkit.records._versions import FileFormat
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = ROOT / "examples" / "model"

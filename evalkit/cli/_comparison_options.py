@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from evalkit.comparison.models import CandidateReport, ComparisonReport
+    from evalkit.records._compare import CandidateReport, ComparisonReport
 
 RESULT_FOLDER = click.Path(file_okay=False, path_type=str)
 

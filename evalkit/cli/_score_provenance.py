@@ -17,9 +17,9 @@ from evalkit.errors import UsageError
 
 if TYPE_CHECKING:
     from evalkit.provenance.ledger import AppendedLook
-    from evalkit.provenance.models import AdapterCard
+    from evalkit.records._card import AdapterCard
+    from evalkit.records._summary import BaseModelInfo
     from evalkit.scoring.options import ScoreParams
-    from evalkit.scoring.summary import BaseModelInfo
 
 
 @dataclass(frozen=True)

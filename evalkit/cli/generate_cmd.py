@@ -73,7 +73,7 @@ def generate_command(
     """
     from evalkit.io import CommandFiles
     from evalkit.model.generate import generate
-    from evalkit.model.records import RUN_FILE
+    from evalkit.records._run import RUN_FILE
     from evalkit.report.model_summary import render_generate_summary
 
     files = CommandFiles(force=force).reads(base, params.adapter, params.tokenizer, data)

@@ -92,7 +92,7 @@ def score_command(
     # A DatasetDict (gold or predictions) is read at the --hf-split split.
     gold_path, predictions = score_tables(gold_path, predictions, params.hf_split)
     files = CommandFiles(force=force).reads(contract_path, gold_path, predictions)
-    files.reads(params.card, params.adapter)
+    files.reads(params.card if isinstance(params.card, Path) else None, params.adapter)
     if not params.no_ledger:  # the ledger this look is appended to
         files.reads(params.ledger or gold_path.parent / LEDGER_NAME)
     files.writes(out, option="--out", marker="summary.json").check()

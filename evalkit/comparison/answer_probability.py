@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.comparison.results import ScoredResult
-from evalkit.comparison.suspect_models import SuspectLabel
-from evalkit.model.records import RUN_FILE, TOKENS_FILE
+from evalkit.records._run import RUN_FILE, TOKENS_FILE
+from evalkit.records._suspects import SuspectLabel
 
 TOKENIZER_FILE = "tokenizer.json"
 

@@ -8,14 +8,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from evalkit._version import __version__
 from evalkit.comparison.breakdown import confusion_change, flipped_examples, format_errors
 from evalkit.comparison.decision import decision_record
-from evalkit.comparison.models import (
-    CandidateReport,
-    ComparisonOptions,
-    ComparisonReport,
-    ContractInfo,
-    Decision,
-    ResultRef,
-)
 from evalkit.comparison.options import CompareParams, ComparisonParams, GateParams
 from evalkit.comparison.paired import compare_scopes, new_errors, pair_examples, scope_counts
 from evalkit.comparison.provenance import compare_provenance
@@ -39,6 +31,14 @@ from evalkit.comparison.test_set import (
 from evalkit.comparison.verdict import CandidateTotals, apply_rules
 from evalkit.errors import UsageError
 from evalkit.options import takes
+from evalkit.records._compare import (
+    CandidateReport,
+    ComparisonOptions,
+    ComparisonReport,
+    ContractInfo,
+    Decision,
+    ResultRef,
+)
 
 if TYPE_CHECKING:
     from evalkit.scoring.result import ScoreResult

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from evalkit.comparison.models import (
+from evalkit.comparison.paired import PairedExamples
+from evalkit.records._compare import (
     ConfusionChange,
     ConfusionComparison,
     FlippedExample,
     FormatErrorCount,
 )
-from evalkit.comparison.paired import PairedExamples
 from evalkit.scoring.aggregate import confusion_cells
 
 if TYPE_CHECKING:

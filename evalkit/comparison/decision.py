@@ -10,10 +10,10 @@ the adapter's weights hash. What cannot be pinned is listed as missing.
 
 from __future__ import annotations
 
-from evalkit.comparison.models import CandidateReport, Decision
-from evalkit.comparison.record_models import GoldSplit, LedgerStatus, ReloadNeeds
 from evalkit.comparison.results import ScoredResult
 from evalkit.provenance.records import is_commit
+from evalkit.records._compare import CandidateReport, Decision
+from evalkit.records._compare_records import GoldSplit, LedgerStatus, ReloadNeeds
 
 
 def reload_needs(result: ScoredResult, name: str) -> ReloadNeeds:

@@ -4,7 +4,7 @@
 seed and resamples, the provenance checks); :class:`GateParams` and
 :class:`CompareParams` are each command's object (compare adds the decision's
 ``min_gain`` and the suspect-label check). The statistics they set are
-recorded in the report as :class:`~evalkit.comparison.models.ComparisonOptions`
+recorded in the report as :class:`~evalkit.records._compare.ComparisonOptions`
 (seed, resamples, confidence), a persisted record kept apart: the options
 object is what was asked, the record what the report's figures rest on.
 

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evalkit.comparison.models import CandidateReport
 from evalkit.errors import EvalkitError
+from evalkit.records._compare import CandidateReport
 
 if TYPE_CHECKING:
-    from evalkit.scoring.summary import ScoreSummary
+    from evalkit.records._summary import ScoreSummary
 
 
 class SideOutputs(BaseModel):
@@ -58,7 +58,7 @@ def _summary(folder: Path, summary_sha256: str) -> ScoreSummary | str:
 
     import orjson
 
-    from evalkit.scoring.summary import read_summary_data
+    from evalkit.records._summary import read_summary_data
 
     path = folder / "summary.json"
     try:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evalkit.comparison import statistics
-from evalkit.comparison.models import NewError, Pairing, ScopeComparison
 from evalkit.comparison.results import ScoredResult
+from evalkit.records._compare import NewError, Pairing, ScopeComparison
 
 if TYPE_CHECKING:
     import polars as pl

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from evalkit.comparison.models import RuleCheck
-from evalkit.comparison.record_models import ProvenanceComparison, SettingDifference
 from evalkit.comparison.results import ScoredResult
 from evalkit.errors import DifferentBases, ParameterError
+from evalkit.records._compare import RuleCheck
+from evalkit.records._compare_records import ProvenanceComparison, SettingDifference
 
 BASE_KEYS = ("id", "revision", "quantization")
 # Training keys that record where and how a run logged, not what it trained.

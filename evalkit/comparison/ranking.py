@@ -8,8 +8,8 @@ name (so ties order the same on every run).
 
 from __future__ import annotations
 
-from evalkit.comparison.models import CandidateReport, Decision, RankedCandidate
 from evalkit.comparison.verdict import TOLERANCE
+from evalkit.records._compare import CandidateReport, Decision, RankedCandidate
 
 
 def _key(report: CandidateReport) -> tuple[bool, float, int, str]:

@@ -2,7 +2,7 @@
 
 A result is ``summary.json`` plus ``examples.parquet`` (docs/formats.md).
 ``summary.json`` is read with the model ``score`` writes it with
-(:class:`~evalkit.scoring.summary.ScoreSummary`, its version checked);
+(:class:`~evalkit.records._summary.ScoreSummary`, its version checked);
 ``examples.parquet`` needs the columns comparison relies on, and any other
 column is carried along. Every problem becomes one line that names the file
 and the key or column, and says what to do.
@@ -27,7 +27,7 @@ from evalkit.io import hash_early, read_table, require_columns, sha256_file
 if TYPE_CHECKING:
     import polars as pl
 
-    from evalkit.scoring.summary import ScoreSummary
+    from evalkit.records._summary import ScoreSummary
 
 EXAMPLE_COLUMNS = ("id", "class", "format_valid", "error", "content_correct")
 RERUN_HINT = "re-run evalkit score to write a complete result"
@@ -61,7 +61,7 @@ def _read_summary(path: Path) -> tuple[dict[str, Any], ScoreSummary]:
     if not path.is_file():
         raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
     from evalkit.io import DocumentError, load_json
-    from evalkit.scoring.summary import SUMMARY_FORMAT, read_summary_data
+    from evalkit.records._summary import SUMMARY_FORMAT, read_summary_data
 
     try:
         raw = load_json(path)

@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evalkit.contract.model import GateRules
 from evalkit.errors import InvalidContract
+from evalkit.records import GateRules
 
 __all__ = ["GateRules", "parse_gate_rules"]
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from evalkit.comparison.answer_probability import class_field
 from evalkit.comparison.results import ScoredResult
-from evalkit.comparison.suspect_models import LabelChange, SuspectLabel, SuspectLabelCheck
 from evalkit.errors import EvalkitError, ParameterError, UnknownColumn
+from evalkit.records._suspects import LabelChange, SuspectLabel, SuspectLabelCheck
 
 if TYPE_CHECKING:
     import polars as pl

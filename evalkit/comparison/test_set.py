@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.comparison.models import RuleCheck, ScopeComparison
-from evalkit.comparison.record_models import GoldSplit, LedgerStatus, State
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult
 from evalkit.errors import EvalkitError, IncompatibleResults, ParameterError
@@ -30,6 +28,8 @@ from evalkit.provenance.ledger import LEDGER_NAME
 from evalkit.provenance.ledger_head import head_path
 from evalkit.provenance.ledger_state import FREEZE_ADVICE
 from evalkit.provenance.test_split import split_of
+from evalkit.records._compare import RuleCheck, ScopeComparison
+from evalkit.records._compare_records import GoldSplit, LedgerStatus, State
 
 RULE = "require_fresh_test"
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalkit.comparison.models import RuleCheck, ScopeComparison
 from evalkit.comparison.rules import GateRules
+from evalkit.records._compare import RuleCheck, ScopeComparison
 
 # Values within this of a threshold count as equal to it, so that a drop of
 # exactly 1/10 against a threshold of 0.10 is "not greater" whatever the

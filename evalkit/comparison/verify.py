@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.contract.model import Contract
-    from evalkit.scoring.summary import ScoreSummary
+    from evalkit.records._summary import ScoreSummary
 
 FIGURES = ("overall", "classes", "slices")
 RERUN = "the folder was changed after scoring; re-run evalkit score"

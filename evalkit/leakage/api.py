@@ -25,8 +25,7 @@ from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups
 from evalkit.leakage.clusters import distinct_texts
 from evalkit.leakage.distributed.session import RayOptions, with_address
 from evalkit.leakage.inputs import Rows, read_rows
-from evalkit.leakage.minhash import LshParameters, choose_lsh
-from evalkit.leakage.models import AuditOptions, AuditReport, WithinSplit
+from evalkit.leakage.minhash import choose_lsh
 from evalkit.leakage.normalize import normalize_texts
 from evalkit.leakage.options import AuditParams
 from evalkit.leakage.progress import Progress
@@ -37,6 +36,8 @@ from evalkit.leakage.search import (
     within_split_pairs,
 )
 from evalkit.options import takes
+from evalkit.records import LshParameters
+from evalkit.records._audit import AuditOptions, AuditReport, WithinSplit
 
 if TYPE_CHECKING:
     from evalkit.io import TableLike

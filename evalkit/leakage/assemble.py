@@ -2,7 +2,7 @@
 
 Both engines compute the same findings (frames of row pairs with ids, leaked
 groups and ids, per-split counts, the within-split summaries); this module
-turns them into the :class:`~evalkit.leakage.models.AuditReport`, so that
+turns them into the :class:`~evalkit.records._audit.AuditReport`, so that
 the two reports can only differ where the findings do.
 """
 
@@ -17,8 +17,8 @@ import polars as pl
 
 from evalkit.io import FRAME_SOURCE
 from evalkit.leakage.inputs import SplitSource, file_fingerprint
-from evalkit.leakage.minhash import LshParameters
-from evalkit.leakage.models import (
+from evalkit.records import LshParameters
+from evalkit.records._audit import (
     AuditCounts,
     AuditOptions,
     AuditReport,

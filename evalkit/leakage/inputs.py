@@ -104,7 +104,7 @@ def _folder_sources(folder: Path) -> list[SplitSource]:
     data = load_json(manifest)
     if isinstance(data, dict) and "format_version" in data:
         # Only the split names are read; a newer format may name them otherwise.
-        from evalkit.splitting.manifest import MANIFEST_FORMAT
+        from evalkit.records._manifest import MANIFEST_FORMAT
 
         MANIFEST_FORMAT.upgrade(data, manifest, "pass the split files themselves")
     try:

@@ -24,35 +24,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from pydantic import Field
 
 from evalkit.leakage.shingles import Shingles, splitmix64
-from evalkit.persisted import Persisted
+from evalkit.records import LshParameters
 
 DEFAULT_NUM_PERM = 128
 DEFAULT_SHINGLE_SIZE = 3
 MAX_FALSE_NEGATIVE_RATE = 1e-3
 _CHUNK_SHINGLES = 1 << 22  # shingles per chunk: ~32 MB of uint64 per working buffer
-
-
-class LshParameters(Persisted):
-    """How near duplicates are searched: shingling, MinHash and LSH banding."""
-
-    threshold: float = Field(
-        description="Jaccard similarity at or above which two texts are near duplicates."
-    )
-    shingle_size: int = Field(
-        description="Words per shingle (a text is the set of its word k-grams)."
-    )
-    num_perm: int = Field(description="MinHash hash functions (signature length).")
-    bands: int = Field(description="LSH bands; a pair is a candidate if one band matches entirely.")
-    rows: int = Field(description="Signature values per band.")
-    false_negative_rate: float = Field(
-        description=(
-            "Chance that a pair exactly at the threshold is never a candidate: (1 - t^rows)^bands."
-        )
-    )
-    seed: int = Field(description="Seed of the MinHash hash functions.")
 
 
 def miss_probability(similarity: float, bands: int, rows: int) -> float:

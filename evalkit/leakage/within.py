@@ -60,7 +60,7 @@ def summarize(
 ) -> dict[str, dict[str, object]]:
     """Per split: shares of items in exact and near clusters, the largest, the top openings.
 
-    Plain JSON data in the field order of :class:`evalkit.leakage.models.WithinSplit`, so
+    Plain JSON data in the field order of :class:`evalkit.records._audit.WithinSplit`, so
     that ``evalkit split`` can write it without building the models.
 
     ``table`` has one row per item: ``split`` (index into ``names``), ``id``,

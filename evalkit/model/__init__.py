@@ -35,10 +35,10 @@ _EXPORTS: dict[str, str] = {
     "generate": "evalkit.model.generate",
     "GenerateResult": "evalkit.model.generate",
     "reload_check": "evalkit.model.reload",
-    "RunRecord": "evalkit.model.records",
-    "ReloadReport": "evalkit.model.records",
+    "RunRecord": "evalkit.records._run",
+    "ReloadReport": "evalkit.records._run",
     "smoke": "evalkit.model.smoke",
-    "SmokeReport": "evalkit.model.smoke_records",
+    "SmokeReport": "evalkit.records._smoke",
 }
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evalkit.model.decode import Generation
-from evalkit.model.records import Divergence, Id, TokenInfo
+from evalkit.records._run import Divergence, Id, TokenInfo
 
 
 def choose_controls(ids: Sequence[Id], n: int, seed: int) -> list[int]:

@@ -21,7 +21,8 @@ from evalkit.model.decode import DecodeSettings, Generation, decode_batches, pla
 from evalkit.model.load import LoadedModel
 from evalkit.model.options import GenerateParams
 from evalkit.model.prompts import PromptSet
-from evalkit.model.records import (
+from evalkit.options import takes
+from evalkit.records._run import (
     PREDICTIONS_FILE,
     RUN_FILE,
     RUN_VERSION,
@@ -35,7 +36,6 @@ from evalkit.model.records import (
     RunRecord,
     TokenizerPins,
 )
-from evalkit.options import takes
 
 if TYPE_CHECKING:
     from evalkit.io import TableLike

@@ -17,11 +17,10 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from evalkit.model import runtime
+from evalkit.records import MeasureKind
 
-MeasureKind = Literal["cuda_max_memory_allocated", "process_rss", "process_rss_since_start"]
 _STATUS = Path("/proc/self/status")
 _CLEAR_REFS = Path("/proc/self/clear_refs")
 _HWM = re.compile(r"^VmHWM:\s+(\d+)\s+kB", re.MULTILINE)

@@ -28,7 +28,7 @@ from evalkit.errors import ParameterError
 from evalkit.model.runtime import DeviceChoice, DtypeChoice
 from evalkit.options import Params, option, spec_of
 from evalkit.plan.options import PlanParams
-from evalkit.tokens.options import Loss
+from evalkit.records import Loss
 from evalkit.vocabulary import hf_split_field, id_field, seed_field, text_field
 
 SmokeMethod = Literal["lora", "full"]

@@ -23,7 +23,8 @@ from evalkit.model.folders import (
     read_json,
     tokenizer_pins,
 )
-from evalkit.model.records import (
+from evalkit.provenance.artifacts import inside
+from evalkit.records._run import (
     PREDICTIONS_FILE,
     RUN_FILE,
     RUN_FORMAT,
@@ -33,7 +34,6 @@ from evalkit.model.records import (
     FolderPins,
     RunRecord,
 )
-from evalkit.provenance.artifacts import inside
 
 
 def base_pins(folder: Path) -> BasePins:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.model.options import ReloadCheckParams
-from evalkit.model.records import ReloadReport
 from evalkit.options import takes
+from evalkit.records._run import ReloadReport
 
 WORKER_MODULE = "evalkit.model.worker"
 

@@ -4,7 +4,7 @@ read (base folder, tokenizer, split) -> validate (options through the
 plan's own checks, the device, the data) -> plan (the bound of every phase
 under exactly the settings that run) -> run (:mod:`evalkit.model.smoke_run`:
 load, train, generate, save, reload in a fresh process) -> a
-:class:`~evalkit.model.smoke_records.SmokeReport`. Everything that can be
+:class:`~evalkit.records._smoke.SmokeReport`. Everything that can be
 wrong with the input is found before the model loads.
 """
 
@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from evalkit._version import __version__
 from evalkit.errors import ParameterError, UsageError
 from evalkit.model.options import SmokeMethod, SmokeParams
-from evalkit.model.smoke_records import (
+from evalkit.options import takes
+from evalkit.records._plan import PlanResult
+from evalkit.records._smoke import (
     PHASE_NAMES,
     SMOKE_VERSION,
     MemoryMeasure,
@@ -28,8 +30,6 @@ from evalkit.model.smoke_records import (
     SmokeSettings,
     Throughput,
 )
-from evalkit.options import takes
-from evalkit.plan.models import PlanResult
 from evalkit.tokens.sequences import Batch, TrainingData
 
 if TYPE_CHECKING:

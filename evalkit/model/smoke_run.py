@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.model.memory import MeasureKind, PhaseMeter
-from evalkit.model.smoke_records import GenerationRun, ReloadCheck
+from evalkit.records._smoke import GenerationRun, ReloadCheck
 
 if TYPE_CHECKING:
     from evalkit.model.load import LoadedModel

@@ -8,7 +8,7 @@ cached kernel choice) can make the check pass. The parent has already
 verified every pinned hash; this process loads what ``run.json`` names (or
 the merged folder), renders the prompts again through the same code path,
 regenerates the control examples' batches in the run's layout, and writes
-a :class:`~evalkit.model.records.ReloadReport` (or the error) as JSON.
+a :class:`~evalkit.records._run.ReloadReport` (or the error) as JSON.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 
 from evalkit._version import __version__
 from evalkit.errors import ArtifactChanged, DeviceUnavailable
-from evalkit.model.records import REPORT_VERSION, TOKENS_FILE, Divergence, ReloadReport, RunRecord
+from evalkit.records._run import REPORT_VERSION, TOKENS_FILE, Divergence, ReloadReport, RunRecord
 
 
 def _device(requested: str | None, run: RunRecord) -> str:

@@ -20,7 +20,7 @@ from evalkit._lazy import lazy_exports
 if TYPE_CHECKING:
     import inspect
 
-    from evalkit.plan.models import PlanResult
+    from evalkit.records._plan import PlanResult
 
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
@@ -31,7 +31,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "PlanParams": "evalkit.plan.options",
         "TimeRequest": "evalkit.plan.options",
         "resolve_options": "evalkit.plan.options",
-        "PlanResult": "evalkit.plan.models",
+        "PlanResult": "evalkit.records._plan",
         "phase_bounds": "evalkit.plan.api",
         "plan": "evalkit.plan.api",
         "plan_shape": "evalkit.plan.api",

@@ -16,16 +16,6 @@ from evalkit.io import sha256_file
 from evalkit.options import takes
 from evalkit.plan.config import ModelShape, load_model_shape
 from evalkit.plan.gpus import GpuSpec, choose, memory_classes, registry
-from evalkit.plan.models import (
-    ApartFromBound,
-    ModelSummary,
-    PhaseFit,
-    PlanInputs,
-    PlanOptions,
-    PlanRecommendation,
-    PlanResult,
-    Step,
-)
 from evalkit.plan.options import Options, PlanParams, resolve_options
 from evalkit.plan.phases import PHASES, TRAIN_STEPS, Bounds, Moment, compute_bounds
 from evalkit.plan.recommend import (
@@ -36,10 +26,20 @@ from evalkit.plan.recommend import (
     recommend,
     smallest_class,
 )
-from evalkit.plan.sheet_models import DiskPlan, HostPlan, StackPlan
 from evalkit.plan.stacks import stack_for
 from evalkit.plan.storage import disk_bytes, host_bytes
 from evalkit.plan.time_api import TimeRequest, plan_time, wants_time
+from evalkit.records._plan import (
+    ApartFromBound,
+    ModelSummary,
+    PhaseFit,
+    PlanInputs,
+    PlanOptions,
+    PlanRecommendation,
+    PlanResult,
+    Step,
+)
+from evalkit.records._plan_sheet import DiskPlan, HostPlan, StackPlan
 
 DIGITS = 4
 SHEET_FIGURES = 6

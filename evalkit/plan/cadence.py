@@ -18,8 +18,8 @@ import math
 
 from evalkit.errors import ParameterError
 from evalkit.plan.bounds import MAX_SAVE_EVERY
-from evalkit.plan.sheet_models import Cadence
-from evalkit.plan.time_models import MeasuredRates
+from evalkit.records._plan_sheet import Cadence
+from evalkit.records._plan_time import MeasuredRates
 
 SIGNIFICANT = 6
 

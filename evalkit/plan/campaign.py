@@ -19,7 +19,7 @@ from evalkit.plan.bounds import check_recovery as check_recovery
 from evalkit.plan.bounds import finite_positive
 from evalkit.plan.bounds import parse_window as parse_window
 from evalkit.plan.gpus import GpuSpec, for_device
-from evalkit.plan.time_models import Campaign, MeasuredRates
+from evalkit.records._plan_time import Campaign, MeasuredRates
 
 SIGNIFICANT = 6
 
@@ -104,8 +104,8 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
     from pydantic import ValidationError
 
     from evalkit.io import sha256_file
-    from evalkit.model.smoke_records import SMOKE_FORMAT, SmokeReport
     from evalkit.provenance.folder_files import read_json_file
+    from evalkit.records._smoke import SMOKE_FORMAT, SmokeReport
 
     data = read_json_file(path)
     if not isinstance(data, dict) or "verdict" not in data or "settings" not in data:

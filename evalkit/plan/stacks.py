@@ -14,7 +14,7 @@ from __future__ import annotations
 from evalkit.plan.config import ModelShape
 from evalkit.plan.gpus import GpuSpec
 from evalkit.plan.options import Options
-from evalkit.plan.sheet_models import Caveat, Requirement, StackPlan
+from evalkit.records._plan_sheet import Caveat, Requirement, StackPlan
 
 _BNB = "https://github.com/bitsandbytes-foundation/bitsandbytes/pull/"
 _FLASH = "Dao-AILab/flash-attention README.md at 0251105a2fb19d2957484b7f023cd8c115286ced"

@@ -2,7 +2,7 @@
 
 read (the work: tokens, evaluation; the GPU table; a smoke report) ->
 validate -> compute (FLOPs, bounds, campaign) -> a
-:class:`~evalkit.plan.time_models.TimePlan` in ``PlanResult.time``. Arithmetic
+:class:`~evalkit.records._plan_time.TimePlan` in ``PlanResult.time``. Arithmetic
 only: no torch, so it runs before anything is rented.
 """
 
@@ -27,7 +27,9 @@ from evalkit.plan.config import ModelShape
 from evalkit.plan.flops import train_flops
 from evalkit.plan.gpus import GpuSpec, choose
 from evalkit.plan.options import Options, TimeRequest
-from evalkit.plan.time_models import (
+from evalkit.plan.timing import eval_bound, generation_costs, train_hours
+from evalkit.plan.work import EvalWork, TrainTokens, eval_work, from_count, from_report
+from evalkit.records._plan_time import (
     CampaignInputs,
     EvalInput,
     FlopTerm,
@@ -36,8 +38,6 @@ from evalkit.plan.time_models import (
     TimePlan,
     TokensInput,
 )
-from evalkit.plan.timing import eval_bound, generation_costs, train_hours
-from evalkit.plan.work import EvalWork, TrainTokens, eval_work, from_count, from_report
 
 SIGNIFICANT = 6
 

@@ -21,13 +21,13 @@ from evalkit.errors import CorruptWeights, NotAnAdapter, UnreadableFile
 from evalkit.provenance.adapter_config import INCLUDE_LINEAR_LAYERS, AdapterConfig
 from evalkit.provenance.artifacts import weight_files
 from evalkit.provenance.folder_files import read_json_file, tokenizer_info
-from evalkit.provenance.models import ModuleInfo, Problem, TokenizerInfo
 from evalkit.provenance.safetensors_file import (
     ADAPTER_REPAIR,
     FLOAT_DTYPES,
     SafetensorsHeader,
     read_header,
 )
+from evalkit.records._card import ModuleInfo, Problem, TokenizerInfo
 
 EMBEDDING_NAMES = ("embed_tokens", "wte", "word_embeddings", "embed_in", "embeddings")
 OUTPUT_NAMES = ("lm_head", "embed_out")

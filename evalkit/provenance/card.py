@@ -34,7 +34,9 @@ from evalkit.provenance.base_checks import (
 )
 from evalkit.provenance.card_options import CardParams
 from evalkit.provenance.folder_files import hash_files, tokenizer_info, training_settings
-from evalkit.provenance.models import (
+from evalkit.provenance.modules import read_modules
+from evalkit.provenance.safetensors_file import canonical_sha256, mapped, read_header
+from evalkit.records._card import (
     AdapterCard,
     BaseInfo,
     FullTensor,
@@ -44,8 +46,6 @@ from evalkit.provenance.models import (
     TokenizerInfo,
     read_card_data,
 )
-from evalkit.provenance.modules import read_modules
-from evalkit.provenance.safetensors_file import canonical_sha256, mapped, read_header
 
 WEIGHTS_NAME = "adapter_model.safetensors"
 LEGACY_WEIGHTS_NAME = "adapter_model.bin"

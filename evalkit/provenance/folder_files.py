@@ -13,7 +13,7 @@ from typing import Any
 from evalkit.errors import MalformedFile, UnreadableFile
 from evalkit.provenance import artifacts
 from evalkit.provenance.artifacts import hash_named
-from evalkit.provenance.models import TokenizerInfo
+from evalkit.records._card import TokenizerInfo
 
 TRAINING_FILES = ("training_args.json", "trainer_state.json")
 # From trainer_state.json only the settings; its log history is results, not settings.

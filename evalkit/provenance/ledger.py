@@ -45,7 +45,7 @@ from evalkit.provenance.ledger_head import (
 )
 
 if TYPE_CHECKING:
-    from evalkit.scoring.summary import ScoreSummary
+    from evalkit.records._summary import ScoreSummary
 
 LEDGER_NAME = "evalkit-ledger.jsonl"
 LEDGER_FORMAT = 2

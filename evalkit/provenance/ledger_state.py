@@ -28,10 +28,10 @@ from pydantic import Field
 
 from evalkit._version import __version__
 from evalkit.errors import MalformedFile, UnreadableFile
-from evalkit.persisted import Persisted
 from evalkit.provenance.ledger import LEDGER_NAME, look_key
 from evalkit.provenance.ledger_head import head_path
 from evalkit.provenance.ledger_read import LedgerScan, scan_ledger
+from evalkit.records._base import Persisted
 
 State = Literal["fresh", "seen", "reused", "burned"]
 FREEZE_ADVICE = (

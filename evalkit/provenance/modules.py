@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from evalkit.provenance.adapter_config import AdapterConfig, pattern_key
-from evalkit.provenance.models import FullTensor, ModuleInfo, Problem
 from evalkit.provenance.safetensors_file import SafetensorsHeader, TensorInfo, all_zero
+from evalkit.records._card import FullTensor, ModuleInfo, Problem
 
 PREFIX = "base_model.model."
 # suffix -> part of a LoRA module

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalkit.provenance.models import AdapterCard
+    from evalkit.records._card import AdapterCard
 
 HEX_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

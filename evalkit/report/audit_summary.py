@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.leakage.models import AuditReport
+from evalkit.records._audit import AuditReport
 
 EXAMPLES = 5
 

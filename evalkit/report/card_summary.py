@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from evalkit.provenance.models import AdapterCard, LoraSettings
+from evalkit.records._card import AdapterCard, LoraSettings
 
 
 def _count(n: int, noun: str) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalkit.comparison.models import CandidateReport
+    from evalkit.records._compare import CandidateReport
 
 COMMAND_START = "::"
 LEGACY_COMMAND = "##["

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.comparison.models import CandidateReport, ComparisonReport
+from evalkit.records._compare import CandidateReport, ComparisonReport
 
 
 def render_json(report: CandidateReport | ComparisonReport) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from evalkit.comparison.models import CandidateReport, RuleCheck
+from evalkit.records._compare import CandidateReport, RuleCheck
 
 
 def _number(value: float | None) -> str:

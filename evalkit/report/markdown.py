@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalkit.comparison.models import (
+from evalkit.records._compare import (
     CandidateReport,
     ComparisonReport,
     RuleCheck,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.model.records import Divergence, ReloadReport, RunRecord, TokenInfo
+from evalkit.records._run import Divergence, ReloadReport, RunRecord, TokenInfo
 
 
 def _artifact(run: RunRecord) -> str:

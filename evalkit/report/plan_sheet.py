@@ -1,17 +1,17 @@
 """The order sheet ``evalkit plan`` prints: per GPU class the host RAM, disk, stack, hours, cost.
 
 And the checkpoint cadence of preemptible mode. Rendering only: every
-figure comes from the :class:`~evalkit.plan.models.PlanResult`.
+figure comes from the :class:`~evalkit.records._plan.PlanResult`.
 """
 
 from __future__ import annotations
 
 import textwrap
 
-from evalkit.plan.models import PlanResult
-from evalkit.plan.sheet_models import Cadence, StackPlan
 from evalkit.plan.stacks import least_versions
-from evalkit.plan.time_models import TimePlan
+from evalkit.records._plan import PlanResult
+from evalkit.records._plan_sheet import Cadence, StackPlan
+from evalkit.records._plan_time import TimePlan
 
 WIDTH = 100
 _VENDOR = {"nvidia": "CUDA", "amd": "ROCm", None: "stack unknown"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.plan.models import PlanResult
+from evalkit.records._plan import PlanResult
 
 _TERM_LABELS = {
     "quantized_linears": "quantized linears",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from evalkit.plan.models import PlanResult
-from evalkit.plan.time_models import Campaign, GpuTime, MeasuredRates, TimePlan
+from evalkit.records._plan import PlanResult
+from evalkit.records._plan_time import Campaign, GpuTime, MeasuredRates, TimePlan
 
 _TERM_LABELS = {
     "forward_linears": "forward: linears and head",

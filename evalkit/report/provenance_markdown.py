@@ -9,8 +9,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from evalkit.comparison.models import CandidateReport, Decision
-from evalkit.comparison.record_models import LedgerStatus, ProvenanceComparison
+from evalkit.records._compare import CandidateReport, Decision
+from evalkit.records._compare_records import LedgerStatus, ProvenanceComparison
 from evalkit.report.markdown_text import code, text
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalkit.scoring.summary import Rates, ScoreSummary
+from evalkit.records._summary import Rates, ScoreSummary
 
 
 def _rate(value: float | None) -> str:

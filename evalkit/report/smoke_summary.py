@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from evalkit.model.smoke_records import PhasePeak, SmokeReport
+from evalkit.records._smoke import PhasePeak, SmokeReport
 
 _LOSS = {"assistant": "assistant turns", "completion": "the completion", "all": "every token"}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.splitting.manifest import SplitManifest, TextInfo
+from evalkit.records._manifest import SplitManifest, TextInfo
 
 
 def _worst_class(deviations: dict[str, float]) -> str:

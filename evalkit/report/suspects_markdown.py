@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalkit.comparison.models import ComparisonReport
-from evalkit.comparison.suspect_models import SuspectLabel, SuspectLabelCheck
+from evalkit.records._compare import ComparisonReport
+from evalkit.records._suspects import SuspectLabel, SuspectLabelCheck
 
 TERMINAL_EXAMPLES = 5
 MAX_ROWS = 100

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.tokens.models import CheckResult, Quantiles, TokensReport
+from evalkit.records._tokens import CheckResult, Quantiles, TokensReport
 
 MARKS = {"pass": "ok", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
 

@@ -16,7 +16,7 @@ _EXPORTS = {
     "RescoreParams": "evalkit.scoring.options",
     "ScoreParams": "evalkit.scoring.options",
     "ScoreResult": "evalkit.scoring.result",
-    "ScoreSummary": "evalkit.scoring.summary",
+    "ScoreSummary": "evalkit.records._summary",
     "read_predictions": "evalkit.scoring.predictions",
     "rescore": "evalkit.scoring.rescore",
     "score": "evalkit.scoring.engine",

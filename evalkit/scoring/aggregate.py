@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalkit.scoring.summary import (
+from evalkit.records._summary import (
     ClassStats,
     ConfusionCell,
     ConfusionMatrix,

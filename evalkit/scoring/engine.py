@@ -27,7 +27,15 @@ from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, Paramete
 from evalkit.io import FRAME_SOURCE, frame_sha256, is_path, require_regular_file, sha256_input
 from evalkit.options import takes
 from evalkit.provenance.gold_content import content_sha256
-from evalkit.provenance.models import AdapterCard
+from evalkit.records._card import AdapterCard
+from evalkit.records._summary import (
+    BaseModelInfo,
+    ContractInfo,
+    Evaluator,
+    GoldInfo,
+    PredictionsInfo,
+    ScoreSummary,
+)
 from evalkit.scoring import aggregate
 from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
 from evalkit.scoring.gold import all_unique, check_gold_columns, gold_input, read_gold
@@ -36,14 +44,6 @@ from evalkit.scoring.prediction_frame import read_prediction_input
 from evalkit.scoring.predictions import predictions_sha256
 from evalkit.scoring.processes import estimated_rows, resolve_workers
 from evalkit.scoring.result import ScoreResult
-from evalkit.scoring.summary import (
-    BaseModelInfo,
-    ContractInfo,
-    Evaluator,
-    GoldInfo,
-    PredictionsInfo,
-    ScoreSummary,
-)
 from evalkit.scoring.workers import ParsePool
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ def _provenance(
     checked, every key typed).
     """
     if card is not None and not isinstance(card, AdapterCard):
-        from evalkit.provenance.models import read_card_data
+        from evalkit.records._card import read_card_data
 
         card = read_card_data(card, "card", "pass an AdapterCard or what evalkit card writes")
     if base is None and card is not None:

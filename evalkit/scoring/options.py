@@ -12,9 +12,10 @@ and evalkit's own light modules are imported here.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from evalkit import params
 from evalkit.errors import ParameterError
@@ -92,7 +93,7 @@ class ScoreParams(LookParams):
     on_duplicate: OnDuplicate = option(
         "error", help="What to do when an id has several predictions."
     )
-    card: Path | None = option(
+    card: Path | Mapping[str, Any] | None = option(
         None,
         path_file=True,
         help="card.json of the adapter that produced the predictions (from evalkit card).",

@@ -26,9 +26,9 @@ from evalkit.comparison.results import ScoredResult, load_result
 from evalkit.contract.model import Contract
 from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
 from evalkit.options import takes
+from evalkit.records._summary import BaseModelInfo, RescoredFrom, ScoreSummary
 from evalkit.scoring.options import RescoreParams, ScoreParams
 from evalkit.scoring.result import ScoreResult
-from evalkit.scoring.summary import BaseModelInfo, RescoredFrom, ScoreSummary
 
 
 @dataclass(frozen=True)

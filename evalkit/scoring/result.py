@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalkit.scoring.summary import ScoreSummary
+from evalkit.records._summary import ScoreSummary
 from evalkit.scoring.write import write_score
 
 if TYPE_CHECKING:

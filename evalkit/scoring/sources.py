@@ -19,8 +19,8 @@ from evalkit.io import is_path
 from evalkit.scoring.options import ScoreParams
 
 if TYPE_CHECKING:
-    from evalkit.provenance.models import AdapterCard
-    from evalkit.scoring.summary import BaseModelInfo
+    from evalkit.records._card import AdapterCard
+    from evalkit.records._summary import BaseModelInfo
 
 
 def score_tables(gold: Any, predictions: Any, hf_split: str | None) -> tuple[Any, Any]:
@@ -73,6 +73,6 @@ def score_base(given: ScoreParams) -> BaseModelInfo | None:
     if given.base_model is None:
         return None
     from evalkit.provenance.records import options_base
-    from evalkit.scoring.summary import BaseModelInfo
+    from evalkit.records._summary import BaseModelInfo
 
     return BaseModelInfo(**options_base(given.base_model, given.base_revision))

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.provenance.ledger import AppendedLook
-    from evalkit.scoring.summary import ScoreSummary
+    from evalkit.records._summary import ScoreSummary
 
 
 class ScoreResult(Protocol):
@@ -68,7 +68,7 @@ def record_look(
     import hashlib
 
     from evalkit.provenance.ledger import append_look
-    from evalkit.scoring.summary import LookRef
+    from evalkit.records._summary import LookRef
 
     ledger = summary.ledger
     assert ledger is not None
@@ -115,7 +115,7 @@ def publish_score(
     """
     import hashlib
 
-    from evalkit.scoring.summary import LookRef
+    from evalkit.records._summary import LookRef
 
     folder = Path(out)
     look = None

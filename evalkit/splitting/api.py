@@ -22,6 +22,14 @@ from evalkit._version import __version__
 from evalkit.errors import NO_VALUE, InfeasibleSplit, ParameterError, Ref, UsageError
 from evalkit.io import TableFormat, is_path, read_table
 from evalkit.options import takes
+from evalkit.records._manifest import (
+    Freezing,
+    InputInfo,
+    Merging,
+    SplitManifest,
+    SplitOptions,
+    TextInfo,
+)
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
 from evalkit.splitting.groups import (
@@ -34,14 +42,6 @@ from evalkit.splitting.groups import (
 )
 from evalkit.splitting.inputs import check_table, resolve_targets
 from evalkit.splitting.lengths import load_tokenizer, row_lengths
-from evalkit.splitting.manifest import (
-    Freezing,
-    InputInfo,
-    Merging,
-    SplitManifest,
-    SplitOptions,
-    TextInfo,
-)
 from evalkit.splitting.options import NullGroupPolicy, SplitParams
 from evalkit.splitting.repetition import split_repetition
 from evalkit.splitting.report import build_report
@@ -60,7 +60,7 @@ class SplitResult:
     """A finished split: the rows of each split, the assignments and the manifest.
 
     ``manifest`` is what :meth:`write` writes as ``manifest.json`` (and
-    :func:`~evalkit.splitting.manifest.read_manifest` reads back equal).
+    :func:`~evalkit.records._manifest.read_manifest` reads back equal).
     """
 
     frames: dict[str, pl.DataFrame]

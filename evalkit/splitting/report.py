@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from evalkit.splitting.manifest import Leakage, LengthStats, Quality, SplitReport
+from evalkit.records._manifest import Leakage, LengthStats, Quality, SplitReport
 from evalkit.splitting.state import BoolArray, IntArray
 
 MAJOR_CLASS_SHARE = 0.05

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalkit.io import Table, TableFormat, atomic_directory, check_writable, write_table
-from evalkit.splitting.manifest import SplitManifest, manifest_text
+from evalkit.records._manifest import SplitManifest, manifest_text
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,7 +13,7 @@ and inference prompts are one code path:
 - :mod:`~evalkit.tokens.plan`, :mod:`~evalkit.tokens.figures`: per-example
   figures in one pipelined pass; :mod:`~evalkit.tokens.checks` and
   :mod:`~evalkit.tokens.stats` turn them into the report
-  (:mod:`~evalkit.tokens.models`); :mod:`~evalkit.tokens.api` is
+  (:mod:`~evalkit.records._tokens`); :mod:`~evalkit.tokens.api` is
   ``evalkit.check_tokens``.
 - :mod:`~evalkit.tokens.lengths`: token lengths for ``split --tokenizer``.
 """

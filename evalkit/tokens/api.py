@@ -36,7 +36,8 @@ from evalkit.tokens.load import (
 
 if TYPE_CHECKING:
     from evalkit.tokens.inputs import Splits
-from evalkit.tokens.models import (
+from evalkit.records import TruncationMode
+from evalkit.records._tokens import (
     ArgumentsHanded,
     CheckName,
     CheckResult,
@@ -46,7 +47,7 @@ from evalkit.tokens.models import (
     TokensOptions,
     TokensReport,
 )
-from evalkit.tokens.options import TokensParams, TruncationMode
+from evalkit.tokens.options import TokensParams
 from evalkit.tokens.parity import split_token_ids
 from evalkit.tokens.plan import (
     SplitPlanner,

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from evalkit.records._tokens import CheckName, CheckResult, ExampleRef, Status
 from evalkit.tokens.figures import RowFigures
-from evalkit.tokens.models import CheckName, CheckResult, ExampleRef, Status
 
 EXAMPLES = 5
 

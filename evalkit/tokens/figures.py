@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from evalkit.records import TruncationMode
 from evalkit.tokens.encode import TokenRun, encode_batch, span_runs
-from evalkit.tokens.options import TruncationMode
 from evalkit.tokens.parity import PromptMatch, prompt_matches
 from evalkit.tokens.spans import Span
 

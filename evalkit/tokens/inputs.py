@@ -18,7 +18,7 @@ from evalkit.chat import ChatColumn, read_chat
 from evalkit.errors import NO_VALUE, InvalidTable, Ref, UsageError
 from evalkit.io import Table, is_frame, is_path, read_table, require_columns
 from evalkit.leakage.inputs import split_sources
-from evalkit.tokens.models import Encode, Loss
+from evalkit.records._tokens import Encode, Loss
 
 if TYPE_CHECKING:
     from evalkit.io import TableLike

@@ -3,7 +3,7 @@
 Light on purpose (stdlib and :mod:`evalkit.options` only): ``evalkit tokens
 --help`` builds its options from :class:`TokensParams` without loading
 pydantic or polars. The report's record of what was asked
-(:class:`~evalkit.tokens.models.TokensOptions`) is written from it, with the
+(:class:`~evalkit.records._tokens.TokensOptions`) is written from it, with the
 defaults resolved against the data.
 """
 
@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Literal
 
 from evalkit import params
 from evalkit.options import Params, option
+from evalkit.records import Encode, Loss, TruncationMode
 from evalkit.vocabulary import id_field, seed_field, system_field, text_field, tools_field
-
-Loss = Literal["assistant", "completion", "all"]
-Encode = Literal["template", "text"]
-TruncationMode = Literal["keep_start", "keep_end"]
 
 
 @dataclass(frozen=True, kw_only=True)

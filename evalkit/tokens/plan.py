@@ -22,9 +22,9 @@ import numpy as np
 
 from evalkit.chat import handed_counts, template_conversations
 from evalkit.errors import EvalkitError
+from evalkit.records._tokens import Encode, Loss
 from evalkit.tokens.figures import Plan
 from evalkit.tokens.inputs import SplitInput
-from evalkit.tokens.models import Encode, Loss
 from evalkit.tokens.render import (
     prompt_renders,
     render_all,

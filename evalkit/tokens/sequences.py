@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import InvalidTable, UsageError
 from evalkit.io import is_path
+from evalkit.records._tokens import Encode, Loss
 from evalkit.tokens.encode import encode_batch
 from evalkit.tokens.figures import Settings, supervised_runs
 from evalkit.tokens.inputs import SplitInput, read_splits, resolve_modes
-from evalkit.tokens.models import Encode, Loss
 from evalkit.tokens.plan import SplitPlanner
 
 if TYPE_CHECKING:

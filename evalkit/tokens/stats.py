@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalkit.records._tokens import Quantiles, TokenCounts, Truncation
 from evalkit.tokens.figures import RowFigures
-from evalkit.tokens.models import Quantiles, TokenCounts, Truncation
 
 
 def quantiles(values: np.ndarray) -> Quantiles:

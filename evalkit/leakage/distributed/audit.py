@@ -31,10 +31,11 @@ from evalkit.leakage.distributed.checks import CheckedPairs
 from evalkit.leakage.distributed.reading import ReadBlocks, read_all
 from evalkit.leakage.distributed.session import RayOptions, RaySession, ray_session
 from evalkit.leakage.inputs import SplitSource, _check_names, split_sources
-from evalkit.leakage.minhash import LshParameters, choose_lsh
-from evalkit.leakage.models import AuditOptions, AuditReport, WithinSplit
+from evalkit.leakage.minhash import choose_lsh
 from evalkit.leakage.progress import Progress
 from evalkit.leakage.search import SimilarPairs
+from evalkit.records import LshParameters
+from evalkit.records._audit import AuditOptions, AuditReport, WithinSplit
 
 ROWS_PER_PARTITION = 250_000
 BYTES_PER_ROW_GUESS = 200  # only sizes the partitions: any count gives the same answer

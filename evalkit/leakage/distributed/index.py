@@ -33,7 +33,7 @@ from evalkit.leakage.distributed import tasks
 from evalkit.leakage.distributed.checks import CheckedPairs
 from evalkit.leakage.distributed.partitions import range_boundaries
 from evalkit.leakage.distributed.session import RaySession
-from evalkit.leakage.minhash import LshParameters
+from evalkit.records import LshParameters
 
 
 @dataclass(frozen=True)

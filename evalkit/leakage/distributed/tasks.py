@@ -40,9 +40,10 @@ from evalkit.leakage.distributed.partitions import (
     small_bucket_codes,
     split_by_part,
 )
-from evalkit.leakage.minhash import LshParameters, minhash_signatures
+from evalkit.leakage.minhash import minhash_signatures
 from evalkit.leakage.normalize import normalize_texts
 from evalkit.leakage.shingles import Shingles, shingle_texts
+from evalkit.records import LshParameters
 
 SAMPLE_TEXTS = 64  # texts per block for the range boundaries
 TEXT_SCHEMA = {"text": pl.String, "split": pl.Int64, "row": pl.Int64, "id": pl.String}

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from evalkit.comparison.models import (
+from evalkit.comparison.outputs import FlipOutputs, SideOutputs
+from evalkit.records._compare import (
     CandidateReport,
     FlippedExample,
     ScopeComparison,
 )
-from evalkit.comparison.outputs import FlipOutputs, SideOutputs
 from evalkit.report.html.charts import (
     PALETTE,
     Estimate,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evalkit.comparison.models import ComparisonReport
 from evalkit.comparison.outputs import FlipOutputs
+from evalkit.records._compare import ComparisonReport
 from evalkit.report.html.candidate import (
     candidate_sections,
     failed_rules,

@@ -17,8 +17,8 @@ from evalkit.report.html.charts import MatrixCell, Row, matrix_chart
 from evalkit.report.html.page import Html, Section, figure, join, paragraph
 
 if TYPE_CHECKING:  # types only: the score report need not build the comparison models
-    from evalkit.comparison.models import ConfusionComparison
-    from evalkit.scoring.summary import ConfusionMatrix
+    from evalkit.records._compare import ConfusionComparison
+    from evalkit.records._summary import ConfusionMatrix
 
 NO_CLASS = "(no valid output)"
 

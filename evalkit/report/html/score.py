@@ -1,6 +1,6 @@
 """``report.html`` of ``evalkit score``: one result as pictures.
 
-Everything comes from the :class:`~evalkit.scoring.summary.ScoreSummary`
+Everything comes from the :class:`~evalkit.records._summary.ScoreSummary`
 that ``summary.json`` persists, so the page shows exactly the figures of the
 file beside it: overall rates, per-class rates with rare classes marked, the
 confusion matrix, the format errors with one example each, fields, slices.
@@ -8,6 +8,7 @@ confusion matrix, the format errors with one example each, fields, slices.
 
 from __future__ import annotations
 
+from evalkit.records._summary import ScoreSummary
 from evalkit.report.html.charts import PALETTE, Row, ValuePanel, count_chart, value_chart
 from evalkit.report.html.matrix import score_confusion_section
 from evalkit.report.html.page import (
@@ -24,7 +25,6 @@ from evalkit.report.html.page import (
     verdict_box,
 )
 from evalkit.report.numbers import rate
-from evalkit.scoring.summary import ScoreSummary
 
 
 def _lead(summary: ScoreSummary) -> Html:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.comparison.models import ComparisonReport
+from evalkit.records._compare import ComparisonReport
 from evalkit.report.html.page import Section, element, join, paragraph, table
 from evalkit.report.suspects_markdown import (
     MAX_ROWS,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from evalkit.records._tokens import CheckResult, Quantiles, TokenCounts, TokensReport
 from evalkit.report.html.page import (
     Html,
     Section,
@@ -27,7 +28,6 @@ from evalkit.report.html.page import (
     table,
     verdict_box,
 )
-from evalkit.tokens.models import CheckResult, Quantiles, TokenCounts, TokensReport
 from evalkit.tokens.samples import Sample, ShownToken
 
 COUNTED = ("prompt", "answer", "total")

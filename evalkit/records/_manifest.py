@@ -15,7 +15,7 @@ of a whole ``evalkit split`` of 100k items (bench/RESULTS.md). pydantic
 reads the same classes where it is needed, lazily: their JSON Schema in
 docs/schemas (:func:`manifest_schema`) and the validation of a manifest
 read back. They carry the settings of the persisted base
-(:mod:`evalkit.persisted`) for it: an unknown key is refused, and each
+(:mod:`evalkit.records._base`) for it: an unknown key is refused, and each
 field's docstring is its description in the schema.
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from evalkit.io import source_metadata
-from evalkit.versions import FileFormat
+from evalkit.records._versions import FileFormat
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, TypeAdapter
@@ -39,7 +39,7 @@ MANIFEST_FORMAT_VERSION = 1
 MANIFEST_FORMAT = FileFormat("split manifest", MANIFEST_FORMAT_VERSION)
 READ_HINT = "pass the manifest.json that evalkit split wrote"
 
-# The settings of evalkit.persisted.Persisted, as pydantic reads them from a dataclass.
+# The settings of evalkit.records._base.Persisted, as pydantic reads them from a dataclass.
 _PERSISTED = {"extra": "forbid", "use_attribute_docstrings": True}
 
 
@@ -48,7 +48,7 @@ class _AuditWithin:
 
     ``evalkit split --near-dup`` writes the entries
     :func:`evalkit.leakage.within.summarize` computes, in the shape the audit
-    report's model :class:`evalkit.leakage.models.WithinSplit` defines; the
+    report's model :class:`evalkit.records._audit.WithinSplit` defines; the
     schema and the validation of a manifest read back use that model, and the
     value read stays the plain data a split holds.
     """
@@ -57,7 +57,7 @@ class _AuditWithin:
     def __get_pydantic_core_schema__(source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         from pydantic_core import core_schema
 
-        from evalkit.leakage.models import WithinSplit
+        from evalkit.records._audit import WithinSplit
 
         def as_data(model: WithinSplit) -> dict[str, object]:
             return model.model_dump(mode="json")

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from evalkit.persisted import Persisted
-from evalkit.versions import FileFormat
+from evalkit.records._base import Persisted
+from evalkit.records._versions import FileFormat
 
 CARD_VERSION = 1
 CARD_FORMAT = FileFormat("adapter card", CARD_VERSION, key="card_version")

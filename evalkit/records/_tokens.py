@@ -14,8 +14,8 @@ from pydantic import Field
 
 from evalkit._version import __version__
 from evalkit.io import source_field
-from evalkit.persisted import Persisted
-from evalkit.tokens.options import Encode, Loss, TruncationMode
+from evalkit.records._base import Persisted
+from evalkit.records._kinds import Encode, Loss, TruncationMode
 
 TOKENS_FORMAT_VERSION = 1
 CheckName = Literal[

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalkit.persisted import Persisted
-from evalkit.plan.sheet_models import DiskPlan, HostPlan, StackPlan
-from evalkit.plan.time_models import TimePlan
+from evalkit.records._base import Persisted
+from evalkit.records._plan_sheet import DiskPlan, HostPlan, StackPlan
+from evalkit.records._plan_time import TimePlan
 
 PLAN_FORMAT_VERSION = 1
 

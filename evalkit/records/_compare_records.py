@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from evalkit.persisted import Persisted
+from evalkit.records._base import Persisted
 
 State = Literal["fresh", "seen", "reused", "burned", "unknown"]
 """A test set's state; ``unknown`` when no ledger counted its looks."""

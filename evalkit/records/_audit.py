@@ -13,10 +13,29 @@ from pydantic import Field
 
 from evalkit._version import __version__
 from evalkit.io import source_field
-from evalkit.leakage.minhash import LshParameters
-from evalkit.persisted import Persisted
+from evalkit.records._base import Persisted
 
 AUDIT_FORMAT_VERSION = 1
+
+
+class LshParameters(Persisted):
+    """How near duplicates are searched: shingling, MinHash and LSH banding."""
+
+    threshold: float = Field(
+        description="Jaccard similarity at or above which two texts are near duplicates."
+    )
+    shingle_size: int = Field(
+        description="Words per shingle (a text is the set of its word k-grams)."
+    )
+    num_perm: int = Field(description="MinHash hash functions (signature length).")
+    bands: int = Field(description="LSH bands; a pair is a candidate if one band matches entirely.")
+    rows: int = Field(description="Signature values per band.")
+    false_negative_rate: float = Field(
+        description=(
+            "Chance that a pair exactly at the threshold is never a candidate: (1 - t^rows)^bands."
+        )
+    )
+    seed: int = Field(description="Seed of the MinHash hash functions.")
 
 
 class _Model(Persisted):

@@ -12,8 +12,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from evalkit.persisted import Persisted
-from evalkit.plan.sheet_models import Cadence
+from evalkit.records._base import Persisted
+from evalkit.records._plan_sheet import Cadence
 
 
 class _Model(Persisted):

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from evalkit.persisted import Persisted
+from evalkit.records._base import Persisted
 
 
 class _Model(Persisted):

@@ -20,9 +20,9 @@ from pydantic import Field, ValidationError
 
 from evalkit.errors import MalformedFile
 from evalkit.io import source_field
-from evalkit.persisted import Persisted
-from evalkit.provenance.models import CARD_FORMAT, AdapterCard
-from evalkit.versions import FileFormat
+from evalkit.records._base import Persisted
+from evalkit.records._card import CARD_FORMAT, AdapterCard
+from evalkit.records._versions import FileFormat
 
 FORMAT_VERSION = 1
 SUMMARY_FORMAT = FileFormat("score summary", FORMAT_VERSION)
@@ -303,7 +303,7 @@ def read_summary_data(data: dict[str, Any], source: object, hint: str) -> ScoreS
     """The summary a ``summary.json`` document holds, its and its card's versions checked.
 
     An older format is brought up to date (:data:`SUMMARY_FORMAT`, and the
-    card's own :data:`~evalkit.provenance.models.CARD_FORMAT`); a newer one,
+    card's own :data:`~evalkit.records._card.CARD_FORMAT`); a newer one,
     an unknown or missing key or a wrong type is a
     :class:`~evalkit.errors.MalformedFile` naming ``source`` and the key,
     ending with ``hint`` (what to do).

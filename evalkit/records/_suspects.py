@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from evalkit.persisted import Persisted
+from evalkit.records._base import Persisted
 
 
 class _Model(Persisted):

@@ -12,15 +12,15 @@ from typing import Literal
 
 from pydantic import Field
 
-from evalkit.comparison.record_models import (
+from evalkit.records._base import Persisted
+from evalkit.records._compare_records import (
     GoldSplit,
     LedgerStatus,
     ProvenanceComparison,
     ReloadNeeds,
 )
-from evalkit.comparison.rules import GateRules
-from evalkit.comparison.suspect_models import SuspectLabel, SuspectLabelCheck
-from evalkit.persisted import Persisted
+from evalkit.records._gate import GateRules
+from evalkit.records._suspects import SuspectLabel, SuspectLabelCheck
 
 REPORT_FORMAT_VERSION = 1
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Literal
 
 from evalkit.io import source_field
-from evalkit.model.memory import MeasureKind
-from evalkit.model.records import DeviceInfo
-from evalkit.persisted import Persisted
-from evalkit.plan.models import PlanResult
-from evalkit.versions import FileFormat
+from evalkit.records._base import Persisted
+from evalkit.records._kinds import MeasureKind
+from evalkit.records._plan import PlanResult
+from evalkit.records._run import DeviceInfo
+from evalkit.records._versions import FileFormat
 
 SMOKE_VERSION = 1
 SMOKE_FORMAT = FileFormat("smoke report", SMOKE_VERSION)
