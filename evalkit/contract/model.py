@@ -166,6 +166,9 @@ class GateRules(_Strict):
     """Fail the gate when the test set's ledger says it is burned (5 or more looks, the
     rules changed after a look, or an edited ledger), or when its looks cannot be
     counted (no ledger, or one without these results' looks)."""
+    require_servable: Literal["vllm"] | None = None
+    """Fail the gate unless the candidate's adapter card says the server named serves the
+    adapter as it is (``servable.vllm`` true); a candidate scored without a card fails."""
 
 
 class GoldAnswer(_Strict):

@@ -46,6 +46,7 @@ from evalkit.provenance.models import (
 )
 from evalkit.provenance.modules import read_modules
 from evalkit.provenance.safetensors_file import canonical_sha256, mapped, read_header
+from evalkit.provenance.servable import vllm_servability
 
 WEIGHTS_NAME = "adapter_model.safetensors"
 LEGACY_WEIGHTS_NAME = "adapter_model.bin"
@@ -294,6 +295,12 @@ def adapter_card(
         tokenizer=own_tokenizer,
         training=training_settings(folder, given.training),
         problems=problems,
+        servable=vllm_servability(
+            config,
+            report.modules,
+            report.full_tensors,
+            base_rows=base_embedding_rows(base_folder) if base_folder is not None else None,
+        ),
     )
 
 
