@@ -7,12 +7,11 @@ called directly, as a user would (its tokenizer loaded, prompts tokenized
 by transformers' ``apply_chat_template`` in this test, not by evalkit), in a
 script of its own under a ``__main__`` guard: one engine for the adapter's
 outputs and, in a call of its own, the base's. Engine starts are what these
-tests cost (about a minute each here), so there are five: the reference,
-evalkit with the adapter (vLLM's default multiprocess engine), evalkit's
-base run and reload check (in-process engines,
-``VLLM_ENABLE_V1_MULTIPROCESSING=0``, as the reference), and one that is
-meant to fail. ``make unit-vllm`` runs them in ``.venv-vllm``; elsewhere
-they skip.
+tests cost (half a minute to a minute each here), so there are five: the
+reference, evalkit with the adapter (vLLM's default multiprocess engine),
+evalkit's base run, its reload check and an engine meant to fail (in-process
+engines, ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, as the reference).
+``make unit-vllm`` runs them in ``.venv-vllm``; elsewhere they skip.
 """
 
 from __future__ import annotations
@@ -274,8 +273,10 @@ def test_reload_check_with_vllm_measures_the_parity_of_an_hf_run(
 def test_an_engine_that_cannot_start_is_one_line_naming_the_folder(
     run_cli, vmodel, monkeypatch
 ) -> None:
-    # More KV cache than the machine has: vLLM refuses deep in its engine core process.
-    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "4096")
+    # More KV cache than the machine has: vLLM refuses in its engine's worker (the root
+    # cause from a multiprocess engine's log: tests/test_model_backends.py).
+    for name, value in {**IN_PROCESS, "VLLM_CPU_KVCACHE_SPACE": "4096"}.items():
+        monkeypatch.setenv(name, value)
     result = _generate(run_cli, vmodel, vmodel["root"] / "never")
     assert_one_line_error(result, f"{vmodel['base']}: vLLM 0.32.0 cannot start on this model (")
     assert "root cause" not in result.stderr  # vLLM's own words, not "see root cause above"

@@ -200,34 +200,34 @@ def _generations(outputs: list[Any], stops: set[int], top_k: int) -> list[dict[s
     return found
 
 
-def generate_with_vllm(request: dict[str, Any]) -> dict[str, Any]:
-    """Greedy outputs of ``request["prompts"]`` (token ids) from base (+ adapter) with vLLM.
-
-    The request names the base and adapter folders, ``device``, ``dtype``,
-    ``max_new_tokens``, ``stop_token_ids``, ``top_k``, ``seed``,
-    ``max_num_seqs`` and ``max_lora_rank`` (None without an adapter).
-    Returns ``{generations, settings, device, dtype, name}`` as JSON data.
-    """
+def start_engine(request: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """vLLM imported and its engine started for ``request``; the engine and its facts
+    (``settings``, ``device``, ``dtype``, ``name``, ``cuda``)."""
     from evalkit.model.folders import read_json
 
     try:
-        from vllm import SamplingParams
-        from vllm.lora.request import LoRARequest
-    except Exception as error:  # an install whose imports break (a CUDA torchvision beside it)
+        import vllm  # noqa: F401 (an install whose imports break: a CUDA torchvision beside it)
+    except Exception as error:
         raise ModelLoadError(
             f"vLLM is installed but does not import ({type(error).__name__}: "
             f"{_first_line(error)}); reinstall it: pip install 'evalkit[vllm]'"
         ) from None
-    base = Path(request["base"])
-    config = read_json(base / "config.json")
-    prompts: list[list[int]] = request["prompts"]
-    max_new = int(request["max_new_tokens"])
-    llm, facts = _engine(request, config, max(len(ids) for ids in prompts) + max_new)
+    config = read_json(Path(request["base"]) / "config.json")
+    longest = max(len(ids) for ids in request["prompts"])
+    return _engine(request, config, longest + int(request["max_new_tokens"]))
+
+
+def decode(llm: Any, facts: dict[str, Any], request: dict[str, Any]) -> list[dict[str, Any]]:
+    """Greedy outputs of ``request["prompts"]`` on a started engine, in one call of one kind
+    (the adapter's requests, or the base's: never both in a batch)."""
+    from vllm import SamplingParams
+    from vllm.lora.request import LoRARequest
+
     stops = [int(token) for token in request["stop_token_ids"]]
     top_k = int(request["top_k"])
     params = SamplingParams(
         temperature=0.0,
-        max_tokens=max_new,
+        max_tokens=int(request["max_new_tokens"]),
         seed=int(request["seed"]),
         stop_token_ids=stops,
         logprobs=top_k,
@@ -245,7 +245,7 @@ def generate_with_vllm(request: dict[str, Any]) -> dict[str, Any]:
             ) from None
     try:
         outputs = llm.generate(
-            [{"prompt_token_ids": list(ids)} for ids in prompts],
+            [{"prompt_token_ids": list(ids)} for ids in request["prompts"]],
             params,
             lora_request=lora,
             use_tqdm=bool(request.get("progress")),
@@ -254,7 +254,19 @@ def generate_with_vllm(request: dict[str, Any]) -> dict[str, Any]:
         raise WorkerFailed(
             f"vLLM failed while generating ({_root_cause(error, request.get('log'))})"
         ) from None
-    return {**facts, "generations": _generations(outputs, set(stops), top_k)}
+    return _generations(outputs, set(stops), top_k)
+
+
+def generate_with_vllm(request: dict[str, Any]) -> dict[str, Any]:
+    """Greedy outputs of ``request["prompts"]`` (token ids) from base (+ adapter) with vLLM.
+
+    The request names the base and adapter folders, ``device``, ``dtype``,
+    ``max_new_tokens``, ``stop_token_ids``, ``top_k``, ``seed``,
+    ``max_num_seqs`` and ``max_lora_rank`` (None without an adapter).
+    Returns ``{generations, settings, device, dtype, name, cuda}`` as JSON data.
+    """
+    llm, facts = start_engine(request)
+    return {**facts, "generations": decode(llm, facts, request)}
 
 
 def main(argv: list[str]) -> int:
