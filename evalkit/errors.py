@@ -233,3 +233,8 @@ class ParameterError(InvalidParameter):
 
 class EngineFailure(EvalkitError):
     """A distributed run could not finish one of its stages (names the stage)."""
+
+
+class AdapterNotServable(ModelLoadError):
+    """The server asked for (vLLM) refuses the adapter, or would serve it otherwise (names the
+    rule; found before the engine starts)."""

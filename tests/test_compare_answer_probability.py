@@ -101,9 +101,11 @@ def write_run(folder: Path) -> tuple[Path, dict[str, tuple[list[int], list[list[
     ).write_parquet(folder / "tokens.parquet")
     tokenizer_sha256 = sha256(TOKENIZER / "tokenizer.json")
     run = RunRecord(
-        format_version=1,
+        format_version=2,
         evalkit_version="0.1.0",
         kind="base",
+        backend="hf",
+        vllm=None,
         base=BasePins(path="base", files={}, config_sha256="c" * 64, weights_sha256="w" * 64),
         adapter=None,
         tokenizer=TokenizerPins(
@@ -236,7 +238,7 @@ def test_a_run_json_that_is_not_a_run_record_is_skipped_and_said(
     folders, _ = results
     run_json = tmp_path / "run" / "run.json"
     run = json.loads(run_json.read_text())
-    for change in ({"format_version": 2}, {"generation": {"top_k_logits": TOP_K}}):
+    for change in ({"format_version": 3}, {"generation": {"top_k_logits": TOP_K}}):
         run_json.write_text(json.dumps(run | change))
         check = compare(*folders).suspect_label_check
         assert check is not None

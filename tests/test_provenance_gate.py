@@ -119,7 +119,9 @@ def test_score_provenance_option_errors(run_cli, data, card, peft_adapters) -> N
     assert_one_line_error(
         run_cli(*common, "--card", card("r8_a16"), "--base-revision", REV_B), "cannot change a card"
     )
-    assert_one_line_error(run_cli(*common, "--card", adapter), "is a folder", "--card takes a card.json")
+    assert_one_line_error(
+        run_cli(*common, "--card", adapter), "is a folder", "--card takes a card.json"
+    )
     (data / "bad.json").write_text(json.dumps({"card_version": 1}))
     assert_one_line_error(run_cli(*common, "--card", data / "bad.json"), "bad.json: key")
     (data / "broken.json").write_text('{"card_version": ')

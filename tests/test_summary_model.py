@@ -104,7 +104,7 @@ def test_a_newer_card_inside_a_summary_is_refused_in_one_line(
     assert_one_line_error(
         run_cli("gate", folder, folder),
         f"{folder / 'summary.json'}: card: card_version 3 is newer than this evalkit reads "
-        "(adapter card 1); upgrade evalkit",
+        "(adapter card 2); upgrade evalkit",
     )
 
 

@@ -65,17 +65,17 @@ def test_a_newer_card_is_refused_by_its_reader(tmp_path: Path) -> None:
     path = tmp_path / "card.json"
     card = json.loads(card_json(adapter_card(MODEL / "adapter")))
     path.write_text(json.dumps({**card, "card_version": card["card_version"] + 1}))
-    with pytest.raises(MalformedFile, match=r"card_version 2 is newer than this evalkit reads"):
+    with pytest.raises(MalformedFile, match=r"card_version 3 is newer than this evalkit reads"):
         load_card(path)
     path.write_text(json.dumps(card))
-    assert load_card(path).card_version == 1
+    assert load_card(path).card_version == 2
 
 
 def test_a_newer_run_record_is_refused(tmp_path: Path) -> None:
     from evalkit.model.pins import read_run
 
-    (tmp_path / "run.json").write_text(json.dumps({"format_version": 2}))
-    with pytest.raises(MalformedFile, match=r"run.json: format_version 2 is newer"):
+    (tmp_path / "run.json").write_text(json.dumps({"format_version": 3}))
+    with pytest.raises(MalformedFile, match=r"run.json: format_version 3 is newer"):
         read_run(tmp_path)
 
 

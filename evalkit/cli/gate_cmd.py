@@ -57,7 +57,9 @@ def gate_command(
     (e.g. --factor r) any other difference fails as confounded_ablation
     (for r, fixed lora_alpha and fixed lora_alpha/r are both accepted and
     named). The test set's ledger state is printed; with
-    `require_fresh_test: true` in the gate block, a burned test fails.
+    `require_fresh_test: true` in the gate block, a burned test fails; with
+    `require_servable: vllm`, a candidate whose adapter card says vLLM does
+    not serve it as it is (or that records no card) fails.
 
     \b
     Exit codes: 0 the candidate passes, 1 it fails a rule, 2 bad input.

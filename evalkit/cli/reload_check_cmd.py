@@ -39,13 +39,20 @@ def reload_check_command(
     its token (a tiny gap is a near tie flipped by rounding, e.g. a merge
     saved in bf16; a large one is another model).
 
+    --backend vllm regenerates with vLLM's engine (the adapter as a server
+    runs it) and --backend hf with transformers, whichever made the run: the
+    report gives the exact-match rate of token ids, and --min-match RATE
+    (default 1.0) is the smallest that passes.
+
     \b
     Example:
       evalkit reload-check run/                      # the pinned base + adapter
       evalkit reload-check run/ --merged merged/     # the artifact to deploy
+      evalkit reload-check run/ --backend vllm --n 500 --min-match 0.95
 
-    Exit codes: 0 every control example identical; 1 one differs; 2 bad input
-    or a pinned file changed.
+    Exit codes: 0 the exact-match rate reaches --min-match (by default: every
+    control example identical); 1 it does not; 2 bad input or a pinned file
+    changed.
     """
     from evalkit.cli import debug_enabled
     from evalkit.cli._files import run_inputs

@@ -130,6 +130,10 @@ def _compare_one(
     test_set = ledger_status(findings, [baseline, candidate], overall)
     if rules.require_fresh_test:
         checks.append(fresh_test_check(test_set))
+    if rules.require_servable is not None:
+        from evalkit.comparison.servable import servable_check
+
+        checks.append(servable_check(candidate, rules.require_servable))
     failures = [check for check in checks if not check.passed]
     return CandidateReport(
         evalkit_version=__version__,

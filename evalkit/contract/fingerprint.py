@@ -21,11 +21,14 @@ def normalized_contract(contract: Contract) -> dict[str, Any]:
     ``schema_file`` is left out: the schema it named is inline, and a renamed
     file with the same schema is the same rule. ``gold_answer`` appears only
     when set, so contracts that read gold columns keep the fingerprint they
-    had before the key existed.
+    had before the key existed; so does ``gate.require_servable``.
     """
     data = contract.model_dump(mode="json", by_alias=True, exclude={"output": {"schema_file"}})
     if data.get("gold_answer") is None:
         data.pop("gold_answer", None)
+    gate = data.get("gate")
+    if isinstance(gate, dict) and gate.get("require_servable") is None:
+        gate.pop("require_servable", None)
     return data
 
 

@@ -69,6 +69,28 @@ def prompt_divergence(
     )
 
 
+def _own_top_gaps(
+    position: int,
+    run_ids: Sequence[int],
+    run_top_ids: Sequence[Sequence[int]],
+    run_top_logits: Sequence[Sequence[float]],
+    reload: Generation,
+) -> tuple[float | None, float | None]:
+    """The gaps from each side's own top-k, for a reload that cannot read logits at given ids
+    (vLLM): a side's gap is known when the other side's token is among its top-k."""
+    reload_gap = run_gap = None
+    if position >= len(run_ids) or position >= len(reload.output_ids):
+        return None, None
+    run_token, reload_token = run_ids[position], reload.output_ids[position]
+    if position < len(reload.top_ids) and run_token in reload.top_ids[position]:
+        values = reload.top_logits[position]
+        reload_gap = values[0] - values[list(reload.top_ids[position]).index(run_token)]
+    if position < len(run_top_ids) and reload_token in run_top_ids[position]:
+        values = list(run_top_logits[position])
+        run_gap = values[0] - values[list(run_top_ids[position]).index(reload_token)]
+    return reload_gap, run_gap
+
+
 def output_divergence(
     example: Id,
     run_ids: Sequence[int],
@@ -92,6 +114,8 @@ def output_divergence(
             reload_gap = reload.top_logits[position][0] - reload_values[run_top.index(run_token)]
         if position < len(reload.output_ids) and reload.output_ids[position] in run_top:
             run_gap = run_values[0] - run_values[run_top.index(reload.output_ids[position])]
+    elif reload.reference_logits is None:
+        reload_gap, run_gap = _own_top_gaps(position, run_ids, run_top_ids, run_top_logits, reload)
     return Divergence(
         id=example,
         part="output",

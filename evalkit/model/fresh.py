@@ -11,6 +11,7 @@ exit_code}}``, so an evalkit error in the child is the same one-line error
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -36,35 +37,65 @@ def worker_error(error: dict[str, Any], what: str) -> EvalkitError:
     return failure
 
 
-def run_worker(module: str, request: dict[str, Any], scratch: Path, *, what: str) -> Any:
+def run_worker(
+    module: str,
+    request: dict[str, Any],
+    scratch: Path,
+    *,
+    what: str,
+    log: Path | None = None,
+    debug: bool = False,
+) -> Any:
     """Run ``python -m module`` on ``request`` in a new interpreter; its report, or its error.
 
     ``scratch`` is a folder the request and result files are written in.
     The child's stdout is discarded (libraries print there); its stderr
-    passes through, so ``--debug`` tracebacks reach the user.
+    passes through, so ``--debug`` tracebacks reach the user. With ``log``
+    (a file), everything the child and its own children print goes there
+    instead (an engine's chatter, which is no message for the user), unless
+    ``debug``: then it all passes through to stderr.
     """
     from evalkit.model.runtime import hub_offline_environment, python_executable
 
     request_path = scratch / "request.json"
     result_path = scratch / "result.json"
     request_path.write_text(json.dumps(request), encoding="utf-8")
-    completed = subprocess.run(
-        [python_executable(), "-m", module, str(request_path), str(result_path)],
-        env=hub_offline_environment(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        check=False,
-    )
+    with contextlib.ExitStack() as stack:
+        stdout: Any = subprocess.DEVNULL
+        stderr: Any = None
+        if log is not None:
+            if debug:
+                stdout = sys.stderr
+            else:
+                stdout = stderr = stack.enter_context(log.open("ab"))
+        completed = subprocess.run(
+            [python_executable(), "-m", module, str(request_path), str(result_path)],
+            env=hub_offline_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=stderr,
+            check=False,
+        )
     if not result_path.is_file():
+        last = _last_line(log) if log is not None and not debug else ""
         raise WorkerFailed(
             f"the {what} process ended with exit code {completed.returncode} and no result "
-            "(out of memory? rerun with {debug})",
+            f"({last or 'out of memory?'}; rerun with {{debug}})",
             refs={"debug": True},
         )
     result = json.loads(result_path.read_text(encoding="utf-8"))
     if "error" in result:
         raise worker_error(result["error"], what)
     return result["report"]
+
+
+def _last_line(log: Path) -> str:
+    """The last line a child printed (its own words for why it died), shortened."""
+    if not log.is_file():
+        return ""
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines()]
+    lines = [line for line in lines if line]
+    return lines[-1][:200] if lines else ""
 
 
 def _error_record(error: EvalkitError) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from evalkit.io import sha256_file
 from evalkit.model.decode import DecodeSettings, Generation, decode_batches, plan_batches
 from evalkit.model.load import LoadedModel
 from evalkit.model.options import GenerateParams
+from evalkit.model.pins import tokenizer_files
 from evalkit.model.prompts import PromptSet
 from evalkit.options import takes
 from evalkit.records._run import (
@@ -35,6 +36,7 @@ from evalkit.records._run import (
     OutputsInfo,
     RunRecord,
     TokenizerPins,
+    VllmSettings,
 )
 
 if TYPE_CHECKING:
@@ -179,6 +181,7 @@ def generate(
     /,
     *,
     progress: bool = False,
+    debug: bool = False,
     **values: Any,
 ) -> GenerateResult:
     """Greedy outputs of ``base`` (+ ``adapter``) for every conversation of ``data``.
@@ -192,31 +195,44 @@ def generate(
 
     Each prompt is the conversation without its last assistant turn, rendered
     by the tokenizer's chat template with the generation prompt added (the
-    render ``evalkit tokens`` checks). ``progress`` draws a bar on stderr when
-    it is a terminal.
+    render ``evalkit tokens`` checks). ``backend`` picks who decodes: ``hf``
+    (transformers + PEFT, in this process) or ``vllm`` (vLLM's engine in a
+    worker process; ``debug`` shows its log). ``progress`` draws a bar on
+    stderr when it is a terminal (hf).
     """
-    given = GenerateParams.build(params, values)
-    id_column, text_columns = given.id_column, given.text_columns
-    max_new_tokens, batch_size = given.max_new_tokens, given.batch_size
-    from evalkit.io import is_path, read_table, resolve_hf_split
-    from evalkit.leakage.progress import Progress
-    from evalkit.model.decode import default_settings
-    from evalkit.model.load import load_model
-    from evalkit.model.pins import adapter_record, base_pins, tokenizer_files
-    from evalkit.model.prompts import read_prompts
-    from evalkit.model.runtime import library_versions
+    from evalkit.io import is_path, resolve_hf_split
+    from evalkit.model.backends import implementation, require_backend
 
+    given = GenerateParams.build(params, values)
+    spec = require_backend(given.backend)
     if is_path(data):
         data = resolve_hf_split(Path(data), given.hf_split)
     elif given.hf_split is not None:
         raise ParameterError("hf_split", "applies to a DatasetDict folder, not to a frame")
-    if id_column == OUTPUT_COLUMN:
+    if given.id_column == OUTPUT_COLUMN:
         raise UsageError(
             f"{{id_column}} {OUTPUT_COLUMN}: predictions.jsonl has an {OUTPUT_COLUMN!r} column "
             "of its own; rename the id column",
             refs=["id_column"],
         )
-    base_path = Path(base)
+    run_backend = implementation(spec, "generate")
+    result: GenerateResult = run_backend(Path(base), data, given, progress=progress, debug=debug)
+    return result
+
+
+def generate_hf(
+    base_path: Path, data: Any, given: GenerateParams, *, progress: bool, debug: bool
+) -> GenerateResult:
+    """The hf backend: transformers' ``model.generate`` (+ PEFT) in this process."""
+    from evalkit.io import read_table
+    from evalkit.leakage.progress import Progress
+    from evalkit.model.decode import default_settings
+    from evalkit.model.load import load_model
+    from evalkit.model.pins import adapter_record, base_pins
+    from evalkit.model.prompts import read_prompts
+
+    id_column, text_columns = given.id_column, given.text_columns
+    max_new_tokens, batch_size = given.max_new_tokens, given.batch_size
     adapter_path = given.adapter
     loaded = load_model(
         base_path, adapter_path, tokenizer=given.tokenizer, device=given.device, dtype=given.dtype
@@ -229,7 +245,7 @@ def generate(
         loaded.tokenizer,
         tokenizer_folder=loaded.tokenizer_folder,
     )
-    _check_context(loaded, prompts, max_new_tokens)
+    check_context(loaded, prompts, max_new_tokens)
     # Pins after loading: the files hashed are the files transformers just read.
     pinned_base: BasePins = base_pins(base_path)
     pinned_adapter: AdapterPins | None = (
@@ -240,24 +256,63 @@ def generate(
     with Progress(progress).stage("generating", len(prompts), "examples") as advance:
         by_row = decode_batches(loaded, prompts.prompt_ids, batches, settings, advance=advance)
     generations = [by_row[row] for row in range(len(prompts))]
-    texts = output_texts(loaded.tokenizer, generations, set(settings.eos_token_ids))
+    return assemble(
+        loaded,
+        table,
+        prompts,
+        generations,
+        batches,
+        base=pinned_base,
+        adapter=pinned_adapter,
+        generation=settings_record(loaded, settings, batch_size),
+        device=device_record(loaded.device),
+        dtype=loaded.dtype,
+        text_columns=text_columns,
+    )
+
+
+def assemble(
+    loaded: LoadedModel,
+    table: Any,
+    prompts: PromptSet,
+    generations: Sequence[Generation],
+    batches: Sequence[Sequence[int]],
+    *,
+    base: BasePins,
+    adapter: AdapterPins | None,
+    generation: GenerationSettings,
+    device: DeviceInfo,
+    dtype: str,
+    text_columns: Sequence[str],
+    vllm: VllmSettings | None = None,
+) -> GenerateResult:
+    """The result of either backend: predictions, tokens and ``run.json`` from its generations."""
     import polars as pl
 
+    from evalkit.model.runtime import library_versions
+
+    texts = output_texts(loaded.tokenizer, generations, set(generation.eos_token_ids))
+    id_column = prompts.id_column
     predictions = pl.DataFrame(
         {id_column: prompts.ids, OUTPUT_COLUMN: texts},
         schema={id_column: tokens_id_dtype(prompts), OUTPUT_COLUMN: pl.String},
     )
+    versions = library_versions()
+    if vllm is not None:
+        versions["vllm"] = vllm.version
     run = RunRecord(
         format_version=RUN_VERSION,
         evalkit_version=__version__,
-        kind="base+adapter" if adapter_path is not None else "base",
-        base=pinned_base,
-        adapter=pinned_adapter,
+        kind="base+adapter" if adapter is not None else "base",
+        backend="vllm" if vllm is not None else "hf",
+        vllm=vllm,
+        base=base,
+        adapter=adapter,
         tokenizer=tokenizer_record(loaded, tokenizer_files(loaded.tokenizer_folder)),
-        generation=settings_record(loaded, settings, batch_size),
-        device=device_record(loaded.device),
-        dtype=loaded.dtype,  # type: ignore[arg-type]
-        versions=library_versions(),
+        generation=generation,
+        device=device,
+        dtype=dtype,  # type: ignore[arg-type]
+        versions=versions,
         data=DataInfo(
             path=str(table.path) if table.path is not None else None,
             sha256=table.sha256,
@@ -282,7 +337,7 @@ def tokens_id_dtype(prompts: PromptSet) -> Any:
     return pl.String if isinstance(prompts.ids[0], str) else pl.Int64
 
 
-def _check_context(loaded: LoadedModel, prompts: PromptSet, max_new_tokens: int) -> None:
+def check_context(loaded: LoadedModel, prompts: PromptSet, max_new_tokens: int) -> None:
     """A prompt that is empty, or that with its new tokens overruns the context, is refused.
 
     Checked before the first batch, naming the id: past the context a model

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from evalkit import params
 from evalkit.errors import ParameterError
+from evalkit.model.backends import Backend
 from evalkit.model.runtime import DeviceChoice, DtypeChoice
 from evalkit.options import Params, option, spec_of
 from evalkit.plan.options import PlanParams
@@ -42,6 +43,10 @@ def max_new_tokens_field(default: int, help: str) -> Any:
 
 
 TEXT_HELP = "Conversation column; twice for TRL's prompt/completion pair."
+BACKEND_HELP = (
+    "hf: transformers' generate (+ PEFT); vllm: vLLM's offline engine, the adapter as a "
+    "LoRARequest (extra evalkit[vllm])."
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,6 +63,7 @@ class ModelParams(Params):
 class GenerateParams(ModelParams):
     """The options of ``evalkit.generate`` and ``evalkit generate``."""
 
+    backend: Backend = option("hf", help=BACKEND_HELP)
     adapter: Path | None = option(
         None,
         help="PEFT adapter folder, loaded on --base in eval mode (omit: the base alone).",
@@ -73,8 +79,15 @@ class GenerateParams(ModelParams):
         8,
         metavar="N",
         check=functools.partial(params.positive, unit="sequences"),
-        help="Prompts decoded together (left-padded).",
+        help="Prompts decoded together (hf: left-padded; vllm: the engine's max_num_seqs).",
     )
+    seed: int = seed_field("vllm: SamplingParams' and the engine's seed (greedy draws nothing).")
+
+
+def _match_rate(value: Any, parameter: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, float | int) or not 0 <= value <= 1:
+        raise ParameterError(parameter, f"must be an exact-match rate in [0, 1], got {value!r}")
+    return float(value)
 
 
 def _control_examples(value: Any, parameter: str) -> int:
@@ -94,8 +107,21 @@ class ReloadCheckParams(Params):
     run loaded.
     """
 
-    n: int = option(16, check=_control_examples, help="Control examples to regenerate.")
+    n: int = option(
+        16, check=_control_examples, help="Control examples to regenerate (all when N >= rows)."
+    )
     seed: int = seed_field("Seed of the choice.")
+    backend: Backend | None = option(
+        None,
+        help="Regenerate with hf or vllm (default: the run's backend); vllm checks the adapter "
+        "as a server runs it against the tokens that were scored.",
+    )
+    min_match: float = option(
+        1.0,
+        metavar="RATE",
+        check=_match_rate,
+        help="Smallest exact-match rate of token ids that passes.",
+    )
     merged: Path | None = option(
         None, help="A merged model folder to check instead of the run's base + adapter."
     )

@@ -38,9 +38,14 @@ def reload_check(
     examples chosen by ``seed`` are regenerated, each in its run batch, and
     compared id for id. ``merged`` loads a merged model folder instead of the
     run's base and adapter; ``device``/``dtype`` default to the run's.
+    ``backend`` regenerates with ``hf`` or ``vllm`` (default: the run's), so
+    the adapter as vLLM serves it is checked against the tokens that were
+    scored; the check passes when the exact-match rate of the controls' token
+    ids is at least ``min_match``.
     ``params`` is a :class:`~evalkit.model.options.ReloadCheckParams` (the
     command's options), or its fields as keywords.
     """
+    from evalkit.model.backends import require_backend
     from evalkit.model.folders import check_model_folder
     from evalkit.model.fresh import run_worker
     from evalkit.model.pins import merged_pins, read_run, verify_pins
@@ -48,14 +53,26 @@ def reload_check(
     given = ReloadCheckParams.build(params, values)
     folder = Path(run_dir)
     run = read_run(folder)
+    backend = given.backend or run.backend
+    require_backend(backend)
     merged_path = given.merged
     if merged_path is not None:
         check_model_folder(merged_path, "merged model")
     checked = verify_pins(run, folder, merged=merged_path)
+    rank = None
+    if backend == "vllm" and merged_path is None and run.adapter is not None:
+        from evalkit.model.vllm_generate import servable_rank
+        from evalkit.provenance.card import adapter_card
+
+        adapter = Path(run.adapter.path)  # verified above: the adapter that was scored
+        rank = servable_rank(adapter_card(adapter, base=Path(run.base.path)), adapter)
     request = {
         "run_dir": str(folder),
         "n": given.n,
         "seed": given.seed,
+        "backend": backend,
+        "min_match": given.min_match,
+        "max_lora_rank": rank,
         "merged": str(merged_path) if merged_path is not None else None,
         "merged_pins": (merged_pins(merged_path).model_dump() if merged_path is not None else None),
         "device": given.device,
@@ -65,5 +82,9 @@ def reload_check(
         "pins_checked": checked,
     }
     with tempfile.TemporaryDirectory(prefix="evalkit-reload-") as scratch:
-        report = run_worker(WORKER_MODULE, request, Path(scratch), what="reload")
+        log = Path(scratch) / "engine.log" if backend == "vllm" else None
+        request["log"] = str(log) if log is not None else None
+        report = run_worker(
+            WORKER_MODULE, request, Path(scratch), what="reload", log=log, debug=debug
+        )
     return ReloadReport.model_validate(report)

@@ -36,6 +36,7 @@ from evalkit.provenance.card_options import CardParams
 from evalkit.provenance.folder_files import hash_files, tokenizer_info, training_settings
 from evalkit.provenance.modules import read_modules
 from evalkit.provenance.safetensors_file import canonical_sha256, mapped, read_header
+from evalkit.provenance.servable import vllm_servability
 from evalkit.records._card import (
     AdapterCard,
     BaseInfo,
@@ -294,6 +295,12 @@ def adapter_card(
         tokenizer=own_tokenizer,
         training=training_settings(folder, given.training),
         problems=problems,
+        servable=vllm_servability(
+            config,
+            report.modules,
+            report.full_tensors,
+            base_rows=base_embedding_rows(base_folder) if base_folder is not None else None,
+        ),
     )
 
 

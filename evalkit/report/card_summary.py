@@ -54,6 +54,18 @@ def _module_rows(card: AdapterCard) -> list[str]:
     return rows
 
 
+def _servable_lines(card: AdapterCard) -> list[str]:
+    servable = card.servable
+    if servable is None:
+        return ["servable   not assessed (a card of version 1: write it again with evalkit card)"]
+    if servable.vllm:
+        rank = servable.max_lora_rank
+        return [f"servable   vllm: yes (max_lora_rank {rank}; rules of {servable.rules})"]
+    lines = [f"servable   vllm: NO, by the rules of {servable.rules}:"]
+    lines += [f"  {problem.code}: {problem.message}" for problem in servable.problems]
+    return lines
+
+
 def render_card_summary(card: AdapterCard, out: str | None = None) -> str:
     """A plain-text view of a card, for a terminal or a CI log."""
     base = card.base
@@ -101,6 +113,7 @@ def render_card_summary(card: AdapterCard, out: str | None = None) -> str:
         keys = ", ".join(sorted(card.training)[:6])
         more = f" and {len(card.training) - 6} more" if len(card.training) > 6 else ""
         lines.append(f"training   {len(card.training)} settings ({keys}{more})")
+    lines += _servable_lines(card)
     errors = len(card.errors)
     warnings = len(card.problems) - errors
     if card.problems:

@@ -11,6 +11,24 @@ def _artifact(run: RunRecord) -> str:
     return run.base.path
 
 
+def _decoding(run: RunRecord, batches: int) -> str:
+    generation = run.generation
+    where = f"max {generation.max_new_tokens} new tokens, on {run.device.type} "
+    where += f"({run.device.name}) in {run.dtype}"
+    if run.vllm is None:
+        return (
+            f"decoding   greedy, {batches} batches of up to "
+            f"{generation.batch_size}, left-padded, {where}"
+        )
+    vllm = run.vllm
+    lora = f", max_lora_rank {vllm.max_lora_rank}" if vllm.max_lora_rank is not None else ""
+    return (
+        f"decoding   greedy (vLLM {vllm.version}, generation_config vllm{lora}), up to "
+        f"{vllm.max_num_seqs} sequences at once, {where}; batch invariance "
+        f"{'on' if vllm.batch_invariant else 'off'}"
+    )
+
+
 def render_generate_summary(run: RunRecord, batches: int, out: str) -> str:
     """What was generated, with what, and where it went."""
     outputs = run.outputs
@@ -20,9 +38,7 @@ def render_generate_summary(run: RunRecord, batches: int, out: str) -> str:
         f"model      {_artifact(run)} ({run.kind})",
         f"tokenizer  {run.tokenizer.path} (chat template "
         f"{(run.tokenizer.chat_template_sha256 or 'none')[:12]}…)",
-        f"decoding   greedy, {batches} batches of up to {generation.batch_size}, left-padded, "
-        f"max {generation.max_new_tokens} new tokens, on {run.device.type} "
-        f"({run.device.name}) in {run.dtype}",
+        _decoding(run, batches),
         f"stopped    {outputs.stopped_at_eos} at eos, {outputs.stopped_at_length} at "
         "max-new-tokens",
     ]
@@ -76,14 +92,25 @@ def render_reload_summary(report: ReloadReport) -> str:
     artifact = (
         f"merged folder {report.merged.path}" if report.merged is not None else report.artifact
     )
+    rate = f"exact-match rate {report.match_rate:.4g}"
+    if report.min_match < 1:
+        rate += f", at least {report.min_match:g} passes"
     verdict = (
-        f"PASS: {report.identical}/{total} control examples identical"
+        f"PASS: {report.identical}/{total} control examples identical ({rate})"
         if report.verdict == "pass"
-        else f"FAIL: {total - report.identical}/{total} control examples differ"
+        else f"FAIL: {total - report.identical}/{total} control examples differ ({rate})"
+    )
+    engine = f"vLLM {report.vllm.version}" if report.vllm is not None else "transformers"
+    made = "" if report.backend == report.run_backend else f"; the run was {report.run_backend}'s"
+    layout = (
+        "their whole batches, in the run's layout"
+        if report.backend == report.run_backend == "hf"
+        else "the controls alone, longest first"
     )
     lines = [
         f"reload-check {report.run}: {verdict}",
-        f"reloaded   {artifact} in a fresh process, on {report.device} in {report.dtype}",
+        f"reloaded   {artifact} with {engine} ({report.backend}{made}) in a fresh process, on "
+        f"{report.device} in {report.dtype}",
         f"pins       {len(report.pins_checked)} files verified by sha256 before loading"
         + (
             " (the run's outputs and data; the merged folder stands for base and adapter)"
@@ -91,7 +118,7 @@ def render_reload_summary(report: ReloadReport) -> str:
             else ""
         ),
         f"controls   {total} chosen with seed {report.seed}; {report.regenerated} examples "
-        "regenerated (their whole batches, in the run's layout)",
+        f"regenerated ({layout})",
     ]
     if report.differences:
         lines += ["", "differences (id: position, run token, reload token, logits there):"]
