@@ -70,7 +70,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("report/split_summary.py", "--near-dup"): f"{CLI_ONLY} (split)",
     ("comparison/results.py", "--contract"): f"{QUOTED} (evalkit rescore)",
     ("comparison/results.py", "--out"): f"{QUOTED} (evalkit rescore)",
-    ("leakage/distributed/session.py", "--head"): f"{OTHER_TOOL} (ray start --head)",
+    ("leakage/distributed/cluster.py", "--head"): f"{OTHER_TOOL} (ray start --head)",
     ("tokens/load.py", "--local-dir"): f"{OTHER_TOOL} (huggingface-cli download)",
 }
 
