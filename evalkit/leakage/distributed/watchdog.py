@@ -51,9 +51,13 @@ def marked_pids(token: str, folder: str, spare: set[int]) -> list[int]:
     """The run's processes (but those in ``spare``): see :func:`_is_marked`."""
     entry = f"{MARK}={token}".encode()
     inside = os.path.join(os.path.realpath(folder), "")
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no /proc (not Linux): Ray's own shutdown is all there is
+        return []
     return [
         int(name)
-        for name in os.listdir("/proc")
+        for name in names
         if name.isdigit() and int(name) not in spare and _is_marked(name, entry, inside)
     ]
 
@@ -116,8 +120,10 @@ def main(arguments: list[str]) -> int:
         while sys.stdin.buffer.read(4096):
             pass  # the driver never writes; end of file is the signal
     finally:
-        sweep(token, folder, {os.getpid(), driver})
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            sweep(token, folder, {os.getpid(), driver})
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 
