@@ -87,8 +87,8 @@ def ray_address_field() -> Any:
         None,
         metavar="ADDR",
         help="Ray cluster to run on with --engine ray (e.g. ray://head:10001 or head:6379).",
-        default_help="RAY_ADDRESS, else a cluster running here, else a local one evalkit "
-        "starts and stops",
+        default_help="RAY_ADDRESS, else a local cluster of the run's own, which it starts "
+        "and stops",
     )
 
 

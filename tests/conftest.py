@@ -67,7 +67,7 @@ def peft_adapters(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return build_adapters(tmp_path_factory.mktemp("peft"))
 
 
-RAY_TESTS = "test_engine_ray.py::"
+RAY_TESTS = ("test_engine_ray.py::", "test_engine_ray_cluster.py::")
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, when it is installed
@@ -85,7 +85,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class RayTogether(LoadGroupScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            return "ray" if RAY_TESTS in nodeid else str(super()._split_scope(nodeid))
+            ray = any(name in nodeid for name in RAY_TESTS)
+            return "ray" if ray else str(super()._split_scope(nodeid))
 
     return RayTogether(config, log)
 

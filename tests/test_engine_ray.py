@@ -253,10 +253,10 @@ def test_a_lost_worker_is_retried_and_a_failed_stage_is_named(
 
 def test_ray_address_that_nobody_answers_is_one_line_at_once() -> None:
     from evalkit.errors import UsageError
-    from evalkit.leakage.distributed.session import _connect
+    from evalkit.leakage.distributed.cluster import Address, check_address
 
     with pytest.raises(UsageError, match=r"Ray address 127.0.0.1:9: nothing answers there"):
-        _connect(ray, "127.0.0.1:9", {})  # Ray itself would retry for minutes
+        check_address(Address("127.0.0.1:9"))  # Ray itself would retry for minutes
 
 
 def test_ray_address_needs_the_ray_engine(run_cli, splits: list[Path]) -> None:
@@ -410,3 +410,21 @@ def test_a_local_cluster_refuses_a_client_without_its_token(
     answer = ask(stranger)
     assert answer.startswith("refused AuthenticationError"), answer
     assert "InvalidAuthToken" in answer
+
+
+def test_a_within_listing_cut_at_its_limit_is_the_same(ray_cluster: None) -> None:
+    """More than the listing's limit of exact and of near pairs in one split: both engines
+    list the same first pairs (Ray: per text partition and per band task, then merged)."""
+    import polars as pl
+    from test_leakage_within_bounds import planted
+
+    frames = {
+        name: pl.DataFrame({"id": [i for i, _ in items], "text": [t for _, t in items]})
+        for name, items in planted().items()
+    }
+    local = audit(frames, id_column="id", text_column="text", within=True)
+    distributed = audit(
+        frames, id_column="id", text_column="text", within=True, engine="ray", ray=OPTIONS
+    )
+    assert local.within_truncated == {"exact": ["train"], "near": ["train"]}
+    assert without_engine(distributed.model_dump_json()) == local.model_dump_json()

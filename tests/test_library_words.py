@@ -74,7 +74,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     },
     ("comparison/results.py", "--contract"): f"{QUOTED} (evalkit rescore)",
     ("comparison/results.py", "--out"): f"{QUOTED} (evalkit rescore)",
-    ("leakage/distributed/session.py", "--head"): f"{OTHER_TOOL} (ray start --head)",
+    ("leakage/distributed/cluster.py", "--head"): f"{OTHER_TOOL} (ray start --head)",
     ("tokens/load.py", "--local-dir"): f"{OTHER_TOOL} (huggingface-cli download)",
     ("plan/stacks.py", "--index-url"): f"{OTHER_TOOL} (pip install torch: the ROCm or CUDA build)",
     ("plan/stacks.py", "--no-build-isolation"): f"{OTHER_TOOL} (pip install flash-attn)",

@@ -45,12 +45,15 @@ def audit_command(
     Repetition within each split is reported too (not a leak): the share of
     its items in exact and in near-duplicate clusters of its own, the largest
     clusters with an example id, and the most repeated openings (the first
-    --opening-words words). --within lists those pairs in --json. A template
+    --opening-words words, 1 to 100). --within lists those pairs in --json,
+    at most 100,000 of each kind per split (the report names a split that
+    had more; its clusters count every item). A template
     repeated through the training split is merged into one group by
     `evalkit split --near-dup` (docs/leakage.md).
 
     --engine ray runs the same stages on a Ray cluster (--ray-address, else
-    RAY_ADDRESS or a local one) for data past one machine's memory (about
+    RAY_ADDRESS, else a local one of the run's own; never another cluster
+    found on the machine) for data past one machine's memory (about
     3 GB per million texts here); the report is the same, byte for byte,
     but for options.engine.
 

@@ -59,7 +59,8 @@ def split_command(
     prompt, which every example may share), tool calls included.
 
     --engine ray runs the --near-dup search on a Ray cluster (--ray-address,
-    else RAY_ADDRESS or a local one); the split and its files are the same.
+    else RAY_ADDRESS, else a local one of the run's own); the split and its
+    files are the same.
 
     Writes OUT/<name>.<format> per split, OUT/assignments.parquet (id, group,
     split; reusable with --freeze) and OUT/manifest.json, and prints a report.

@@ -19,13 +19,19 @@ import polars as pl
 
 from evalkit.chat import parse_roles
 from evalkit.errors import ParameterError
-from evalkit.leakage import findings
+from evalkit.leakage import findings, within_pairs
 from evalkit.leakage import within as within_module
-from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups_per_split
+from evalkit.leakage.assemble import (
+    Findings,
+    SplitCounts,
+    WithinListing,
+    build_report,
+    groups_per_split,
+)
 from evalkit.leakage.clusters import distinct_texts
 from evalkit.leakage.distributed.session import RayOptions, with_address
 from evalkit.leakage.inputs import Rows, read_rows
-from evalkit.leakage.minhash import choose_lsh
+from evalkit.leakage.minhash import choose_lsh, estimate_similarity
 from evalkit.leakage.normalize import normalize_texts
 from evalkit.leakage.options import AuditParams
 from evalkit.leakage.progress import Progress
@@ -33,6 +39,7 @@ from evalkit.leakage.search import (
     SimilarPairs,
     cross_split_pairs,
     lsh_index,
+    split_buckets,
     within_split_pairs,
 )
 from evalkit.options import takes
@@ -151,17 +158,13 @@ def audit(
         }
     )
     exact = findings.with_ids(findings.exact_pairs(keyed), table)
-    similar, inside = _similar(distinct, keyed, lsh, progress, len(rows.names), within)
+    similar, inside, listed = _similar(distinct, keyed, lsh, progress, len(rows.names), within)
     near = findings.with_ids(findings.near_pairs(keyed, similar), table)
     repetition = _repetition(
         table, normalized, keyed, inside, rows.names, given.opening_words, lsh is not None
     )
     leaks = findings.group_leaks(table, rows.group_columns) if group else None
-    within_exact = within_near = None
-    if within:  # every pair inside a split: listed only when asked (it can be quadratic)
-        within_exact = _named_within(within_module.exact_pairs_within(keyed), table)
-        if lsh is not None:
-            within_near = _named_within(within_module.near_pairs_within(keyed, inside), table)
+    listing = _within_listing(keyed, table, listed) if within else None
     found = Findings(
         counts=_split_counts(rows, normalized),
         exact=exact,
@@ -170,8 +173,7 @@ def audit(
         leaks=leaks,
         overlaps=findings.id_overlaps(table),
         within=repetition,
-        within_exact=within_exact,
-        within_near=within_near,
+        listing=listing,
     )
     return build_report(options, lsh, rows.sources, rows.texts, found)
 
@@ -198,27 +200,57 @@ def _similar(
     params: LshParameters | None,
     progress: bool,
     n_splits: int,
-    every_pair: bool,
-) -> tuple[SimilarPairs, list[SimilarPairs]]:
-    """Near-duplicate pairs of distinct texts across splits, and inside each split.
+    listing: bool,
+) -> tuple[SimilarPairs, list[SimilarPairs], pl.DataFrame | None]:
+    """Near-duplicate pairs of distinct texts across splits, inside each split, and (for
+    ``--within``) the first pairs of texts inside each split that its listing needs.
 
-    One LSH index serves both. Inside a split, only the pairs that connect its
-    clusters are checked (linear even for a template repeated thousands of
-    times), unless ``every_pair`` asks for the full listing (``--within``).
+    One LSH index serves all three. Inside a split, only the pairs that connect
+    its clusters are checked (linear even for a template repeated thousands of
+    times); the listing checks bucket pairs in order until it has what it lists.
     """
     if params is None or len(distinct) < 2:
-        return _nothing(), [_nothing() for _ in range(n_splits)]
+        return _nothing(), [_nothing() for _ in range(n_splits)], None
     bars = Progress(progress)
     masks = findings.split_masks(
         keyed["split"].to_numpy(), keyed["text_index"].to_numpy(), len(distinct)
     )
     index = lsh_index(distinct, params, bars)
     across = cross_split_pairs(index, params, masks, bars)
-    inside = [
-        within_split_pairs(index, params, masks, split, bars, every_pair=every_pair)
-        for split in range(n_splits)
-    ]
-    return across, inside
+    inside = [within_split_pairs(index, params, masks, split, bars) for split in range(n_splits)]
+    if not listing:
+        return across, inside, None
+    frames = []
+    for split in range(n_splits):
+        left, right, similarity = within_pairs.first_text_pairs(
+            split_buckets(index, masks, split),
+            index.checker.similarity,
+            params.threshold,
+            index.n,
+            within_pairs.LIMIT + 1,
+        )
+        estimate = estimate_similarity(index.signatures, left, right)
+        frames.append(within_pairs.text_pair_frame(split, left, right, similarity, estimate))
+    return across, inside, pl.concat(frames)
+
+
+def _within_listing(
+    keyed: pl.DataFrame, table: pl.DataFrame, near_texts: pl.DataFrame | None
+) -> WithinListing:
+    """The pairs ``--within`` lists (at most ``within_pairs.LIMIT`` per split and list)."""
+    rows = keyed.join(table.select("row", "id"), on="row")
+    exact, totals = within_pairs.exact_listing(rows)
+    near: pl.DataFrame | None = None
+    near_cut: list[int] = []
+    if near_texts is not None:
+        pairs, near_cut = within_pairs.near_row_pairs(near_texts, rows)
+        near = _named_within(pairs, table)
+    return WithinListing(
+        exact=within_module.smaller_id_first(exact.drop("text_index")),
+        near=near,
+        exact_truncated=within_pairs.over_limit(totals),
+        near_truncated=near_cut,
+    )
 
 
 def _repetition(

@@ -17,6 +17,7 @@ import polars as pl
 
 from evalkit.io import FRAME_SOURCE
 from evalkit.leakage.inputs import SplitSource, file_fingerprint
+from evalkit.leakage.within_pairs import LIMIT
 from evalkit.records import LshParameters
 from evalkit.records._audit import (
     AuditCounts,
@@ -72,8 +73,17 @@ class Findings:
     leaks: pl.DataFrame | None  # label, split, items (with --group)
     overlaps: pl.DataFrame  # id, splits
     within: dict[str, WithinSplit]
-    within_exact: pl.DataFrame | None  # with --within: pairs in one split, smaller id first
-    within_near: pl.DataFrame | None
+    listing: WithinListing | None  # with --within
+
+
+@dataclass(frozen=True)
+class WithinListing:
+    """The pairs inside each split that ``--within`` lists (see :mod:`within_pairs`)."""
+
+    exact: pl.DataFrame  # a_row, b_row, a_split, b_split, a, b: smaller id first, sorted
+    near: pl.DataFrame | None  # the same, with similarity and estimate (None: no near search)
+    exact_truncated: list[int]  # splits with more exact pairs than listed
+    near_truncated: list[int]
 
 
 def build_report(
@@ -85,6 +95,7 @@ def build_report(
 ) -> AuditReport:
     """The report of ``found`` for splits ``sources`` audited with ``options``."""
     names = [source.name for source in sources]
+    listing = found.listing
     group_list = _group_leak_models(found.leaks, names)
     overlap_list = [
         IdOverlap(id=value, splits=[names[s] for s in splits])
@@ -111,9 +122,24 @@ def build_report(
         exact_duplicates=exact_list,
         near_duplicates=near_list,
         within=found.within,
-        within_exact_duplicates=_within_models(found.within_exact, names, DuplicatePair),
-        within_near_duplicates=_within_models(found.within_near, names, NearDuplicatePair),
+        within_exact_duplicates=_within_models(
+            listing.exact if listing else None, names, DuplicatePair
+        ),
+        within_near_duplicates=_within_models(
+            listing.near if listing else None, names, NearDuplicatePair
+        ),
+        within_pairs_limit=LIMIT if listing else None,
+        within_truncated=_truncated(listing, names),
     )
+
+
+def _truncated(listing: WithinListing | None, names: list[str]) -> dict[str, list[str]] | None:
+    if listing is None:
+        return None
+    return {
+        "exact": [names[split] for split in listing.exact_truncated],
+        "near": [names[split] for split in listing.near_truncated],
+    }
 
 
 def _within_models(

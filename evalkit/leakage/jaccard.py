@@ -15,6 +15,8 @@ import numpy as np
 from evalkit.leakage.candidates import sorted_unique
 from evalkit.leakage.shingles import Shingles
 
+POSITIONS = 1 << 22  # shingles looked up at once: a few arrays of this many int64s
+
 
 def segment_positions(starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All positions of the segments [starts[i], starts[i] + lengths[i]) and their segment i."""
@@ -58,10 +60,29 @@ class JaccardChecker:
         return found
 
     def similarity(self, left: np.ndarray, right: np.ndarray) -> np.ndarray:
-        """Exact Jaccard similarity of the shingle sets of each pair (left[i], right[i])."""
+        """Exact Jaccard similarity of the shingle sets of each pair (left[i], right[i]).
+
+        Pairs are checked in pieces of at most ``POSITIONS`` looked-up shingles, so
+        memory stays bounded however long the texts are (a piece of one pair may
+        hold more: that pair's smaller text).
+        """
         if len(left) == 0:
             return np.zeros(0, dtype=np.float64)
         a, b = self.local(left), self.local(right)
+        looked_up = np.cumsum(np.minimum(self.sizes[a], self.sizes[b]))
+        if looked_up[-1] <= POSITIONS:
+            return self._similarity(a, b)
+        result = np.empty(len(a), dtype=np.float64)
+        start = 0
+        while start < len(a):
+            before = looked_up[start - 1] if start else 0
+            stop = max(start + 1, int(np.searchsorted(looked_up, before + POSITIONS, "right")))
+            result[start:stop] = self._similarity(a[start:stop], b[start:stop])
+            start = stop
+        return result
+
+    def _similarity(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """:meth:`similarity` of pairs of local indices, in one piece."""
         # Look the smaller set of each pair up in the larger one.
         swap = self.sizes[a] < self.sizes[b]
         big, small = np.where(swap, b, a), np.where(swap, a, b)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from evalkit import params
 from evalkit.errors import ParameterError
 from evalkit.options import Params, option
 from evalkit.vocabulary import (
@@ -26,6 +25,7 @@ from evalkit.vocabulary import (
 
 DEFAULT_NEAR_DUP = 0.8
 DEFAULT_OPENING_WORDS = 5
+MAX_OPENING_WORDS = 100  # an opening is a text's first words; more only costs memory
 Engine = Literal["local", "ray"]
 
 
@@ -40,7 +40,10 @@ def _columns(value: tuple[str, ...], parameter: str) -> tuple[str, ...]:
 
 
 def _opening_words(value: object, parameter: str) -> int:
-    return params.at_least(value, 1, parameter, "words")
+    """1 to ``MAX_OPENING_WORDS`` (a pattern of 100,000 words outgrew the regex engine)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_OPENING_WORDS:
+        raise ParameterError(parameter, f"must be 1 to {MAX_OPENING_WORDS} words, got {value!r}")
+    return int(value)
 
 
 @dataclass(frozen=True, kw_only=True)

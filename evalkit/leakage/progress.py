@@ -22,6 +22,8 @@ class Progress:
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = bool(enabled) and sys.stderr.isatty()
+        # Asked for silence (-q, or the library's default): also no engine's messages.
+        self.quiet = not enabled
 
     @contextlib.contextmanager
     def stage(self, description: str, total: int, unit: str) -> Iterator[Tick]:

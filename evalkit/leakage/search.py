@@ -106,22 +106,8 @@ def cross_split_pairs(
     return SimilarPairs(left, right, similarity, estimate, len(codes))
 
 
-def within_split_pairs(
-    index: LshIndex,
-    params: LshParameters,
-    split_masks: np.ndarray,
-    split: int,
-    progress: Progress,
-    *,
-    every_pair: bool = False,
-) -> SimilarPairs:
-    """Pairs of texts that both occur in ``split`` and are near duplicates.
-
-    The buckets are cut down to the texts of the split. By default only the
-    pairs that connect every cluster are returned (large buckets are checked
-    against pivots, as for ``split --near-dup``), which is linear; with
-    ``every_pair`` every pair of a bucket is checked, as a listing needs.
-    """
+def split_buckets(index: LshIndex, split_masks: np.ndarray, split: int) -> Buckets:
+    """The buckets cut down to the texts that occur in ``split`` (two or more left)."""
     buckets = index.buckets
     inside = ((split_masks[buckets.members] >> split) & 1).astype(bool)
     owner = np.repeat(np.arange(len(buckets.sizes), dtype=np.int64), buckets.sizes)
@@ -129,17 +115,27 @@ def within_split_pairs(
     starts = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])
     cut = _subset(Buckets(members=buckets.members[inside], starts=starts), sizes >= 2)
-    cut = distinct_buckets([cut])
-    if every_pair:
-        codes = all_pairs(cut, index.n)
-        left, right = decode_pairs(codes, index.n)
-        similarity = _check(index.checker, left, right, progress)
-        keep = similarity >= params.threshold - _TOLERANCE
-        left, right, similarity, checked = left[keep], right[keep], similarity[keep], len(codes)
-    else:
-        left, right, similarity, checked = _connecting_pairs(
-            cut, index.checker, params, index.n, progress
-        )
+    return distinct_buckets([cut])
+
+
+def within_split_pairs(
+    index: LshIndex,
+    params: LshParameters,
+    split_masks: np.ndarray,
+    split: int,
+    progress: Progress,
+) -> SimilarPairs:
+    """Pairs of texts that both occur in ``split`` and are near duplicates, enough to
+    connect every cluster of the split.
+
+    The buckets are cut down to the texts of the split; large buckets are
+    checked against pivots, as for ``split --near-dup``, which is linear
+    (``audit --within`` lists pairs through :mod:`evalkit.leakage.within_pairs`).
+    """
+    cut = split_buckets(index, split_masks, split)
+    left, right, similarity, checked = _connecting_pairs(
+        cut, index.checker, params, index.n, progress
+    )
     estimate = estimate_similarity(index.signatures, left, right)
     return SimilarPairs(left, right, similarity, estimate, checked)
 
@@ -234,7 +230,7 @@ def _pivot_round(
     others, pivots = big.members[~is_pivot], pivot[~is_pivot]
     left = np.concatenate([small_left, pivots])
     right = np.concatenate([small_right, others])
-    similarity = checker.similarity(left, right)
+    similarity = _check(checker, left, right, Progress(False))  # in chunks: bounded memory
     # Members that missed their pivot stay together, as a smaller bucket of their own.
     missed = similarity[len(small_left) :] < threshold - _TOLERANCE
     owner = np.repeat(np.arange(len(big_sizes)), big_sizes)[~is_pivot]

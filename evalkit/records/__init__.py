@@ -74,7 +74,7 @@ if TYPE_CHECKING:
         State,
     )
     from evalkit.records._gate import Fraction, GateRules, VsBaselineRules
-    from evalkit.records._kinds import Encode, Loss, MeasureKind, TruncationMode
+    from evalkit.records._kinds import Backend, Encode, Loss, MeasureKind, TruncationMode
     from evalkit.records._manifest import (
         MANIFEST_FORMAT,
         MANIFEST_FORMAT_VERSION,
@@ -251,6 +251,7 @@ _EXPORTS: dict[str, str] = {
     "Encode": "evalkit.records._kinds",
     "TruncationMode": "evalkit.records._kinds",
     "MeasureKind": "evalkit.records._kinds",
+    "Backend": "evalkit.records._kinds",
     "MANIFEST_FORMAT_VERSION": "evalkit.records._manifest",
     "MANIFEST_FORMAT": "evalkit.records._manifest",
     "READ_HINT": "evalkit.records._manifest",

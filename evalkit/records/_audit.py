@@ -248,3 +248,14 @@ class AuditReport(_Model):
         default=None,
         description="With --within: near-duplicate pairs inside one split (texts not equal).",
     )
+    within_pairs_limit: int | None = Field(
+        default=None,
+        description="With --within: each list holds at most this many pairs per split. A "
+        "split with more lists those of its texts first in sorted order (of the normalised "
+        "text; inside a text, or a pair of texts, by id) and is named in within_truncated.",
+    )
+    within_truncated: dict[str, list[str]] | None = Field(
+        default=None,
+        description="With --within: the splits whose exact and near pairs were more than "
+        "within_pairs_limit (keys exact, near); their clusters are all in within.",
+    )

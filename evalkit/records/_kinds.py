@@ -12,3 +12,5 @@ Loss = Literal["assistant", "completion", "all"]
 Encode = Literal["template", "text"]
 TruncationMode = Literal["keep_start", "keep_end"]
 MeasureKind = Literal["cuda_max_memory_allocated", "process_rss", "process_rss_since_start"]
+Backend = Literal["hf", "vllm"]
+"""Who decodes in ``generate`` and ``reload-check``: transformers (hf) or vLLM."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from evalkit.io import source_field
-from evalkit.model.backends import Backend
 from evalkit.records._base import Persisted
 from evalkit.records._card import AdapterCard
+from evalkit.records._kinds import Backend
 from evalkit.records._versions import FileFormat
 
 RUN_VERSION = 2

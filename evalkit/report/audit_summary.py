@@ -124,5 +124,14 @@ def _within_table(report: AuditReport) -> list[str]:
         near = report.within_near_duplicates
         found = f"{len(report.within_exact_duplicates):,} exact"
         found += f", {len(near):,} near-duplicate" if near is not None else ""
-        lines.append(f"  pairs inside splits (--within): {found}; every pair in --json")
+        cut = report.within_truncated or {}
+        cut_splits = sorted(set(cut.get("exact", [])) | set(cut.get("near", [])))
+        if cut_splits:
+            lines += [
+                f"  pairs inside splits (--within): {found} in --json, at most "
+                f"{report.within_pairs_limit:,} of each kind per split;",
+                f"  {', '.join(cut_splits)} had more (the clusters above count every item)",
+            ]
+        else:
+            lines.append(f"  pairs inside splits (--within): {found}; every pair in --json")
     return lines

@@ -20,20 +20,27 @@ import numpy as np
 import polars as pl
 
 from evalkit.chat import Role
-from evalkit.leakage import findings
+from evalkit.leakage import findings, within_pairs
 from evalkit.leakage import within as local_within
-from evalkit.leakage.assemble import Findings, SplitCounts, build_report, groups_per_split
+from evalkit.leakage.assemble import (
+    Findings,
+    SplitCounts,
+    WithinListing,
+    build_report,
+    groups_per_split,
+)
 from evalkit.leakage.candidates import sorted_unique
 from evalkit.leakage.distributed import blocks as block_io
 from evalkit.leakage.distributed import index as text_index
 from evalkit.leakage.distributed import within as partial_within
-from evalkit.leakage.distributed.checks import CheckedPairs
+from evalkit.leakage.distributed.checks import CheckedPairs, listed_scope
 from evalkit.leakage.distributed.reading import ReadBlocks, read_all
 from evalkit.leakage.distributed.session import RayOptions, RaySession, ray_session
 from evalkit.leakage.inputs import SplitSource, _check_names, split_sources
 from evalkit.leakage.minhash import choose_lsh
 from evalkit.leakage.progress import Progress
 from evalkit.leakage.search import SimilarPairs
+from evalkit.leakage.within_pairs import LIMIT
 from evalkit.records import LshParameters
 from evalkit.records._audit import AuditOptions, AuditReport, WithinSplit
 
@@ -184,14 +191,13 @@ def _findings(
             cross=True,
             per_round=ray.bands_per_round,
             splits=n_splits,
-            every_pair=options.within,
+            listing=LIMIT + 1 if options.within else 0,
         )
     overlaps = session.run("ids in several splits", [r[0] for r in id_results])
     repeated = sum(session.get("ids in several splits", [r[1] for r in id_results]))
     leaks, n_groups = _group_findings(session, spec, read)
     exact = _sorted(session.run("exact duplicates", index.exact), ["a_split", "b_split", "a", "b"])
     across = _as_similar(similar.of_scope(-1))
-    inside = [_as_similar(similar.of_scope(split)) for split in range(n_splits)]
     involved = sorted_unique(np.concatenate([similar.left, similar.right]))
     keyed = text_index.rows_of(session, index, involved) if len(involved) else _no_rows()
     near = findings.with_ids(
@@ -202,14 +208,9 @@ def _findings(
     within = _within_summary(
         session, index, similar, counts.n_items, names, opening_tops, params is not None
     )
-    within_exact = within_near = None
+    listing = None
     if options.within:
-        within_exact = _within_exact(session, index)
-        if params is not None:
-            pairs = local_within.near_pairs_within(
-                keyed.select("row", "split", "text_index"), inside
-            )
-            within_near = _named(pairs, keyed)
+        listing = _within_listing(session, index, similar, keyed, n_splits, params is not None)
     found = Findings(
         counts=counts,
         exact=exact,
@@ -218,8 +219,7 @@ def _findings(
         leaks=leaks,
         overlaps=pl.concat(overlaps).sort("id"),
         within=within,
-        within_exact=within_exact,
-        within_near=within_near,
+        listing=listing,
     )
     return texts, found
 
@@ -264,19 +264,51 @@ def _cluster_partials(partition: Any, first_rank: int, linked: pl.DataFrame, n_s
     return partial_within.cluster_partials(partition.keyed, first_rank, linked, n_splits)
 
 
-def _within_exact(session: RaySession, index: text_index.TextIndex) -> pl.DataFrame:
-    pairs = session.remote(_exact_within)
-    frames = session.run(
-        "exact duplicates within splits", [pairs.remote(p) for p in index.partitions]
+def _within_listing(
+    session: RaySession,
+    index: text_index.TextIndex,
+    similar: CheckedPairs,
+    keyed: pl.DataFrame,
+    n_splits: int,
+    near: bool,
+) -> WithinListing:
+    """``--within``'s pairs: each text partition lists its first exact pairs per split (all
+    rows of a text are in one partition), and the driver keeps the first of them all; the
+    near pairs of texts are the links and the listing's large-bucket pairs."""
+    listing = session.remote(_exact_within, num_returns=2)
+    pieces = [
+        listing.remote(partition, int(first))
+        for partition, first in zip(index.partitions, index.first_ranks[:-1], strict=True)
+    ]
+    frames = session.run("exact duplicates within splits", [piece[0] for piece in pieces])
+    totals = session.get("exact duplicates within splits", [piece[1] for piece in pieces])
+    exact = within_pairs.first_per_split(pl.concat(frames), within_pairs.EXACT_ORDER, LIMIT)
+    summed = pl.concat(totals).group_by("split").agg(pl.sum("pairs"))
+    near_pairs: pl.DataFrame | None = None
+    near_cut: list[int] = []
+    if near:
+        texts = []
+        for split in range(n_splits):
+            for scope in (split, listed_scope(split)):  # small buckets' pairs are all links
+                mine = similar.of_scope(scope)
+                texts.append(
+                    within_pairs.text_pair_frame(
+                        split, mine.left, mine.right, mine.similarity, mine.estimate
+                    )
+                )
+        pairs, near_cut = within_pairs.near_row_pairs(pl.concat(texts), keyed)
+        near_pairs = _named(pairs, keyed)
+    return WithinListing(
+        exact=local_within.smaller_id_first(exact.drop("text_index")),
+        near=near_pairs,
+        exact_truncated=within_pairs.over_limit(summed),
+        near_truncated=near_cut,
     )
-    return _sorted(frames, ["a_split", "a", "b"])
 
 
-def _exact_within(partition: Any) -> pl.DataFrame:
-    keyed = partition.keyed
-    return _named(
-        local_within.exact_pairs_within(keyed.select("row", "split", "text_index")), keyed
-    )
+def _exact_within(partition: Any, first_rank: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    keyed = partition.keyed.with_columns(pl.col("text_index") + first_rank)
+    return within_pairs.exact_listing(keyed)
 
 
 def _named(pairs: pl.DataFrame, keyed: pl.DataFrame) -> pl.DataFrame:

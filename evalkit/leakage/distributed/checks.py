@@ -21,6 +21,11 @@ from evalkit.leakage.search import _pivot_round
 from evalkit.leakage.shingles import Shingles
 
 
+def listed_scope(split: int) -> int:
+    """The scope of the pairs that ``audit --within`` lists for ``split`` (-1 is across)."""
+    return -2 - split
+
+
 @dataclass(frozen=True)
 class TextSubset:
     """The shingles and signatures of some texts, named by rank (for checking pairs)."""

@@ -95,12 +95,17 @@ def similar_pairs(
     cross: bool,
     per_round: int,
     splits: int = 0,
-    every_pair: bool = False,
+    listing: int = 0,
 ) -> CheckedPairs:
     """Near-duplicate pairs of ranks, by scope. Scope -1: all that may cross splits
     (``cross``), else links enough to connect every cluster (the local engine's pivot
-    rule for large buckets). Scopes 0 .. ``splits`` - 1: links inside each split
-    (every pair there with ``every_pair``)."""
+    rule for large buckets). Scopes 0 .. ``splits`` - 1: links inside each split.
+
+    With ``listing`` (``audit --within``), the pairs that the listing of each
+    split needs come too, under scope ``listed_scope(split)`` (-2 - split):
+    the first ``listing`` passing pairs of its large buckets, by rank (the pairs
+    of its small buckets are all among its links already).
+    """
     parts = index.parts
     if index.n < 2:
         return CheckedPairs.concat([])
@@ -108,7 +113,7 @@ def similar_pairs(
     larges: list[Any] = []
     band_map = session.remote(tasks.band_map, num_returns=parts)
     band_reduce = session.remote(tasks.band_reduce, num_returns=parts + 2)
-    shape = (index.n, cross, splits, every_pair, parts)
+    shape = (index.n, cross, splits, parts)
     rounds = _band_rounds(params, per_round)
     for number, bands in enumerate(rounds, start=1):
         mapped = [
@@ -126,9 +131,12 @@ def similar_pairs(
                 code_pieces[d].append(r[1 + d])
             larges.append(r[parts + 1])
     checked = _check_candidates(session, index, params, code_pieces)
-    if cross and (not splits or every_pair):
+    if cross and not splits:
         return checked
-    return CheckedPairs.concat([checked, _pivot_rounds(session, index, params, larges)])
+    found = [checked, _pivot_rounds(session, index, params, larges)]
+    if listing:
+        found.append(_listing_rounds(session, index, params, larges, listing))
+    return CheckedPairs.concat(found)
 
 
 def _fetch(session: RaySession, index: TextIndex, requests: list[list[Any]]) -> list[list[Any]]:
@@ -168,6 +176,21 @@ def _pivot_rounds(
         for j, large in enumerate(larges)
     ]
     return CheckedPairs.concat(session.run("checking large buckets", linked))
+
+
+def _listing_rounds(
+    session: RaySession, index: TextIndex, params: LshParameters, larges: list[Any], keep: int
+) -> CheckedPairs:
+    """The first ``keep`` passing pairs of each split's large buckets, per band task."""
+    requests_of = session.remote(tasks.large_requests, num_returns=index.parts)
+    requests = [list(requests_of.remote(index.first_ranks, large)) for large in larges]
+    subsets = _fetch(session, index, requests)
+    listing = session.remote(tasks.listing_partition)
+    listed = [
+        listing.remote(index.n, params.threshold, params.num_perm, keep, large, *subsets[j])
+        for j, large in enumerate(larges)
+    ]
+    return CheckedPairs.concat(session.run("listing pairs within splits", listed))
 
 
 def rows_of(session: RaySession, index: TextIndex, ranks: np.ndarray) -> pl.DataFrame:

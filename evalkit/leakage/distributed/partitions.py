@@ -229,14 +229,6 @@ def small_bucket_codes(buckets: Buckets, n: int) -> np.ndarray:
     return _global_codes(all_pairs(local, len(ranks)), ranks, n)
 
 
-def every_pair_codes(buckets: Buckets, n: int) -> np.ndarray:
-    """Codes of every pair in the buckets, whatever their size (``audit --within``)."""
-    if len(buckets.members) == 0:
-        return np.zeros(0, dtype=np.int64)
-    local, ranks = _localised(buckets)
-    return _global_codes(all_pairs(local, len(ranks)), ranks, n)
-
-
 def large_buckets(buckets: Buckets) -> Buckets:
     """The buckets of more than ``FULL_CHECK_BUCKET`` texts (checked against pivots)."""
     return _subset(buckets, buckets.sizes > FULL_CHECK_BUCKET)

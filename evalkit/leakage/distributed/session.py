@@ -1,11 +1,14 @@
 """The Ray side of a run: which cluster, what evalkit started, and how a stage fails.
 
-- **Which cluster:** ``--ray-address ADDR`` connects to that cluster. Without
-  it, Ray's own resolution: ``RAY_ADDRESS``, else a cluster running on this
-  machine (``ray start``), else a local one that evalkit starts, with Ray's
-  temporary files in a folder of the run's own (not ``/tmp/ray``), and shuts
-  down when the run ends, Ctrl-C included. When Ray is already initialised in
-  this process (a notebook), that connection is used and left as it was.
+- **Which cluster** (:mod:`evalkit.leakage.distributed.cluster`): ``--ray-address
+  ADDR``, else ``RAY_ADDRESS``, connects to that cluster once it answers as
+  Ray (exit 2 within seconds otherwise). Without an address the run starts a
+  local cluster of its own (never one it finds on the machine), with Ray's
+  temporary files in a folder of its own (not ``/tmp/ray``), and a watchdog
+  process that stops every process of it and removes the folder when the
+  run ends, Ctrl-C and SIGKILL of the driver included. When Ray is already
+  initialised in this process (a notebook), that connection is used and
+  left as it was.
 - **Failures:** Ray retries a task whose worker died (``max_retries``); a
   stage that still cannot finish is exit 2 naming the stage. An evalkit
   error raised inside a task (bad input in a block) is re-raised as itself.
@@ -16,17 +19,33 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from evalkit.errors import EngineFailure, EvalkitError, ParameterError, UsageError
+from evalkit.leakage.distributed.cluster import (
+    Address,
+    check_address,
+    chosen_address,
+    own_cluster,
+    ray_messages,
+    shutdown,
+)
 from evalkit.leakage.progress import Progress
 
 TASK_RETRIES = 3  # Ray's default for tasks whose worker process died
-CONNECT_SECONDS = 5.0
+
+
+# What a run may be asked for: every shuffle makes partitions x partitions parts, and a
+# block is one task's read. The bounds are wide; they only keep a typo from starting work
+# no cluster could finish.
+BOUNDS = (
+    ("partitions", 2, 4096),
+    ("bands_per_round", 1, 1024),
+    ("block_bytes", 4096, 1 << 32),
+    ("num_cpus", 1, 1 << 16),
+)
 
 
 @dataclass(frozen=True)
@@ -34,7 +53,7 @@ class RayOptions:
     """How the Ray engine runs (the command line sets ``address`` only)."""
 
     address: str | None = None
-    """Cluster to connect to; None: ``RAY_ADDRESS``, a running local cluster, else a new one."""
+    """Cluster to connect to; None: ``RAY_ADDRESS`` when set, else a new one of the run's own."""
     partitions: int | None = None
     """Partitions of each shuffle (at least 2); None: from the cluster's CPUs and the data."""
     bands_per_round: int = 5
@@ -44,6 +63,18 @@ class RayOptions:
     """JSONL input is read in blocks of about this many bytes, one task each."""
     num_cpus: int | None = None
     """CPUs of a local cluster that evalkit starts (None: Ray's choice, every core)."""
+
+    def __post_init__(self) -> None:
+        if self.address is not None and not isinstance(self.address, str):
+            raise ParameterError("ray.address", f"must be host:port text, got {self.address!r}")
+        for name, low, high in BOUNDS:
+            value = getattr(self, name)
+            if value is None and name in ("partitions", "num_cpus"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ParameterError(
+                    f"ray.{name}", f"must be a whole number from {low:,} to {high:,}, got {value!r}"
+                )
 
 
 def with_address(ray: RayOptions | None, address: str) -> RayOptions:
@@ -131,7 +162,7 @@ def _import_ray() -> Any:
 
 @contextlib.contextmanager
 def ray_session(options: RayOptions, progress: Progress) -> Iterator[RaySession]:
-    """Connect to (or start) a cluster for the run; shut down only what this started."""
+    """Connect to the cluster given, or start one of the run's own; stop only what it started."""
     ray = _import_ray()
     # evalkit reports a failed stage itself; Ray's own "unhandled error" print of the
     # stage's other results would add tracebacks after the one-line message.
@@ -143,80 +174,28 @@ def ray_session(options: RayOptions, progress: Progress) -> Iterator[RaySession]
         yield RaySession(ray, progress, False, _cpus(ray))
         return
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
-    temporary: str | None = None
-    started = False
+    address = chosen_address(options.address)
+    with ray_messages(shown=not progress.quiet):
+        if address is None:
+            with own_cluster(ray, options.num_cpus, quiet):
+                yield RaySession(ray, progress, True, _cpus(ray))
+            return
+        check_address(address)
+        try:
+            _connect(ray, address, quiet)
+            yield RaySession(ray, progress, False, _cpus(ray))
+        finally:
+            # Also after a Ctrl-C inside ray.init: disconnect what was connected so far.
+            if ray.is_initialized():
+                shutdown(ray)
+
+
+def _connect(ray: Any, address: Address, quiet: dict[str, Any]) -> None:
     try:
-        if options.address is not None:
-            _connect(ray, options.address, quiet)
-        else:
-            try:
-                ray.init(address="auto", **quiet)  # RAY_ADDRESS, or a cluster on this machine
-            except ConnectionError:
-                # Short: Ray's socket paths must fit in 107 bytes.
-                temporary = tempfile.mkdtemp(prefix="evalkit-ray-")
-                started = True
-                ray.init(
-                    num_cpus=options.num_cpus,
-                    include_dashboard=False,
-                    _temp_dir=temporary,
-                    **quiet,
-                )
-        yield RaySession(ray, progress, temporary is not None, _cpus(ray))
-    finally:
-        # Also after a Ctrl-C inside ray.init: shutdown stops what was started so far.
-        if started or ray.is_initialized():
-            _shutdown(ray)
-        if temporary is not None:
-            shutil.rmtree(temporary, ignore_errors=True)
-
-
-def _shutdown(ray: Any) -> None:
-    """Disconnect, and stop the processes of a cluster this run started.
-
-    A second Ctrl-C during the shutdown must not leave Ray's processes behind.
-    """
-    import signal
-
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        ray.shutdown()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _unreachable(address: str) -> str | None:
-    """Why ``host:port`` cannot be reached (None when it can, or is not host:port).
-
-    Ray retries an unreachable address for minutes, logging as it goes; a
-    plain connection tried first fails in seconds, with one line.
-    """
-    import socket
-
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        return None
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS):
-            return None
-    except OSError as error:
-        return error.strerror or type(error).__name__
-
-
-def _connect(ray: Any, address: str, quiet: dict[str, Any]) -> None:
-    reason = _unreachable(address)
-    if reason is not None:
-        raise UsageError(
-            f"Ray address {address}: nothing answers there ({reason}); start a cluster "
-            "with `ray start --head`, or leave the address out for a local one"
-        )
-    try:
-        ray.init(address=address, **quiet)
-    except (ConnectionError, ValueError, RuntimeError) as error:
+        ray.init(address=address.value, **quiet)
+    except (ConnectionError, ValueError, RuntimeError, ImportError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UsageError(
-            f"Ray address {address}: cannot connect to a Ray cluster there ({first}); "
-            "start one with `ray start --head`, or leave the address out for a local one"
-        ) from error
+        raise address.refused(f"cannot connect to a Ray cluster there ({first})") from error
 
 
 def _cpus(ray: Any) -> int:

@@ -24,6 +24,7 @@ from evalkit.leakage.distributed.checks import (
     check_codes,
     distinct_scoped,
     extract,
+    listed_scope,
     pivot_links,
 )
 from evalkit.leakage.distributed.partitions import (
@@ -34,7 +35,6 @@ from evalkit.leakage.distributed.partitions import (
     code_part,
     cross_split_codes,
     cut_buckets,
-    every_pair_codes,
     large_buckets,
     range_part,
     small_bucket_codes,
@@ -43,6 +43,7 @@ from evalkit.leakage.distributed.partitions import (
 from evalkit.leakage.minhash import minhash_signatures
 from evalkit.leakage.normalize import normalize_texts
 from evalkit.leakage.shingles import Shingles, shingle_texts
+from evalkit.leakage.within_pairs import first_text_pairs
 from evalkit.records import LshParameters
 
 SAMPLE_TEXTS = 64  # texts per block for the range boundaries
@@ -142,16 +143,15 @@ def band_map(
 
 
 def band_reduce(
-    n: int, cross: bool, splits: int, every_pair: bool, parts: int, *records: BandRecords
+    n: int, cross: bool, splits: int, parts: int, *records: BandRecords
 ) -> tuple[int | tuple[np.ndarray, np.ndarray] | ScopedBuckets, ...]:
     """Buckets of one band-key partition: candidates cut by code, and the large buckets.
 
     Scope -1: with ``cross`` (audit) the pairs that may cross splits, every one
     a candidate; otherwise (clusters) every pair of a bucket of at most 64
     texts, larger buckets kept whole for the pivot rounds. Scopes ``0 ..
-    splits - 1``: the same inside each split (the buckets cut to its texts),
-    or every pair with ``every_pair``. The first value, the number of
-    candidates, is what the driver waits on.
+    splits - 1``: the same inside each split (the buckets cut to its texts).
+    The first value, the number of candidates, is what the driver waits on.
     """
     merged = BandRecords.concat(list(records))
     buckets = band_buckets(merged)
@@ -164,11 +164,8 @@ def band_reduce(
         large.append((-1, large_buckets(buckets)))
     for split in range(splits):
         cut = cut_buckets(buckets, merged, split)
-        if every_pair:
-            scoped.append((split, every_pair_codes(cut, n)))
-        else:
-            scoped.append((split, small_bucket_codes(cut, n)))
-            large.append((split, large_buckets(cut)))
+        scoped.append((split, small_bucket_codes(cut, n)))
+        large.append((split, large_buckets(cut)))
     scope = np.concatenate(
         [np.full(len(c), k, np.int64) for k, c in scoped] or [np.zeros(0, np.int64)]
     )
@@ -245,6 +242,26 @@ def pivot_partition(
         scopes = np.full(len(left), scope, dtype=np.int64)
         estimate = checker.estimate(left, right)
         found.append(CheckedPairs(scopes, left, right, similarity, estimate, {}))
+    return CheckedPairs.concat(found)
+
+
+def listing_partition(
+    n: int, threshold: float, num_perm: int, keep: int, large: ScopedBuckets, *subsets: TextSubset
+) -> CheckedPairs:
+    """The first ``keep`` passing pairs of one band partition's large buckets, per split
+    (scope ``listed_scope(split)``): the local engine's bounded listing, on these buckets."""
+    checker = SubsetChecker(TextSubset.concat(list(subsets), num_perm))
+    found = []
+    for scope in sorted_unique(large.scope).tolist():
+        if scope < 0:
+            continue
+        left, right, similarity = first_text_pairs(
+            large.of_scope(scope), checker.similarity, threshold, n, keep
+        )
+        scopes = np.full(len(left), listed_scope(scope), dtype=np.int64)
+        found.append(
+            CheckedPairs(scopes, left, right, similarity, checker.estimate(left, right), {})
+        )
     return CheckedPairs.concat(found)
 
 
