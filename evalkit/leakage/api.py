@@ -30,7 +30,7 @@ from evalkit.leakage.assemble import (
 )
 from evalkit.leakage.clusters import distinct_texts
 from evalkit.leakage.distributed.session import RayOptions, with_address
-from evalkit.leakage.inputs import Rows, read_rows
+from evalkit.leakage.inputs import Rows, read_rows, require_conversations
 from evalkit.leakage.minhash import choose_lsh, estimate_similarity
 from evalkit.leakage.normalize import normalize_texts
 from evalkit.leakage.options import AuditParams
@@ -176,17 +176,6 @@ def audit(
         listing=listing,
     )
     return build_report(options, lsh, rows.sources, rows.texts, found)
-
-
-def require_conversations(roles_given: bool, conversations: bool, options: AuditOptions) -> None:
-    """Refuse ``roles`` when no split's ``text`` holds conversations (both engines)."""
-    if roles_given and not conversations:
-        raise ParameterError(
-            "roles",
-            f"{','.join(options.roles)}: {{text}} {' '.join(options.columns)} holds plain "
-            "text, not conversations; {roles} chooses the conversation turns compared",
-            refs=["text", "roles"],
-        )
 
 
 def _nothing() -> SimilarPairs:

@@ -29,7 +29,7 @@ from evalkit.chat import (
     read_chat,
     require_compared_roles,
 )
-from evalkit.errors import InvalidTable, MalformedFile, UnreadableFile, UsageError
+from evalkit.errors import InvalidTable, MalformedFile, ParameterError, UnreadableFile, UsageError
 from evalkit.io import (
     Table,
     hf_dataset,
@@ -45,6 +45,7 @@ from evalkit.io import (
 
 if TYPE_CHECKING:
     from evalkit.io import TableLike
+    from evalkit.records._audit import AuditOptions
 
 MAX_SPLITS = 62  # split membership is kept as a bit mask in an int64
 _TABLE_SUFFIXES = (".parquet", ".jsonl", ".csv", ".ndjson", ".pq", ".json")
@@ -259,3 +260,14 @@ def read_splits(
 def file_fingerprint(source: SplitSource) -> str | None:
     """sha256 of what a split was read from (its file's bytes, or a frame's content)."""
     return source.sha256
+
+
+def require_conversations(roles_given: bool, conversations: bool, options: AuditOptions) -> None:
+    """Refuse ``roles`` when no split's ``text`` holds conversations (both engines)."""
+    if roles_given and not conversations:
+        raise ParameterError(
+            "roles",
+            f"{','.join(options.roles)}: {{text}} {' '.join(options.columns)} holds plain "
+            "text, not conversations; {roles} chooses the conversation turns compared",
+            refs=["text", "roles"],
+        )

@@ -68,7 +68,7 @@ def audit_on_ray(
     ray: RayOptions,
 ) -> AuditReport:
     """The audit of :func:`evalkit.leakage.api.audit`, computed on a Ray cluster."""
-    from evalkit.leakage.api import require_conversations
+    from evalkit.leakage.inputs import require_conversations
 
     frames: list[pl.DataFrame | None]
     if isinstance(inputs, Mapping):
