@@ -95,7 +95,7 @@ unit: $(STAMP)
 # model loads, whole processes; see the marker in pyproject.toml) and those
 # that start a local Ray cluster. `make test` still runs them all, as CI does.
 unit-fast: $(STAMP)
-	$(BIN)/pytest -n auto --dist loadgroup -m "not slow and not ray and not vllm"
+	EVALKIT_FEW_EXAMPLES=1 $(BIN)/pytest -n auto --dist loadgroup -m "not slow and not ray and not vllm"
 
 # The vLLM tests (tests/test_vllm_*.py; they skip in .venv, which has no vLLM), in the vLLM
 # environment: one process, since each test starts engines of its own.

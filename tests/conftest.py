@@ -13,6 +13,13 @@ from hypothesis import settings
 
 from evalkit.cli import main
 
+
+def examples(n: int) -> int:
+    """``n`` hypothesis examples, or a few in the edit-test loop (``make unit-fast`` sets
+    ``EVALKIT_FEW_EXAMPLES``): the invariants run on every edit, in full under ``make test``."""
+    return min(n, 6) if os.environ.get("EVALKIT_FEW_EXAMPLES") else n
+
+
 # No test asserts a wall time: hypothesis' default 200 ms deadline per example
 # fails on a loaded machine (the suite shares its cores), so it is off everywhere.
 settings.register_profile("evalkit", deadline=None)

@@ -17,14 +17,17 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalkit.model_selection import ExactGroupShuffleSplit, ExactStratifiedGroupKFold
 
-pytestmark = pytest.mark.slow  # hypothesis over scikit-learn's invariant checks
+pytestmark = pytest.mark.invariants  # few examples in make unit-fast, all in make test
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @pytest.fixture(autouse=True)

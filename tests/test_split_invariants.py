@@ -15,12 +15,13 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 import pytest
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalkit.splitting.api import split
 
-pytestmark = pytest.mark.slow  # hypothesis over hundreds of random splits (minutes)
+pytestmark = pytest.mark.invariants  # few examples in make unit-fast, all in make test
 
 NAMES3 = ["train", "val", "test"]
 
@@ -91,7 +92,7 @@ def _achieved(frame: pl.DataFrame, result_assignments: pl.DataFrame, sizes: list
     return missing, deviation
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_groups_whole_full_coverage_and_best_counts(problem) -> None:
     frame, sizes, names, seed = problem
@@ -114,7 +115,7 @@ def test_groups_whole_full_coverage_and_best_counts(problem) -> None:
     assert _achieved(frame, result.assignments, sizes) == _brute_force(frame, sizes)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(problems(), st.randoms(use_true_random=False))
 def test_same_split_whatever_the_row_order(problem, random) -> None:
     frame, sizes, names, seed = problem
@@ -135,7 +136,7 @@ def test_same_split_whatever_the_row_order(problem, random) -> None:
 
 
 @pytest.mark.parametrize("n_splits", [2, 3, 5])
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(seed=st.integers(0, 2**16), n_groups=st.integers(50, 400))
 def test_exact_counts_when_there_are_small_groups(n_splits: int, seed: int, n_groups: int) -> None:
     """With singletons around and no tiny split, every target must be hit exactly.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.errors import MalformedFile, ModelLoadError, UnreadableFile
+from evalkit.errors import MalformedFile, ModelLoadError
 from evalkit.io import sha256_file
 from evalkit.provenance.artifacts import ADAPTER_CONFIG as ADAPTER_CONFIG
 from evalkit.provenance.artifacts import ADAPTER_WEIGHTS as ADAPTER_WEIGHTS
@@ -186,9 +186,3 @@ def changed_pins(
             if path.name not in pinned:
                 return f"{path}: a weight file that was not there at the run"
     return None
-
-
-def require_file(path: Path) -> None:
-    """Refuse a path that is not an existing file."""
-    if not path.is_file():
-        raise UnreadableFile(f"{path}: no such file")

@@ -70,8 +70,3 @@ def largest_linear(shape: ModelShape, layers: tuple[LinearShape, ...] | None = N
     """Weights of the largest block linear (of ``layers``, or of the whole block)."""
     chosen = shape.linears if layers is None else layers
     return max((layer.d_in * layer.d_out for layer in chosen), default=0)
-
-
-def layer_params(shape: ModelShape) -> int:
-    """All parameters of one block: its linears (with biases) and norms."""
-    return sum(layer.params for layer in shape.linears) + layer_norm_params(shape)

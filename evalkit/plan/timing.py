@@ -39,10 +39,6 @@ class GenerationCosts:
     weight_bytes: int  # read once per step, whatever the batch
     kv_bytes_per_token: int  # cache read per cached token of one sequence (all layers)
 
-    def decode_flops(self, keys: int) -> int:
-        """One new token that attends to ``keys`` keys (summed over layers)."""
-        return self.step_flops + self.attention_per_key * keys
-
 
 def _keys(shape: ModelShape, contexts: Any) -> Any:
     """Keys a query at each position of ``contexts`` meets, summed over layers (windows kept)."""

@@ -10,7 +10,6 @@ backend.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from typing import Any
 
@@ -81,9 +80,3 @@ def span_runs(encoding: Any, spans: Sequence[Span]) -> list[TokenRun]:
         if first <= last:
             runs.append((first, last))
     return runs
-
-
-def token_at_or_after(offsets: Sequence[tuple[int, int]], position: int) -> int:
-    """Index of the first token that ends after character ``position`` (len when none)."""
-    ends = [end for _, end in offsets]
-    return bisect.bisect_right(ends, position)
