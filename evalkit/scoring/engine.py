@@ -34,7 +34,7 @@ from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, bu
 from evalkit.scoring.gold import all_unique, check_gold_columns, gold_input, read_gold
 from evalkit.scoring.options import OnDuplicate, ScoreParams
 from evalkit.scoring.prediction_frame import read_prediction_input
-from evalkit.scoring.predictions import predictions_sha256
+from evalkit.scoring.predictions import STRUCTURED_CALLS, predictions_sha256
 from evalkit.scoring.processes import estimated_rows, resolve_workers
 from evalkit.scoring.result import ScoreResult
 from evalkit.scoring.summary import (
@@ -45,6 +45,7 @@ from evalkit.scoring.summary import (
     PredictionsInfo,
     ScoreSummary,
 )
+from evalkit.scoring.tool_gold import read_tool_gold
 from evalkit.scoring.workers import ParsePool
 from evalkit.table_input import FRAME_SOURCE, frame_sha256, is_path
 
@@ -205,6 +206,24 @@ def empty_slice_warnings(contract: Contract, slices: dict[str, Any]) -> list[str
     ]
 
 
+def _structured_warning(contract: Contract, structured: pl.Series | None) -> list[str]:
+    """A warning when predictions hold tool calls that the contract does not read.
+
+    A Batch output whose answers are calls (``content: null``) would otherwise
+    score every answer ``empty`` without a word on why.
+    """
+    if structured is None or contract.output.parse == "tool_calls":
+        return []
+    calls = int((structured.is_not_null() & (structured != "[]")).sum())
+    if not calls:
+        return []
+    return [
+        f"{calls:,} predictions answer with tool calls (message.tool_calls or a tool_calls "
+        f"field), which output.parse: {contract.output.parse} does not read; score them with "
+        "output.parse: tool_calls"
+    ]
+
+
 def _default_name(pred_path: Path | None) -> str:
     """A result's name without ``name``: the predictions file's stem (folder's name)."""
     if pred_path is None:
@@ -258,13 +277,24 @@ def compute_score(
         resolved = _resolve_duplicates(table.frame, on_duplicate, pred_label)
         n_records, pred_format_read = table.frame.height, table.format
         del table  # from here on only the resolved predictions are kept
-        parsing = ParsedOutputs(loaded, resolved.predictions["output"], workers, pool)
-        kept = resolved.predictions.drop("output")
+        structured = resolved.predictions.get_column(STRUCTURED_CALLS, default=None)
+        warnings = _structured_warning(loaded, structured)
+        parsing = ParsedOutputs(
+            loaded, resolved.predictions["output"], workers, pool, structured=structured
+        )
+        kept = resolved.predictions.drop("output", STRUCTURED_CALLS, strict=False)
+        del structured
         given_gold = gold_input(gold, loaded)  # while the outputs are parsed
         if gold_path is None:
             gold_hash = hashing.submit(frame_sha256, given_gold.frame)
         gold_label: Path | str = gold_path if gold_path is not None else given_gold.label
-        gold_frame = read_gold(given_gold, loaded, label)
+        catalog = None
+        if loaded.output.parse == "tool_calls":
+            tool_gold = read_tool_gold(given_gold, loaded, label)
+            gold_frame, catalog = tool_gold.frame, tool_gold.catalog
+            del tool_gold
+        else:
+            gold_frame = read_gold(given_gold, loaded, label)
         del given_gold
         gold_frame = check_gold_types(loaded, gold_frame, label, GOLD_PREFIX)
         gold_content = hashing.submit(content_sha256, gold_frame)
@@ -274,7 +304,7 @@ def compute_score(
         del resolved, gold_frame
         del kept
         try:
-            examples = build_examples(loaded, aligned, parsing)
+            examples = build_examples(loaded, aligned, parsing, catalog)
         except InvalidContract as error:  # a rule that cannot apply to this gold file
             raise InvalidContract(f"{label}: {error.message}") from error
         request_errors = (
@@ -294,7 +324,7 @@ def compute_score(
                 fingerprint=contract_fingerprint(loaded),
                 path=str(contract_path) if contract_path else None,
                 normalized=normalized_contract(loaded),
-                evaluator=Evaluator(**evaluator_semantics()),
+                evaluator=Evaluator(**evaluator_semantics(loaded)),
             ),
             gold=GoldInfo(
                 path=str(gold_path) if gold_path is not None else None,
@@ -324,7 +354,7 @@ def compute_score(
             errors=aggregate.error_stats(examples),
             confusion=aggregate.confusion(examples, loaded),
             **_provenance(card, base, ledger),
-            warnings=empty_slice_warnings(loaded, slices),
+            warnings=warnings + empty_slice_warnings(loaded, slices),
         )
     return ScoreResult(summary=summary, examples=examples)
 

@@ -1,0 +1,259 @@
+"""The gold of a tool-calling contract: each row's expected calls and its tools, checked.
+
+Gold calls come from a ``gold_calls`` column (``[{name, arguments}]`` or its
+JSON text; ``[]``: no call expected) or, with ``gold_answer``, from the
+``tool_calls`` of each conversation's reference turn (read by
+:mod:`evalkit.chat`; a reference turn without calls expects none). The row's
+tools come from a gold column (read by the chat reader's tools rules) or the
+contract's own list. Gold must be valid, as it must for ``parse: json``: a
+tool whose ``parameters`` is not a JSON Schema, a gold call that does not
+parse, names no tool of its row, breaks that tool's schema or holds a value
+its field's matcher cannot compare is bad input (exit 2) naming the id.
+
+The result is a frame in the scorer's gold shape (``id`` and ``gold:<name>``
+columns): ``gold:function`` (the class), ``gold:__calls`` (the canonical text
+of the calls, :func:`~evalkit.contract.tool_rules.calls_key`), ``gold:__tools``
+(the tools' content hash) and the slices' columns; and the catalog of the
+distinct tools, by hash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalkit.contract.tool_names import FUNCTION_CLASS
+from evalkit.contract.tool_rules import (
+    ToolCatalog,
+    ToolProblem,
+    calls_key,
+    function_class,
+    gold_calls_of,
+    tools_list,
+)
+from evalkit.contract.tool_syntax import Call
+from evalkit.contract.tool_verdicts import GOLD_CALLS as CALLS_COLUMN
+from evalkit.contract.tool_verdicts import GOLD_TOOLS as TOOLS_COLUMN
+from evalkit.errors import InvalidContract, InvalidSchema, InvalidTable, UnknownColumn
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from evalkit.contract.model import Contract
+    from evalkit.table_input import TableInput
+
+GOLD_FIX = 'write [{"name": ..., "arguments": {...}}] ([] where no call is expected)'
+
+
+@dataclass(frozen=True)
+class ToolGold:
+    """The gold frame of a tool-calling contract and the tools its rows name."""
+
+    frame: pl.DataFrame
+    catalog: ToolCatalog
+
+
+def _where(label: str, ids: list[str], row: int) -> str:
+    return f"{label}: row {row + 1} (id {ids[row]!r})"
+
+
+def _row_tools(
+    gold: TableInput, contract: Contract, ids: list[str], chat_tools: pl.Series | None
+) -> tuple[list[str], ToolCatalog]:
+    """Each row's tools digest, and the catalog of the distinct tools values."""
+    catalog = ToolCatalog()
+    tools = contract.output.tools
+    if not isinstance(tools, str):
+        digest = catalog.add(tools or [])
+        return [digest] * len(ids), catalog
+    if chat_tools is None:
+        from evalkit.chat.extras import read_tools
+
+        file = gold.path if isinstance(gold.path, Path) else None
+        chat_tools = read_tools(gold.frame, tools, gold.label, file)
+    texts = chat_tools.to_list()
+    digests: dict[str | None, str] = {}
+    for row, text in enumerate(texts):
+        if text in digests:
+            continue
+        try:
+            digests[text] = catalog.add(tools_list(text))
+        except ToolProblem as problem:
+            raise InvalidSchema(
+                f"{_where(gold.label, ids, row)}: column {tools!r}: {problem}; fix the tool"
+            ) from None
+    return [digests[text] for text in texts], catalog
+
+
+def _column_values(gold: TableInput, column: str) -> list[Any]:
+    """A gold column's values as written (a JSONL nested column read exactly)."""
+    import polars as pl
+
+    from evalkit.chat.sources import exact_values, is_jsonl
+
+    series = gold.frame[column]
+    file = gold.path if isinstance(gold.path, Path) else None
+    if series.dtype != pl.String and is_jsonl(file):
+        assert file is not None
+        return exact_values(file, column)[0]
+    return series.to_list()
+
+
+def _calls_from_column(gold: TableInput, contract: Contract, ids: list[str]) -> list[list[Call]]:
+    assert contract.gold_calls is not None
+    column = contract.gold_calls
+    calls = []
+    for row, value in enumerate(_column_values(gold, column)):
+        try:
+            calls.append(gold_calls_of(value))
+        except ToolProblem as problem:
+            raise InvalidTable(
+                f"{_where(gold.label, ids, row)}: gold_calls column {column!r}: {problem}; "
+                f"{GOLD_FIX}"
+            ) from None
+    return calls
+
+
+def _calls_from_answers(
+    gold: TableInput, contract: Contract, ids: list[str], label: str
+) -> tuple[list[list[Call]], pl.Series | None]:
+    """The reference turn's calls per row, and the tools the chat reader read."""
+    from evalkit.chat import read_chat
+    from evalkit.contract.tool_syntax import _Invalid, load_json
+
+    assert contract.gold_answer is not None
+    column = contract.gold_answer.column
+    file = gold.path if isinstance(gold.path, Path) else None
+    tools = contract.output.tools if isinstance(contract.output.tools, str) else None
+    chat = read_chat(gold.frame, column, source=gold.label, path=file, tools=tools)
+    if not chat.is_conversation:
+        raise InvalidTable(
+            f"{gold.label}: column {column!r} holds text, not conversations; gold_answer in "
+            f"{label} reads the tool calls of the last assistant turn of a messages column"
+        )
+    answers = chat.reference_answers().to_list()
+    found = chat.reference_tool_calls().to_list()
+    calls: list[list[Call]] = []
+    for row, (answer, items) in enumerate(zip(answers, found, strict=True)):
+        if answer is None:
+            raise InvalidTable(
+                f"{_where(gold.label, ids, row)}: the conversation has no assistant turn, so "
+                f"no reference answer (gold_answer in {label}); add it or use gold_calls"
+            )
+        row_calls = []
+        for number, item in enumerate(items or []):
+            try:
+                arguments = load_json(item["arguments"])
+            except _Invalid as problem:
+                arguments = str(problem)
+            if not isinstance(arguments, dict):
+                raise InvalidTable(
+                    f"{_where(gold.label, ids, row)}: the reference turn's tool call {number} "
+                    f"({item['name']}): its arguments are not a JSON object ({arguments}); "
+                    "gold must be valid"
+                )
+            row_calls.append((item["name"], arguments))
+        calls.append(row_calls)
+    return calls, chat.tools if tools is not None else None
+
+
+def _check_gold_calls(
+    calls: list[list[Call]],
+    digests: list[str],
+    catalog: ToolCatalog,
+    contract: Contract,
+    label: str,
+    ids: list[str],
+) -> None:
+    """Every gold call is a valid call of its row's tools, and fits its fields' matchers."""
+    mode = contract.output.calls
+    checked: set[tuple[str, str, str]] = set()
+    numbers = [n[10:] for n, s in contract.fields.items() if n != "name" and s.match == "number"]
+    lists = [n[10:] for n, s in contract.fields.items() if n != "name" and s.match == "set"]
+    for row, (row_calls, digest) in enumerate(zip(calls, digests, strict=True)):
+        where = _where(label, ids, row)
+        if mode == "one" and len(row_calls) > 1:
+            raise InvalidTable(
+                f"{where}: the gold has {len(row_calls)} calls, but the contract says calls: "
+                "one; use calls: set (or ordered) for parallel calls"
+            )
+        tools = catalog.schemas[digest]
+        for number, (name, arguments) in enumerate(row_calls):
+            if name not in tools:
+                shown = ", ".join(tools) or "none"
+                raise InvalidTable(
+                    f"{where}: gold call {number} names {name!r}, not one of the row's tools "
+                    f"({shown}); gold must be valid"
+                )
+            for key in numbers + lists:
+                value = arguments.get(key)
+                wanted = "a number" if key in numbers else "a list"
+                is_number = type(value) in (int, float)
+                if value is not None and (is_number if key in numbers else type(value) is list):
+                    continue
+                if value is not None:
+                    spec = contract.fields[f"arguments.{key}"]
+                    raise InvalidContract(
+                        f"{where}: fields.arguments.{key}: match: {spec.match} compares "
+                        f"{wanted}, but gold call {number} ({name}) has {value!r}; fix the "
+                        "gold or use match: exact"
+                    )
+            import orjson
+
+            key_text = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
+            if (digest, name, key_text) in checked:
+                continue
+            checked.add((digest, name, key_text))
+            if not catalog.validator(digest, name).is_valid(arguments):
+                why = catalog.explain(digest, name, arguments)
+                raise InvalidTable(
+                    f"{where}: gold call {number} ({name}) breaks the tool's parameters: {why}; "
+                    "gold must be valid"
+                )
+
+
+def read_tool_gold(gold: TableInput, contract: Contract, label: str) -> ToolGold:
+    """The gold frame and tools catalog of a ``parse: tool_calls`` contract (see the module)."""
+    import polars as pl
+
+    from evalkit.scoring.examples import GOLD_PREFIX
+    from evalkit.scoring.gold import checked_ids, contract_columns
+
+    frame = gold.frame
+    for key, column in contract_columns(contract):
+        if column not in frame.columns:
+            listing = ", ".join(frame.columns[:20]) or "(none)"
+            raise UnknownColumn(
+                f"{gold.label}: no column {column!r}, named by {key} in {label}; "
+                f"the columns are: {listing}"
+            )
+    noun = "gold file" if gold.path is not None else "gold frame"
+    if frame.height == 0:
+        raise InvalidTable(f"{gold.label}: the {noun} has no rows")
+    id_series = checked_ids(frame, gold.label, contract.id_column, noun)
+    ids = id_series.to_list()
+    chat_tools = None
+    if contract.gold_answer is not None:
+        calls, chat_tools = _calls_from_answers(gold, contract, ids, label)
+    else:
+        calls = _calls_from_column(gold, contract, ids)
+    digests, catalog = _row_tools(gold, contract, ids, chat_tools)
+    _check_gold_calls(calls, digests, catalog, contract, gold.label, ids)
+    mode = contract.output.calls or "set"
+    columns = [
+        id_series.alias("id"),
+        frame[contract.id_column].alias(GOLD_PREFIX + contract.id_column),
+        pl.Series(
+            GOLD_PREFIX + FUNCTION_CLASS,
+            [function_class([name for name, _ in row]) for row in calls],
+            dtype=pl.String,
+        ),
+        pl.Series(CALLS_COLUMN, [calls_key(row, mode) for row in calls], dtype=pl.String),
+        pl.Series(TOOLS_COLUMN, digests, dtype=pl.String),
+    ]
+    for _, column in contract.gold_references:
+        if column not in (contract.gold_calls, contract.output.tools):
+            columns.append(frame[column].alias(GOLD_PREFIX + column))
+    unique = {series.name: series for series in columns}
+    return ToolGold(pl.DataFrame(list(unique.values())), catalog)
