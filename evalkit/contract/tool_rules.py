@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from evalkit.contract.tool_names import FUNCTION_CLASS, NO_CALL
 from evalkit.contract.tool_syntax import Call, call_of, load_json
 
@@ -27,6 +29,7 @@ from evalkit.contract.tool_syntax import Call, call_of, load_json
 # defines a function with an empty parameter list").
 NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
 _INT_LIMIT = 2**63
+_SORT = orjson.OPT_SORT_KEYS
 
 
 class ToolProblem(Exception):
@@ -45,13 +48,31 @@ def same_numbers(value: Any) -> Any:
     return value
 
 
-def call_text(call: Call) -> str:
-    """The canonical JSON text of one call: ``{"arguments": …, "name": …}``, keys sorted."""
-    import orjson
+def canonical_arguments(arguments: dict[str, Any]) -> str:
+    """The canonical JSON text of a call's arguments: keys sorted, ``1.0`` written ``1``.
 
-    name, arguments = call
-    data = {"arguments": same_numbers(arguments), "name": name}
-    return orjson.dumps(data, option=orjson.OPT_SORT_KEYS).decode()
+    Flat arguments without floats (the usual case) need no rewriting first.
+    """
+    for value in arguments.values():
+        kind = type(value)
+        if kind is float or kind is dict or kind is list:
+            return orjson.dumps(same_numbers(arguments), option=_SORT).decode()
+    return orjson.dumps(arguments, option=_SORT).decode()
+
+
+_NAME_TEXTS: dict[str, str] = {}
+_NAME_TEXTS_LIMIT = 10_000
+
+
+def call_text(name: str, arguments_text: str) -> str:
+    """The canonical JSON text of one call, ``{"arguments": …, "name": …}`` (keys sorted),
+    from its canonical arguments text."""
+    quoted = _NAME_TEXTS.get(name)
+    if quoted is None:  # a few names recur; a model's garbage names are not all kept
+        quoted = orjson.dumps(name).decode()
+        if len(_NAME_TEXTS) < _NAME_TEXTS_LIMIT:
+            _NAME_TEXTS[name] = quoted
+    return '{"arguments":' + arguments_text + ',"name":' + quoted + "}"
 
 
 def calls_key(calls: Sequence[Call], mode: str) -> str:
@@ -60,7 +81,7 @@ def calls_key(calls: Sequence[Call], mode: str) -> str:
     Two lists with equal keys match under every matcher (gold is checked so
     that this holds), so most examples are decided by comparing two strings.
     """
-    texts = [call_text(call) for call in calls]
+    texts = [call_text(name, canonical_arguments(arguments)) for name, arguments in calls]
     if mode == "set":
         texts.sort()
     return "[" + ",".join(texts) + "]"
@@ -174,15 +195,22 @@ def gold_calls_of(value: Any) -> list[Call]:
 
     if value is None:
         raise ToolProblem("no value; write [] where no call is expected")
-    if isinstance(value, str):
+    if type(value) is str:
         try:
             value = load_json(value)
         except _Invalid as problem:
             raise ToolProblem(f"the JSON text does not parse: {problem}") from None
-    if not isinstance(value, list):
+    if type(value) is not list:
         raise ToolProblem(f"is {type(value).__name__}, not a list of calls")
     calls = []
     for index, item in enumerate(value):
+        if type(item) is dict:  # the usual shapes, decided without a function call
+            function = item.get("function")
+            call = function if type(function) is dict else item
+            name, arguments = call.get("name"), call.get("arguments")
+            if type(name) is str and name and type(arguments) is dict:
+                calls.append((name, arguments))
+                continue
         function = item.get("function") if isinstance(item, dict) else None
         try:
             calls.append(call_of(function if isinstance(function, dict) else item))
@@ -198,6 +226,7 @@ __all__ = [
     "ToolProblem",
     "call_text",
     "calls_key",
+    "canonical_arguments",
     "function_class",
     "gold_calls_of",
     "same_numbers",

@@ -36,10 +36,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
 from evalkit.contract.parsed import FENCE
 from evalkit.contract.tool_names import AUTO, AUTO_ORDER, STRUCTURED, SYNTAX_CHOICES
 
 DETAIL_LIMIT = 200
+_loads, _dumps, _decode_error = orjson.loads, orjson.dumps, orjson.JSONDecodeError
+_SORT = orjson.OPT_SORT_KEYS
 
 Call = tuple[str, dict[str, Any]]
 """One call: the function's name and its arguments (a JSON object)."""
@@ -55,6 +59,8 @@ class Found:
     """The calls, in the order written (empty when ``problem`` is set)."""
     problem: str | None = None
     """Why the calls found do not parse (``unparsable_call``), or None."""
+    texts: tuple[tuple[str, str], ...] | None = None
+    """Per call, its canonical text and its arguments' (when found by a fast path), or None."""
 
 
 class TextSyntax(Protocol):
@@ -73,11 +79,45 @@ def _short(text: str) -> str:
 
 
 def _key_count(value: Any) -> int:
+    """Keys of every object in a JSON value (a loop, not a generator: it runs per call)."""
+    count = 0
     if type(value) is dict:
-        return len(value) + sum(_key_count(item) for item in value.values())
-    if type(value) is list:
-        return sum(_key_count(item) for item in value)
-    return 0
+        count = len(value)
+        items: Any = value.values()
+    elif type(value) is list:
+        items = value
+    else:
+        return 0
+    for item in items:
+        kind = type(item)
+        if kind is dict or kind is list:
+            count += _key_count(item)
+    return count
+
+
+_CALL_KEYS = frozenset({"name", "arguments"})
+_NOT_FLAT = frozenset({float, dict, list})
+
+
+def simple_call(value: Any) -> tuple[str, dict[str, Any], str, str] | None:
+    """``(name, arguments, call text, arguments text)`` of the common call object, or None.
+
+    The common object is ``{"name": "…", "arguments": {…}}`` whose arguments
+    hold no float, object or list: then orjson's sorted-key text of the whole
+    object *is* the canonical call text (:func:`evalkit.contract.tool_rules.call_text`),
+    and no number needs rewriting. Anything else (None) takes the general path.
+    The caller checks that no key repeats (by counting colons).
+    """
+    if type(value) is not dict or len(value) != 2 or value.keys() != _CALL_KEYS:
+        return None
+    name, arguments = value["name"], value["arguments"]
+    if type(name) is not str or not name or type(arguments) is not dict:
+        return None
+    for item in arguments.values():
+        if type(item) in _NOT_FLAT:
+            return None
+    text = _dumps(value, option=_SORT).decode()
+    return name, arguments, text, text[13 : text.rindex(',"name":')]
 
 
 class _Invalid(Exception):
@@ -154,16 +194,41 @@ def _found(syntax: str, pieces: list[str], read: Any) -> Found:
 
 
 class Hermes:
-    """``<tool_call>{"name": …, "arguments": …}</tool_call>`` blocks (Qwen, Hermes)."""
+    r"""``<tool_call>{"name": …, "arguments": …}</tool_call>`` blocks (Qwen, Hermes).
+
+    A block's body runs from its opening tag to the next closing tag, or to the
+    end of the text (the regular expression ``<tool_call>(.*?)(?:</tool_call>|\Z)``,
+    found with ``str.find``: this runs once per output).
+    """
 
     name = "qwen"
-    _block = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
+    _open, _close = "<tool_call>", "</tool_call>"
 
     def find(self, text: str) -> Found | None:
-        if "<tool_call>" not in text:
+        start = text.find(self._open)
+        if start < 0:
             return None
-        pieces = [match.group(1).strip() for match in self._block.finditer(text)]
-        return _found(self.name, pieces, lambda piece: [call_of(load_json(piece))])
+        pieces = []
+        while start >= 0:
+            begin = start + len(self._open)
+            end = text.find(self._close, begin)
+            if end < 0:
+                pieces.append(text[begin:].strip())
+                break
+            pieces.append(text[begin:end].strip())
+            start = text.find(self._open, end + len(self._close))
+        calls, texts = [], []
+        for piece in pieces:
+            try:
+                value = _loads(piece)
+            except _decode_error:
+                value = None
+            fast = simple_call(value)
+            if fast is None or piece.count(":") != 2 + len(fast[1]):
+                return _found(self.name, pieces, lambda piece: [call_of(load_json(piece))])
+            calls.append((fast[0], fast[1]))
+            texts.append((fast[2], fast[3]))
+        return Found(self.name, tuple(calls), texts=tuple(texts))
 
 
 class Llama3:
@@ -324,5 +389,6 @@ __all__ = [
     "call_of",
     "find_calls",
     "load_json",
+    "simple_call",
     "structured_calls",
 ]

@@ -21,7 +21,6 @@ from evalkit.contract.fingerprint import contract_fingerprint, normalized_contra
 from evalkit.contract.load import load_contract
 from evalkit.contract.match import check_gold_types
 from evalkit.contract.model import Contract
-from evalkit.contract.parse import ParserSpec
 from evalkit.contract.validation import evaluator_semantics
 from evalkit.documents import require_regular_file
 from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, ParameterError
@@ -30,7 +29,13 @@ from evalkit.options import takes
 from evalkit.provenance.gold_content import content_sha256
 from evalkit.provenance.models import AdapterCard
 from evalkit.scoring import aggregate
-from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
+from evalkit.scoring.examples import (
+    HAS_PREDICTION,
+    PRED_ROW,
+    ParsedOutputs,
+    build_examples,
+    parser_spec,
+)
 from evalkit.scoring.gold import all_unique, check_gold_columns, gold_input, read_gold
 from evalkit.scoring.options import OnDuplicate, ScoreParams
 from evalkit.scoring.prediction_frame import read_prediction_input
@@ -162,9 +167,9 @@ def _early_pool(contract: Contract, predictions: object, workers: int | None) ->
     """Start parser workers now, so their start-up overlaps with reading the files."""
     rows = estimated_rows(Path(predictions)) if is_path(predictions) else _frame_rows(predictions)
     n_workers = resolve_workers(workers, rows)
-    if contract.output.parse != "json" or n_workers <= 1:
+    if contract.output.parse == "label" or n_workers <= 1:
         return nullcontext(None)
-    return ParsePool(ParserSpec.from_contract(contract), n_workers)
+    return ParsePool(parser_spec(contract), n_workers)
 
 
 def _frame_rows(frame: Any) -> int:

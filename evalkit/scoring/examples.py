@@ -32,7 +32,7 @@ from evalkit.contract.parse import (
 )
 from evalkit.errors import InvalidContract
 from evalkit.scoring.processes import resolve_workers
-from evalkit.scoring.workers import ParsedChunk, ParsePool, join_chunks
+from evalkit.scoring.workers import ParsedChunk, ParsePool, Spec, join_chunks
 
 if TYPE_CHECKING:
     import polars as pl
@@ -154,6 +154,15 @@ def _verdicts(rows: pl.DataFrame, contract: Contract, invalid_category: str) -> 
         raise
 
 
+def parser_spec(contract: Contract) -> Spec:
+    """What parsing processes are sent for a ``parse: json`` or ``tool_calls`` contract."""
+    if contract.output.parse == "tool_calls":
+        from evalkit.contract.tool_parse import ToolParserSpec
+
+        return ToolParserSpec.from_contract(contract)
+    return ParserSpec.from_contract(contract)
+
+
 class ParsedOutputs:
     """Outputs being parsed: workers start at once; :meth:`chunks` yields results in order.
 
@@ -172,18 +181,19 @@ class ParsedOutputs:
         structured: pl.Series | None = None,
     ) -> None:
         self._contract = contract
+        if contract.output.parse == "tool_calls":
+            from evalkit.contract.tool_parse import tool_outputs
+
+            # The raw texts, with the structured calls beside them when there are any.
+            outputs = tool_outputs(outputs, structured)
         self._outputs: pl.Series | None = outputs
-        self._structured = structured
-        """``parse: tool_calls``: each output's structured calls (JSON text), or None."""
         self._pool = pool
         self._owned = False
         self._queue: queue.Queue[Any] | None = None
-        if contract.output.parse != "json":
+        if contract.output.parse == "label":
             return
         if pool is None:
-            self._pool = ParsePool(
-                ParserSpec.from_contract(contract), resolve_workers(workers, len(outputs))
-            )
+            self._pool = ParsePool(parser_spec(contract), resolve_workers(workers, len(outputs)))
             self._owned = True
         if self._pool is not None and self._pool.workers > 1:
             self._queue = queue.Queue()
@@ -218,16 +228,6 @@ class ParsedOutputs:
                 if self._contract.output.parse == "label":
                     outputs, self._outputs = self._outputs, None
                     yield ParsedChunk(parse_labels(outputs, self._contract))
-                elif self._contract.output.parse == "tool_calls":
-                    from evalkit.contract.tool_parse import parse_tool_outputs
-
-                    outputs, self._outputs = self._outputs, None
-                    output = self._contract.output
-                    assert output.syntax is not None and output.calls is not None
-                    parsed = parse_tool_outputs(
-                        outputs, self._structured, output.syntax, output.calls
-                    )
-                    yield ParsedChunk(parsed)
                 else:
                     assert self._pool is not None
                     yield from self._pool.parse_chunks(self._take_pieces())

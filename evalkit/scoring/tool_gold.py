@@ -27,7 +27,8 @@ from evalkit.contract.tool_names import FUNCTION_CLASS
 from evalkit.contract.tool_rules import (
     ToolCatalog,
     ToolProblem,
-    calls_key,
+    call_text,
+    canonical_arguments,
     function_class,
     gold_calls_of,
     tools_list,
@@ -158,59 +159,81 @@ def _calls_from_answers(
     return calls, chat.tools if tools is not None else None
 
 
-def _check_gold_calls(
+def _field_problem(
+    contract: Contract, arguments: dict[str, Any], wanted: dict[str, str]
+) -> tuple[str, Any] | None:
+    """(field, value) of a gold value a ``number``/``set`` field's matcher cannot compare."""
+    for key, match in wanted.items():
+        value = arguments.get(key)
+        if value is None:
+            continue
+        fits = type(value) in (int, float) if match == "number" else type(value) is list
+        if not fits:
+            return key, value
+    return None
+
+
+def _gold_keys(
     calls: list[list[Call]],
     digests: list[str],
     catalog: ToolCatalog,
     contract: Contract,
     label: str,
     ids: list[str],
-) -> None:
-    """Every gold call is a valid call of its row's tools, and fits its fields' matchers."""
-    mode = contract.output.calls
-    checked: set[tuple[str, str, str]] = set()
-    numbers = [n[10:] for n, s in contract.fields.items() if n != "name" and s.match == "number"]
-    lists = [n[10:] for n, s in contract.fields.items() if n != "name" and s.match == "set"]
+) -> tuple[list[str], list[str]]:
+    """Each row's class and canonical calls text; every gold call checked on the way.
+
+    A gold call must name a tool of its row and meet its ``parameters`` (each
+    distinct (tools, function, arguments) validated once), and hold values its
+    fields' matchers can compare; ``calls: one`` allows one call.
+    """
+    mode = contract.output.calls or "set"
+    wanted: dict[str, str] = {
+        name[len("arguments.") :]: spec.match
+        for name, spec in contract.fields.items()
+        if name != "name" and spec.match in ("number", "set")
+    }
+    validated: set[tuple[str, str, str]] = set()
+    classes, keys = [], []
     for row, (row_calls, digest) in enumerate(zip(calls, digests, strict=True)):
-        where = _where(label, ids, row)
         if mode == "one" and len(row_calls) > 1:
             raise InvalidTable(
-                f"{where}: the gold has {len(row_calls)} calls, but the contract says calls: "
-                "one; use calls: set (or ordered) for parallel calls"
+                f"{_where(label, ids, row)}: the gold has {len(row_calls)} calls, but the "
+                "contract says calls: one; use calls: set (or ordered) for parallel calls"
             )
         tools = catalog.schemas[digest]
+        texts = []
         for number, (name, arguments) in enumerate(row_calls):
             if name not in tools:
                 shown = ", ".join(tools) or "none"
                 raise InvalidTable(
-                    f"{where}: gold call {number} names {name!r}, not one of the row's tools "
-                    f"({shown}); gold must be valid"
+                    f"{_where(label, ids, row)}: gold call {number} names {name!r}, not one of "
+                    f"the row's tools ({shown}); gold must be valid"
                 )
-            for key in numbers + lists:
-                value = arguments.get(key)
-                wanted = "a number" if key in numbers else "a list"
-                is_number = type(value) in (int, float)
-                if value is not None and (is_number if key in numbers else type(value) is list):
-                    continue
-                if value is not None:
-                    spec = contract.fields[f"arguments.{key}"]
-                    raise InvalidContract(
-                        f"{where}: fields.arguments.{key}: match: {spec.match} compares "
-                        f"{wanted}, but gold call {number} ({name}) has {value!r}; fix the "
-                        "gold or use match: exact"
-                    )
-            import orjson
-
-            key_text = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
-            if (digest, name, key_text) in checked:
+            canonical = canonical_arguments(arguments)
+            texts.append(call_text(name, canonical))
+            if wanted and (problem := _field_problem(contract, arguments, wanted)) is not None:
+                key, value = problem
+                raise InvalidContract(
+                    f"{_where(label, ids, row)}: fields.arguments.{key}: match: {wanted[key]} "
+                    f"compares {'a number' if wanted[key] == 'number' else 'a list'}, but gold "
+                    f"call {number} ({name}) has {value!r}; fix the gold or use match: exact"
+                )
+            triple = (digest, name, canonical)
+            if triple in validated:
                 continue
-            checked.add((digest, name, key_text))
+            validated.add(triple)
             if not catalog.validator(digest, name).is_valid(arguments):
                 why = catalog.explain(digest, name, arguments)
                 raise InvalidTable(
-                    f"{where}: gold call {number} ({name}) breaks the tool's parameters: {why}; "
-                    "gold must be valid"
+                    f"{_where(label, ids, row)}: gold call {number} ({name}) breaks the tool's "
+                    f"parameters: {why}; gold must be valid"
                 )
+        if mode == "set":
+            texts.sort()
+        keys.append("[" + ",".join(texts) + "]")
+        classes.append(function_class([name for name, _ in row_calls]))
+    return classes, keys
 
 
 def read_tool_gold(gold: TableInput, contract: Contract, label: str) -> ToolGold:
@@ -239,17 +262,12 @@ def read_tool_gold(gold: TableInput, contract: Contract, label: str) -> ToolGold
     else:
         calls = _calls_from_column(gold, contract, ids)
     digests, catalog = _row_tools(gold, contract, ids, chat_tools)
-    _check_gold_calls(calls, digests, catalog, contract, gold.label, ids)
-    mode = contract.output.calls or "set"
+    classes, keys = _gold_keys(calls, digests, catalog, contract, gold.label, ids)
     columns = [
         id_series.alias("id"),
         frame[contract.id_column].alias(GOLD_PREFIX + contract.id_column),
-        pl.Series(
-            GOLD_PREFIX + FUNCTION_CLASS,
-            [function_class([name for name, _ in row]) for row in calls],
-            dtype=pl.String,
-        ),
-        pl.Series(CALLS_COLUMN, [calls_key(row, mode) for row in calls], dtype=pl.String),
+        pl.Series(GOLD_PREFIX + FUNCTION_CLASS, classes, dtype=pl.String),
+        pl.Series(CALLS_COLUMN, keys, dtype=pl.String),
         pl.Series(TOOLS_COLUMN, digests, dtype=pl.String),
     ]
     for _, column in contract.gold_references:

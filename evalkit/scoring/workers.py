@@ -28,14 +28,26 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol
 
-from evalkit.contract.batch import parse_distinct
-from evalkit.contract.parse import OutputParser, ParserSpec
 from evalkit.scoring.processes import stop, take_started
 
 if TYPE_CHECKING:
     import polars as pl
+
+
+class ChunkParser(Protocol):
+    """Parses one chunk of outputs: a frame per distinct output, and each output's row."""
+
+    def parse_distinct(self, outputs: pl.Series) -> tuple[pl.DataFrame, pl.Series]: ...
+
+
+class Spec(Protocol):
+    """What a worker is sent (pickled): the rules it builds its parser from
+    (:class:`evalkit.contract.parse.ParserSpec`, or the tool-call parser's spec)."""
+
+    def build(self) -> ChunkParser: ...
+
 
 CHUNK_ROWS = 50_000
 _LENGTH_BYTES = 8
@@ -107,10 +119,10 @@ class ParsePool:
     """Parsing for one contract by ``workers`` processes: this one and ``workers - 1``
     subprocesses (none for one worker)."""
 
-    def __init__(self, spec: ParserSpec, workers: int) -> None:
+    def __init__(self, spec: Spec, workers: int) -> None:
         self.spec = spec
         self.workers = workers
-        self._local: OutputParser | None = None
+        self._local: ChunkParser | None = None
         self._processes: list[subprocess.Popen[bytes]] = []
         if workers > 1:
             # Subprocesses started early (evalkit score starts them before its
@@ -148,8 +160,8 @@ class ParsePool:
 
     def _parse_here(self, chunk: pl.Series) -> ParsedChunk:
         if self._local is None:
-            self._local = OutputParser(self.spec)
-        return ParsedChunk(*parse_distinct(self._local, chunk))
+            self._local = self.spec.build()
+        return ParsedChunk(*self._local.parse_distinct(chunk))
 
     def _parse_shared(self, chunks: Iterator[pl.Series]) -> Iterator[ParsedChunk]:
         """Chunks parsed by whichever process is free, yielded in order.
@@ -371,9 +383,9 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     if first is None:
         return
     spec = pickle.loads(first)  # sent by the parent process that started this worker
-    parser = OutputParser(spec)
+    parser = spec.build()
     while (payload := _receive(source)) is not None:
         outputs = pl.read_ipc(io.BytesIO(payload))["output"]
-        frame, rows = parse_distinct(parser, outputs)
+        frame, rows = parser.parse_distinct(outputs)
         _send(sink, _frame_bytes(frame))
         _send(sink, _frame_bytes(rows.to_frame("row")))
