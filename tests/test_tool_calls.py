@@ -230,3 +230,21 @@ def test_permuting_parallel_calls_never_changes_a_verdict(
     valid, correct, error = verdicts.pop()
     reference = verdict("qwen", outputs[0], None, SCHEMAS, gold, RULES)
     assert (valid, correct, error) == reference
+
+
+def test_worker_processes_give_the_same_examples(contract_path: Path, tmp_path: Path) -> None:
+    """Parsing in a subprocess (in chunks) gives byte-identical examples to one process."""
+    from evalkit.scoring import workers
+
+    examples = planted(120, seed=5)
+    text = [e for e in examples if e.syntax != "batch"]
+    gold = _write(tmp_path / "gold.jsonl", [e.gold_row() for e in text])
+    pred = _write(tmp_path / "pred.jsonl", [{"id": e.id, "output": e.text()} for e in text])
+    one = score(contract_path, gold, pred, ledger=False, workers=1).examples
+    original = workers.CHUNK_ROWS
+    workers.CHUNK_ROWS = 16  # several chunks, shared between this process and a worker
+    try:
+        two = score(contract_path, gold, pred, ledger=False, workers=2).examples
+    finally:
+        workers.CHUNK_ROWS = original
+    assert one.equals(two)
