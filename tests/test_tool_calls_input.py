@@ -326,3 +326,23 @@ def test_the_responses_api_and_a_failed_request(tmp_path) -> None:
     )
     examples = score(contract, gold, pred, ledger=False).examples
     assert examples.select("error", "content_correct").rows() == [(None, True), ("missing", False)]
+
+
+def test_a_json_contract_on_a_reference_turn_that_calls_says_to_use_tool_calls(
+    run_cli, tmp_path
+) -> None:
+    """The issue's second report: gold_answer on a tool-call reference turn named no way out."""
+    call = {"id": "c", "type": "function", "function": {"name": "lookup_order", "arguments": "{}"}}
+    gold = _jsonl(
+        tmp_path / "gold.jsonl",
+        [{"ticket_id": "T1", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+        ]}],
+    )  # fmt: skip
+    pred = _jsonl(tmp_path / "pred.jsonl", [{"ticket_id": "T1", "output": "{}"}])
+    result = run_cli(
+        "score", "--contract", ROOT / "contracts" / "ticket-triage-chat.yaml", "--gold", gold,
+        "--pred", pred, "--out", tmp_path / "out", "--no-ledger",
+    )  # fmt: skip
+    assert_one_line_error(result, "id 'T1'", "empty", "output.parse: tool_calls")
