@@ -128,15 +128,21 @@ def _call_checks(rows: pl.DataFrame, needed: pl.Series, catalog: ToolCatalog) ->
     triples = calls.select("tools", "name", "arguments").unique(maintain_order=True)
     kinds: list[str | None] = []
     details: list[str | None] = []
-    for digest, name, arguments in triples.iter_rows():
-        tools = catalog.schemas[digest]
-        if name not in tools:
-            shown = ", ".join(tools) or "none"
+    checks: dict[tuple[str, str], Any] = {}  # (tools, name) -> is_valid, or None: unknown
+    loads = orjson.loads
+    for digest, name, arguments in zip(*(c.to_list() for c in triples.get_columns()), strict=True):
+        key = (digest, name)
+        is_valid = checks.get(key, False)
+        if is_valid is False:
+            known = name in catalog.schemas[digest]
+            is_valid = checks[key] = catalog.validator(digest, name).is_valid if known else None
+        if is_valid is None:
+            shown = ", ".join(catalog.schemas[digest]) or "none"
             kinds.append(UNKNOWN_TOOL)
             details.append(f": {name!r} is not one of the row's tools ({shown})")
             continue
-        value = orjson.loads(arguments)
-        if catalog.validator(digest, name).is_valid(value):
+        value = loads(arguments)
+        if is_valid(value):
             kinds.append(None)
             details.append(None)
         else:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from evalkit.contract.tool_names import FUNCTION_CLASS
 from evalkit.contract.tool_rules import (
     ToolCatalog,
@@ -33,7 +35,7 @@ from evalkit.contract.tool_rules import (
     gold_calls_of,
     tools_list,
 )
-from evalkit.contract.tool_syntax import Call
+from evalkit.contract.tool_syntax import simple_call
 from evalkit.contract.tool_verdicts import GOLD_CALLS as CALLS_COLUMN
 from evalkit.contract.tool_verdicts import GOLD_TOOLS as TOOLS_COLUMN
 from evalkit.errors import InvalidContract, InvalidSchema, InvalidTable, UnknownColumn
@@ -101,13 +103,47 @@ def _column_values(gold: TableInput, column: str) -> list[Any]:
     return series.to_list()
 
 
-def _calls_from_column(gold: TableInput, contract: Contract, ids: list[str]) -> list[list[Call]]:
+GoldCall = tuple[str, dict[str, Any], str, str]
+"""A gold call: name, arguments, canonical call text, canonical arguments text."""
+
+
+def _gold_call(name: str, arguments: dict[str, Any]) -> GoldCall:
+    canonical = canonical_arguments(arguments)
+    return name, arguments, call_text(name, canonical), canonical
+
+
+def _fast_gold(text: str) -> list[GoldCall] | None:
+    """The calls of a gold JSON text of common calls (one orjson parse and dump a call),
+    or None for the general path. As many colons as keys: no key repeats."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if type(value) is not list:
+        return None
+    calls, keys = [], 0
+    for item in value:
+        found = simple_call(item)
+        if found is None:
+            return None
+        calls.append(found)
+        keys += 2 + len(found[1])
+    return calls if text.count(":") == keys else None
+
+
+def _calls_from_column(
+    gold: TableInput, contract: Contract, ids: list[str]
+) -> list[list[GoldCall]]:
     assert contract.gold_calls is not None
     column = contract.gold_calls
     calls = []
     for row, value in enumerate(_column_values(gold, column)):
+        fast = _fast_gold(value) if type(value) is str else None
+        if fast is not None:
+            calls.append(fast)
+            continue
         try:
-            calls.append(gold_calls_of(value))
+            calls.append([_gold_call(name, args) for name, args in gold_calls_of(value)])
         except ToolProblem as problem:
             raise InvalidTable(
                 f"{_where(gold.label, ids, row)}: gold_calls column {column!r}: {problem}; "
@@ -118,7 +154,7 @@ def _calls_from_column(gold: TableInput, contract: Contract, ids: list[str]) -> 
 
 def _calls_from_answers(
     gold: TableInput, contract: Contract, ids: list[str], label: str
-) -> tuple[list[list[Call]], pl.Series | None]:
+) -> tuple[list[list[GoldCall]], pl.Series | None]:
     """The reference turn's calls per row, and the tools the chat reader read."""
     from evalkit.chat import read_chat
     from evalkit.contract.tool_syntax import _Invalid, load_json
@@ -135,7 +171,7 @@ def _calls_from_answers(
         )
     answers = chat.reference_answers().to_list()
     found = chat.reference_tool_calls().to_list()
-    calls: list[list[Call]] = []
+    calls: list[list[GoldCall]] = []
     for row, (answer, items) in enumerate(zip(answers, found, strict=True)):
         if answer is None:
             raise InvalidTable(
@@ -154,7 +190,7 @@ def _calls_from_answers(
                     f"({item['name']}): its arguments are not a JSON object ({arguments}); "
                     "gold must be valid"
                 )
-            row_calls.append((item["name"], arguments))
+            row_calls.append(_gold_call(item["name"], arguments))
         calls.append(row_calls)
     return calls, chat.tools if tools is not None else None
 
@@ -174,7 +210,7 @@ def _field_problem(
 
 
 def _gold_keys(
-    calls: list[list[Call]],
+    calls: list[list[GoldCall]],
     digests: list[str],
     catalog: ToolCatalog,
     contract: Contract,
@@ -203,15 +239,14 @@ def _gold_keys(
             )
         tools = catalog.schemas[digest]
         texts = []
-        for number, (name, arguments) in enumerate(row_calls):
+        for number, (name, arguments, text, canonical) in enumerate(row_calls):
             if name not in tools:
                 shown = ", ".join(tools) or "none"
                 raise InvalidTable(
                     f"{_where(label, ids, row)}: gold call {number} names {name!r}, not one of "
                     f"the row's tools ({shown}); gold must be valid"
                 )
-            canonical = canonical_arguments(arguments)
-            texts.append(call_text(name, canonical))
+            texts.append(text)
             if wanted and (problem := _field_problem(contract, arguments, wanted)) is not None:
                 key, value = problem
                 raise InvalidContract(
@@ -232,7 +267,7 @@ def _gold_keys(
         if mode == "set":
             texts.sort()
         keys.append("[" + ",".join(texts) + "]")
-        classes.append(function_class([name for name, _ in row_calls]))
+        classes.append(function_class([call[0] for call in row_calls]))
     return classes, keys
 
 
