@@ -146,6 +146,25 @@ def load_json(text: str) -> Any:
     return value
 
 
+_LAST_WHOLE: list[Any] = [None, None, None]  # body, value, problem
+
+
+def whole_json(body: str) -> tuple[Any, str | None]:
+    """``(value, None)`` of a whole output as JSON, or ``(None, why not)``.
+
+    ``llama3`` and ``json`` both try the whole output under ``auto``: the last
+    answer is kept, so a text answer that is JSON is parsed once, not twice.
+    """
+    if _LAST_WHOLE[0] == body:
+        return _LAST_WHOLE[1], _LAST_WHOLE[2]
+    try:
+        value, problem = load_json(body), None
+    except _Invalid as invalid:
+        value, problem = None, str(invalid)
+    _LAST_WHOLE[:] = [body, value, problem]
+    return value, problem
+
+
 def _decode_reason(error: Exception) -> str:
     message = getattr(error, "msg", str(error))
     position, document = getattr(error, "pos", None), getattr(error, "doc", None)
@@ -242,9 +261,8 @@ class Llama3:
         body = text.strip().removeprefix("<|python_tag|>").strip()
         if not body.startswith("{"):
             return None
-        try:
-            value = load_json(body)
-        except _Invalid as problem:
+        value, problem = whole_json(body)
+        if problem is not None:
             pieces = self._joint.split(body)
             if len(pieces) > 1:
                 return _found(self.name, pieces, self._call)
@@ -252,7 +270,7 @@ class Llama3:
                 return Found(self.name, problem=_short(f"the call ({self.name}): {problem}"))
             return None
         if type(value) is dict and "name" in value and "parameters" in value:
-            return _found(self.name, [body], self._call)
+            return _found(self.name, [body], lambda _: [call_of(value, "parameters")])
         return None
 
     @staticmethod
@@ -312,9 +330,8 @@ class JsonCalls:
             body = fence.group(1).strip() if fence is not None else body
         if not body.startswith(("{", "[")):
             return None
-        try:
-            value = load_json(body)
-        except _Invalid as problem:
+        value, problem = whole_json(body)
+        if problem is not None:
             if self._start.match(body):
                 return Found(self.name, problem=_short(f"the calls ({self.name}): {problem}"))
             return None
