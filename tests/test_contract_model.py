@@ -163,7 +163,7 @@ def test_fingerprint_covers_the_validator_version(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(
         validation,
         "evaluator_semantics",
-        lambda contract=None: {**real, "validator": "jsonschema-rs 9.9.9"},
+        lambda: {**real, "validator": "jsonschema-rs 9.9.9"},
     )
     assert contract_fingerprint(contract) != before
 

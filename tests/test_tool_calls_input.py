@@ -21,7 +21,7 @@ from tool_planted import CONTRACT, TOOLS
 
 from evalkit import load_contract, score
 from evalkit.contract.fingerprint import normalized_contract
-from evalkit.contract.validation import evaluator_semantics
+from evalkit.contract.validation import evaluator_semantics, semantics_of
 from evalkit.errors import InvalidContract
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,9 +245,9 @@ def test_other_contracts_keep_their_normalised_form_and_semantics() -> None:
         normalized = normalized_contract(contract)
         assert "gold_calls" not in normalized
         assert not {"tools", "calls", "syntax"} & set(normalized["output"])
-        assert "tool_calls" not in evaluator_semantics(contract)
+        assert semantics_of(contract) == evaluator_semantics()
     tool_contract = load_contract(ROOT / "contracts" / "ticket-tool-calls.yaml")
-    semantics = evaluator_semantics(tool_contract)["tool_calls"]
+    semantics = semantics_of(tool_contract)["tool_calls"]
     assert semantics["auto_order"] == ["structured", "mistral", "qwen", "llama3", "json"]
 
 

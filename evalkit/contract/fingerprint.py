@@ -54,9 +54,9 @@ def canonical_json(value: Any) -> bytes:
 
 def contract_fingerprint(contract: Contract) -> str:
     """``sha256:<hex>`` of the normalised contract plus the evaluator semantics."""
-    from evalkit.contract.validation import evaluator_semantics
+    from evalkit.contract.validation import semantics_of
 
-    return fingerprint_of(normalized_contract(contract), evaluator_semantics(contract))
+    return fingerprint_of(normalized_contract(contract), semantics_of(contract))
 
 
 def fingerprint_of(normalized: dict[str, Any], evaluator: dict[str, Any]) -> str:

@@ -45,19 +45,15 @@ class SchemaProblem(Exception):
 TOOL_CALLS_SEMANTICS_VERSION = 1
 
 
-def evaluator_semantics(contract: Any = None) -> dict[str, Any]:
+def evaluator_semantics() -> dict[str, Any]:
     """What decides a verdict, recorded in every result and covered by the fingerprint.
 
     A change of validator or parser version may change a verdict at the edges,
     so two results made under different ones are not silently comparable.
-    A ``parse: tool_calls`` contract adds ``tool_calls``: the version of the
-    rules that find, check and compare calls, and the order ``auto`` tries the
-    text syntaxes in (other contracts keep the semantics, and fingerprints,
-    they had).
     """
     import importlib.metadata  # here, not at the top: parsing workers never need it
 
-    semantics = {
+    return {
         "semantics_version": SEMANTICS_VERSION,
         "json_parser": f"orjson {importlib.metadata.version('orjson')}",
         "validator": f"jsonschema-rs {importlib.metadata.version('jsonschema_rs')}",
@@ -66,14 +62,31 @@ def evaluator_semantics(contract: Any = None) -> dict[str, Any]:
         "duplicate_keys": "invalid_json",
         "max_depth": 1024,
     }
-    if contract is not None and contract.output.parse == "tool_calls":
-        from evalkit.contract.tool_names import AUTO_ORDER
 
-        semantics["tool_calls"] = {
+
+def semantics_of(contract: Any) -> dict[str, Any]:
+    """The evaluator semantics of one contract: :func:`evaluator_semantics` and
+    :func:`tool_semantics`."""
+    return {**evaluator_semantics(), **tool_semantics(contract)}
+
+
+def tool_semantics(contract: Any) -> dict[str, Any]:
+    """``{"tool_calls": …}`` for a ``parse: tool_calls`` contract, else nothing.
+
+    The version of the rules that find, check and compare calls, and the
+    order ``auto`` tries the text syntaxes in. Other contracts keep the
+    semantics, and so the fingerprints, they had.
+    """
+    if contract.output.parse != "tool_calls":
+        return {}
+    from evalkit.contract.tool_names import AUTO_ORDER
+
+    return {
+        "tool_calls": {
             "semantics_version": TOOL_CALLS_SEMANTICS_VERSION,
             "auto_order": ["structured", *AUTO_ORDER],
         }
-    return semantics
+    }
 
 
 def compile_fast(schema: dict[str, Any]) -> Any:

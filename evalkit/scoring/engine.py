@@ -21,7 +21,7 @@ from evalkit.contract.fingerprint import contract_fingerprint, normalized_contra
 from evalkit.contract.load import load_contract
 from evalkit.contract.match import check_gold_types
 from evalkit.contract.model import Contract
-from evalkit.contract.validation import evaluator_semantics
+from evalkit.contract.validation import evaluator_semantics, tool_semantics
 from evalkit.documents import require_regular_file
 from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, ParameterError
 from evalkit.io import sha256_input
@@ -329,7 +329,7 @@ def compute_score(
                 fingerprint=contract_fingerprint(loaded),
                 path=str(contract_path) if contract_path else None,
                 normalized=normalized_contract(loaded),
-                evaluator=Evaluator(**evaluator_semantics(loaded)),
+                evaluator=Evaluator(**evaluator_semantics(), **tool_semantics(loaded)),
             ),
             gold=GoldInfo(
                 path=str(gold_path) if gold_path is not None else None,
