@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -145,9 +145,8 @@ def perfect_matching(size: int, edge: Callable[[int, int], bool]) -> bool:
     return all(place(left, [False] * size) for left in range(size))
 
 
-@dataclass(frozen=True)
-class CallsVerdict:
-    """Content of one list of calls against its gold list."""
+class CallsVerdict(NamedTuple):
+    """Content of one list of calls against its gold list (one per distinct pair)."""
 
     correct: bool
     fields: dict[str, bool]

@@ -12,7 +12,8 @@ Columns, one row per output (:data:`TOOL_PARSED_SCHEMA`): ``error`` (``missing``
 syntax that found calls, null for a text answer), ``n_calls``, ``names`` and
 ``arguments`` (per call, in the order written: the function and the canonical
 JSON text of its arguments), ``calls`` (the canonical text of the list of calls,
-sorted under ``calls: set``: equal texts are equal answers).
+sorted under ``calls: set``: equal texts are equal answers) and ``function`` (their
+class: the called function, ``none`` for a text answer).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from evalkit.contract.tool_names import STRUCTURED
-from evalkit.contract.tool_rules import call_text, canonical_arguments
+from evalkit.contract.tool_rules import call_text, canonical_arguments, function_class
 from evalkit.contract.tool_syntax import find_calls
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ def tool_parsed_schema() -> dict[str, Any]:
         "names": pl.List(pl.String),
         "arguments": pl.List(pl.String),
         "calls": pl.String,
+        "function": pl.String,
     }
 
 
@@ -182,6 +184,8 @@ def _parse_rows(
     details: list[str | None] = []
     syntaxes: list[str | None] = []
     keys: list[str | None] = []
+    functions: list[str | None] = []
+    classes: dict[tuple[str, ...], str] = {}  # the names of a list of calls -> its class
     counts: list[int] = []
     valid: list[bool] = []
     names: list[str] = []
@@ -194,6 +198,7 @@ def _parse_rows(
         if calls is None:
             counts.append(0)
             keys.append(None)
+            functions.append(None)
             valid.append(False)
             continue
         call_texts = []
@@ -205,6 +210,11 @@ def _parse_rows(
             call_texts.sort()
         counts.append(len(call_texts))
         keys.append("[" + ",".join(call_texts) + "]")
+        called = tuple(call[0] for call in calls)
+        function = classes.get(called)
+        if function is None:
+            function = classes[called] = function_class(called)
+        functions.append(function)
         valid.append(True)
     return pl.DataFrame(
         [
@@ -215,6 +225,7 @@ def _parse_rows(
             _list_column("names", names, counts, valid),
             _list_column("arguments", arguments, counts, valid),
             pl.Series("calls", keys, dtype=pl.String),
+            pl.Series("function", functions, dtype=pl.String),
         ]
     )
 

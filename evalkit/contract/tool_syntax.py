@@ -33,8 +33,7 @@ that are not an object, invalid JSON, or a key given twice do not parse.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -49,9 +48,9 @@ Call = tuple[str, dict[str, Any]]
 """One call: the function's name and its arguments (a JSON object)."""
 
 
-@dataclass(frozen=True)
-class Found:
-    """The calls one syntax found in an output, or why they do not parse."""
+class Found(NamedTuple):
+    """The calls one syntax found in an output, or why they do not parse (a named tuple:
+    one is made per output)."""
 
     syntax: str
     """The syntax that found them (``structured`` or a text syntax's name)."""

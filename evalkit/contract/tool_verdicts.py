@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from evalkit.contract.tool_content import CallRules, compare_calls, normalized_strings
-from evalkit.contract.tool_names import NO_CALL
 from evalkit.contract.tool_parse import EMPTY, MISSING, UNPARSABLE_CALL
 
 if TYPE_CHECKING:
@@ -71,7 +70,7 @@ def _first_errors(rows: pl.DataFrame, one: bool) -> pl.DataFrame:
 
     error, n = pl.col("error"), pl.col("n_calls").fill_null(0)
     expects = pl.col(GOLD_CALLS) != "[]"
-    called = pl.col("names").list.unique().list.sort().list.join(", ")
+    called = pl.col("function")
     category = (
         pl.when(error.is_in([MISSING, EMPTY]))
         .then(error)
@@ -247,16 +246,8 @@ def tool_example_columns(
 
     verdicts = format_verdicts(rows, contract, catalog)
     valid = verdicts["error"].is_null().alias("format_valid")
-    predicted = (
-        rows.select(
-            pl.when(pl.lit(valid))
-            .then(
-                pl.when(pl.col("n_calls") == 0)
-                .then(pl.lit(NO_CALL))
-                .otherwise(pl.col("names").list.unique().list.sort().list.join("+"))
-            )
-            .alias("predicted_class")
-        )
+    predicted = rows.select(
+        pl.when(pl.lit(valid)).then(pl.col("function")).alias("predicted_class")
     ).to_series()
     gold_class = (
         rows[GOLD_CLASS]

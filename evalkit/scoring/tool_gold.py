@@ -63,30 +63,47 @@ def _where(label: str, ids: list[str], row: int) -> str:
 
 def _row_tools(
     gold: TableInput, contract: Contract, ids: list[str], chat_tools: pl.Series | None
-) -> tuple[list[str], ToolCatalog]:
-    """Each row's tools digest, and the catalog of the distinct tools values."""
+) -> tuple[pl.Series, ToolCatalog]:
+    """Each row's tools digest, and the catalog of the distinct tools values.
+
+    Each distinct tools value is checked once (a tools column usually holds a
+    few lists, repeated on every row); an error names its first row.
+    """
+    import polars as pl
+
     catalog = ToolCatalog()
     tools = contract.output.tools
     if not isinstance(tools, str):
         digest = catalog.add(tools or [])
-        return [digest] * len(ids), catalog
-    if chat_tools is None:
+        return pl.repeat(digest, len(ids), dtype=pl.String, eager=True), catalog
+    series = chat_tools if chat_tools is not None else gold.frame[tools]
+    if series.dtype == pl.Null:
+        series = series.cast(pl.String)
+    elif series.dtype != pl.String:  # nested values: the chat reader reads them exactly
         from evalkit.chat.extras import read_tools
 
         file = gold.path if isinstance(gold.path, Path) else None
-        chat_tools = read_tools(gold.frame, tools, gold.label, file)
-    texts = chat_tools.to_list()
-    digests: dict[str | None, str] = {}
-    for row, text in enumerate(texts):
-        if text in digests:
-            continue
+        series = read_tools(gold.frame, tools, gold.label, file)
+    firsts = (
+        pl.DataFrame({"text": series})
+        .with_row_index("row")
+        .group_by("text", maintain_order=True)
+        .agg(pl.col("row").first())
+    )
+    digests = []
+    for text, row in firsts.iter_rows():
         try:
-            digests[text] = catalog.add(tools_list(text))
+            digests.append(catalog.add(tools_list(text)))
         except ToolProblem as problem:
             raise InvalidSchema(
                 f"{_where(gold.label, ids, row)}: column {tools!r}: {problem}; fix the tool"
             ) from None
-    return [digests[text] for text in texts], catalog
+    table = firsts.select("text", pl.Series("digest", digests, dtype=pl.String))
+    return (
+        pl.DataFrame({"text": series})
+        .join(table, on="text", how="left", nulls_equal=True, maintain_order="left")
+        .get_column("digest")
+    ), catalog
 
 
 def _column_values(gold: TableInput, column: str) -> list[Any]:
@@ -112,36 +129,32 @@ def _gold_call(name: str, arguments: dict[str, Any]) -> GoldCall:
     return name, arguments, call_text(name, canonical), canonical
 
 
-def _fast_gold(text: str) -> list[GoldCall] | None:
-    """The calls of a gold JSON text of common calls (one orjson parse and dump a call),
-    or None for the general path. As many colons as keys: no key repeats."""
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    if type(value) is not list:
-        return None
-    calls, keys = [], 0
-    for item in value:
-        found = simple_call(item)
-        if found is None:
-            return None
-        calls.append(found)
-        keys += 2 + len(found[1])
-    return calls if text.count(":") == keys else None
-
-
 def _calls_from_column(
     gold: TableInput, contract: Contract, ids: list[str]
 ) -> list[list[GoldCall]]:
     assert contract.gold_calls is not None
     column = contract.gold_calls
     calls = []
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
     for row, value in enumerate(_column_values(gold, column)):
-        fast = _fast_gold(value) if type(value) is str else None
-        if fast is not None:
-            calls.append(fast)
-            continue
+        if type(value) is str:  # the usual gold text: _fast_gold, inlined (it runs per row)
+            try:
+                parsed = loads(value)
+            except decode_error:
+                parsed = None
+            if type(parsed) is list:
+                fast: list[GoldCall] | None = []
+                keys = 0
+                for item in parsed:
+                    found = simple_call(item)
+                    if found is None:
+                        fast = None
+                        break
+                    fast.append(found)  # type: ignore[union-attr]
+                    keys += 2 + len(found[1])
+                if fast is not None and value.count(":") == keys:
+                    calls.append(fast)
+                    continue
         try:
             calls.append([_gold_call(name, args) for name, args in gold_calls_of(value)])
         except ToolProblem as problem:
@@ -229,17 +242,27 @@ def _gold_keys(
         for name, spec in contract.fields.items()
         if name != "name" and spec.match in ("number", "set")
     }
-    validated: set[tuple[str, str, str]] = set()
+    validated: set[tuple[str, str]] = set()
+    checks: dict[tuple[str, str], Any] = {}  # (tools, name) -> is_valid
+    named: dict[tuple[str, ...], str] = {}  # names -> class
     classes, keys = [], []
+    schemas = catalog.schemas
     for row, (row_calls, digest) in enumerate(zip(calls, digests, strict=True)):
+        if len(row_calls) == 1 and not wanted:  # the usual row, with nothing but the call
+            name, arguments, text, _ = row_calls[0]
+            is_valid = checks.get((digest, name))
+            if is_valid is not None and (digest, text) in validated:
+                keys.append("[" + text + "]")
+                classes.append(name)
+                continue
         if mode == "one" and len(row_calls) > 1:
             raise InvalidTable(
                 f"{_where(label, ids, row)}: the gold has {len(row_calls)} calls, but the "
                 "contract says calls: one; use calls: set (or ordered) for parallel calls"
             )
-        tools = catalog.schemas[digest]
+        tools = schemas[digest]
         texts = []
-        for number, (name, arguments, text, canonical) in enumerate(row_calls):
+        for number, (name, arguments, text, _) in enumerate(row_calls):
             if name not in tools:
                 shown = ", ".join(tools) or "none"
                 raise InvalidTable(
@@ -254,11 +277,14 @@ def _gold_keys(
                     f"compares {'a number' if wanted[key] == 'number' else 'a list'}, but gold "
                     f"call {number} ({name}) has {value!r}; fix the gold or use match: exact"
                 )
-            triple = (digest, name, canonical)
-            if triple in validated:
+            seen = (digest, text)
+            if seen in validated:
                 continue
-            validated.add(triple)
-            if not catalog.validator(digest, name).is_valid(arguments):
+            validated.add(seen)
+            is_valid = checks.get((digest, name))
+            if is_valid is None:
+                is_valid = checks[(digest, name)] = catalog.validator(digest, name).is_valid
+            if not is_valid(arguments):
                 why = catalog.explain(digest, name, arguments)
                 raise InvalidTable(
                     f"{_where(label, ids, row)}: gold call {number} ({name}) breaks the tool's "
@@ -267,7 +293,11 @@ def _gold_keys(
         if mode == "set":
             texts.sort()
         keys.append("[" + ",".join(texts) + "]")
-        classes.append(function_class([call[0] for call in row_calls]))
+        names = tuple(call[0] for call in row_calls)
+        klass = named.get(names)
+        if klass is None:
+            klass = named[names] = function_class(names)
+        classes.append(klass)
     return classes, keys
 
 
@@ -297,13 +327,13 @@ def read_tool_gold(gold: TableInput, contract: Contract, label: str) -> ToolGold
     else:
         calls = _calls_from_column(gold, contract, ids)
     digests, catalog = _row_tools(gold, contract, ids, chat_tools)
-    classes, keys = _gold_keys(calls, digests, catalog, contract, gold.label, ids)
+    classes, keys = _gold_keys(calls, digests.to_list(), catalog, contract, gold.label, ids)
     columns = [
         id_series.alias("id"),
         frame[contract.id_column].alias(GOLD_PREFIX + contract.id_column),
         pl.Series(GOLD_PREFIX + FUNCTION_CLASS, classes, dtype=pl.String),
         pl.Series(CALLS_COLUMN, keys, dtype=pl.String),
-        pl.Series(TOOLS_COLUMN, digests, dtype=pl.String),
+        digests.alias(TOOLS_COLUMN),
     ]
     for _, column in contract.gold_references:
         if column not in (contract.gold_calls, contract.output.tools):
