@@ -77,8 +77,7 @@ def _parse_one(text: str | None, structured: str | None, syntax: str) -> tuple[A
     if found.problem is not None:
         return UNPARSABLE_CALL, found.problem, found.syntax, None
     if found.texts is not None:
-        named = zip(found.calls, found.texts, strict=True)
-        return None, None, found.syntax, [(c[0], t[0], t[1]) for c, t in named]
+        return None, None, found.syntax, found.texts
     texts = []
     for name, values in found.calls:
         canonical = canonical_arguments(values)

@@ -58,8 +58,9 @@ class Found(NamedTuple):
     """The calls, in the order written (empty when ``problem`` is set)."""
     problem: str | None = None
     """Why the calls found do not parse (``unparsable_call``), or None."""
-    texts: tuple[tuple[str, str], ...] | None = None
-    """Per call, its canonical text and its arguments' (when found by a fast path), or None."""
+    texts: tuple[tuple[str, str, str], ...] | None = None
+    """Per call, (name, canonical call text, canonical arguments text) when a fast path
+    made them, else None."""
 
 
 class TextSyntax(Protocol):
@@ -98,8 +99,8 @@ _CALL_KEYS = frozenset({"name", "arguments"})
 _NOT_FLAT = frozenset({float, dict, list})
 
 
-def simple_call(value: Any) -> tuple[str, dict[str, Any], str, str] | None:
-    """``(name, arguments, call text, arguments text)`` of the common call object, or None.
+def simple_call(value: Any) -> tuple[str, str, str, dict[str, Any]] | None:
+    """``(name, call text, arguments text, arguments)`` of the common call object, or None.
 
     The common object is ``{"name": "…", "arguments": {…}}`` whose arguments
     hold no float, object or list: then orjson's sorted-key text of the whole
@@ -116,7 +117,7 @@ def simple_call(value: Any) -> tuple[str, dict[str, Any], str, str] | None:
         if type(item) in _NOT_FLAT:
             return None
     text = _dumps(value, option=_SORT).decode()
-    return name, arguments, text, text[13 : text.rindex(',"name":')]
+    return name, text, text[13 : text.rindex(',"name":')], arguments
 
 
 class _Invalid(Exception):
@@ -226,6 +227,15 @@ class Hermes:
         start = text.find(self._open)
         if start < 0:
             return None
+        end = text.find(self._close, start)
+        if end >= 0 and text.find(self._open, end) < 0:  # one closed block: the usual case
+            piece = text[start + len(self._open) : end].strip()
+            try:
+                fast = simple_call(_loads(piece))
+            except _decode_error:
+                fast = None
+            if fast is not None and piece.count(":") == 2 + len(fast[3]):
+                return Found(self.name, ((fast[0], fast[3]),), None, (fast[:3],))
         pieces = []
         while start >= 0:
             begin = start + len(self._open)
@@ -242,10 +252,10 @@ class Hermes:
             except _decode_error:
                 value = None
             fast = simple_call(value)
-            if fast is None or piece.count(":") != 2 + len(fast[1]):
+            if fast is None or piece.count(":") != 2 + len(fast[3]):
                 return _found(self.name, pieces, lambda piece: [call_of(load_json(piece))])
-            calls.append((fast[0], fast[1]))
-            texts.append((fast[2], fast[3]))
+            calls.append((fast[0], fast[3]))
+            texts.append(fast[:3])
         return Found(self.name, tuple(calls), texts=tuple(texts))
 
 

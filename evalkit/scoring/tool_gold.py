@@ -120,13 +120,13 @@ def _column_values(gold: TableInput, column: str) -> list[Any]:
     return series.to_list()
 
 
-GoldCall = tuple[str, dict[str, Any], str, str]
-"""A gold call: name, arguments, canonical call text, canonical arguments text."""
+GoldCall = tuple[str, str, str, dict[str, Any]]
+"""A gold call: name, canonical call text, canonical arguments text, arguments."""
 
 
 def _gold_call(name: str, arguments: dict[str, Any]) -> GoldCall:
     canonical = canonical_arguments(arguments)
-    return name, arguments, call_text(name, canonical), canonical
+    return name, call_text(name, canonical), canonical, arguments
 
 
 def _calls_from_column(
@@ -151,7 +151,7 @@ def _calls_from_column(
                         fast = None
                         break
                     fast.append(found)  # type: ignore[union-attr]
-                    keys += 2 + len(found[1])
+                    keys += 2 + len(found[3])
                 if fast is not None and value.count(":") == keys:
                     calls.append(fast)
                     continue
@@ -249,7 +249,7 @@ def _gold_keys(
     schemas = catalog.schemas
     for row, (row_calls, digest) in enumerate(zip(calls, digests, strict=True)):
         if len(row_calls) == 1 and not wanted:  # the usual row, with nothing but the call
-            name, arguments, text, _ = row_calls[0]
+            name, text, _, arguments = row_calls[0]
             is_valid = checks.get((digest, name))
             if is_valid is not None and (digest, text) in validated:
                 keys.append("[" + text + "]")
@@ -262,7 +262,7 @@ def _gold_keys(
             )
         tools = schemas[digest]
         texts = []
-        for number, (name, arguments, text, _) in enumerate(row_calls):
+        for number, (name, text, _, arguments) in enumerate(row_calls):
             if name not in tools:
                 shown = ", ".join(tools) or "none"
                 raise InvalidTable(
