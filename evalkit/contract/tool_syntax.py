@@ -95,7 +95,6 @@ def _key_count(value: Any) -> int:
     return count
 
 
-_CALL_KEYS = frozenset({"name", "arguments"})
 _NOT_FLAT = frozenset({float, dict, list})
 
 
@@ -108,9 +107,9 @@ def simple_call(value: Any) -> tuple[str, str, str, dict[str, Any]] | None:
     and no number needs rewriting. Anything else (None) takes the general path.
     The caller checks that no key repeats (by counting colons).
     """
-    if type(value) is not dict or len(value) != 2 or value.keys() != _CALL_KEYS:
+    if type(value) is not dict or len(value) != 2:
         return None
-    name, arguments = value["name"], value["arguments"]
+    name, arguments = value.get("name"), value.get("arguments")
     if type(name) is not str or not name or type(arguments) is not dict:
         return None
     for item in arguments.values():

@@ -245,17 +245,12 @@ def _gold_keys(
     validated: set[tuple[str, str]] = set()
     checks: dict[tuple[str, str], Any] = {}  # (tools, name) -> is_valid
     named: dict[tuple[str, ...], str] = {}  # names -> class
-    classes, keys = [], []
+    classes: list[str] = []
+    keys: list[str] = []
     schemas = catalog.schemas
+    one, ordered = mode == "one", mode != "set"
     for row, (row_calls, digest) in enumerate(zip(calls, digests, strict=True)):
-        if len(row_calls) == 1 and not wanted:  # the usual row, with nothing but the call
-            name, text, _, arguments = row_calls[0]
-            is_valid = checks.get((digest, name))
-            if is_valid is not None and (digest, text) in validated:
-                keys.append("[" + text + "]")
-                classes.append(name)
-                continue
-        if mode == "one" and len(row_calls) > 1:
+        if one and len(row_calls) > 1:
             raise InvalidTable(
                 f"{_where(label, ids, row)}: the gold has {len(row_calls)} calls, but the "
                 "contract says calls: one; use calls: set (or ordered) for parallel calls"
@@ -290,7 +285,11 @@ def _gold_keys(
                     f"{_where(label, ids, row)}: gold call {number} ({name}) breaks the tool's "
                     f"parameters: {why}; gold must be valid"
                 )
-        if mode == "set":
+        if len(texts) == 1:
+            keys.append("[" + texts[0] + "]")
+            classes.append(row_calls[0][0])
+            continue
+        if not ordered:
             texts.sort()
         keys.append("[" + ",".join(texts) + "]")
         names = tuple(call[0] for call in row_calls)
