@@ -182,6 +182,7 @@ def _random_call_of(rng: Any) -> tuple[str, dict[str, Any]]:
     return random_call(rng)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     case=_parallel_case(),
@@ -232,6 +233,7 @@ def test_permuting_parallel_calls_never_changes_a_verdict(
     assert (valid, correct, error) == reference
 
 
+@pytest.mark.slow
 def test_worker_processes_give_the_same_examples(contract_path: Path, tmp_path: Path) -> None:
     """Parsing in a subprocess (in chunks) gives byte-identical examples to one process."""
     from evalkit.scoring import workers

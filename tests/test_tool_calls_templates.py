@@ -24,6 +24,9 @@ import vendor_tokenizers
 
 from evalkit import score
 
+# transformers and two real tokenizers load in ~10 s: left to make test, not unit-fast.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def vendored() -> dict[str, Path]:
