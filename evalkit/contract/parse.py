@@ -83,6 +83,11 @@ class ParserSpec:
         """The parser (one per process)."""
         return OutputParser(self)
 
+    @property
+    def parse_in_caller(self) -> bool:
+        """The calling process parses chunks too while it waits for a worker's."""
+        return True
+
 
 class _DuplicateKey(Exception):
     pass

@@ -133,6 +133,12 @@ class ToolParserSpec:
         """The parser (one per process)."""
         return ToolCallParser(self)
 
+    @property
+    def parse_in_caller(self) -> bool:
+        """No: while workers parse, the calling process reads and checks the gold calls
+        (as much work again), and parsing beside it would only take its turns."""
+        return False
+
 
 class ToolCallParser:
     """Finds the calls of outputs, in chunks (in this process or a worker's)."""

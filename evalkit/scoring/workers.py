@@ -48,6 +48,12 @@ class Spec(Protocol):
 
     def build(self) -> ChunkParser: ...
 
+    @property
+    def parse_in_caller(self) -> bool:
+        """Whether the calling process parses chunks too while it waits (False when it
+        has work of its own meanwhile, such as reading and checking tool-call gold)."""
+        ...
+
 
 CHUNK_ROWS = 50_000
 _LENGTH_BYTES = 8
@@ -176,7 +182,8 @@ class ParsePool:
         pipe, and a subprocess blocked on writing never deadlocks a parent
         blocked on writing the next chunk.
         """
-        board = _Board(chunks, len(self._processes))
+        local = self.spec.parse_in_caller
+        board = _Board(chunks, len(self._processes), local)
         results: list[queue.Queue[ParsedChunk | BaseException]] = [
             queue.Queue() for _ in self._processes
         ]
@@ -206,7 +213,7 @@ class ParsePool:
                 break
             assert isinstance(owner, int)
             waiting = results[owner]
-            if waiting.empty() and (claimed := board.claim(_LOCAL)) is not None:
+            if local and waiting.empty() and (claimed := board.claim(_LOCAL)) is not None:
                 ahead[claimed[0]] = self._parse_here(claimed[1])  # instead of waiting
                 continue
             parsed = waiting.get()
@@ -268,8 +275,9 @@ class _Board:
     """Which process parses which chunk: chunks go out in order, one at a time, to
     whoever asks first; a subprocess asks again once a result of its own is read."""
 
-    def __init__(self, chunks: Iterator[pl.Series], subprocesses: int) -> None:
+    def __init__(self, chunks: Iterator[pl.Series], subprocesses: int, local: bool = True) -> None:
         self._chunks = chunks
+        self._local = local  # whether this process takes chunks when every subprocess is full
         self._condition = threading.Condition()
         self._owners: list[int] = []  # owner of each chunk handed out so far
         self._in_flight = [0] * subprocesses
@@ -311,7 +319,11 @@ class _Board:
         before it. While a subprocess has room, it is left the chunk."""
         with self._condition:
             self._condition.wait_for(
-                lambda: index < len(self._owners) or self._finished or not self._room()
+                lambda: (
+                    index < len(self._owners)
+                    or self._finished
+                    or (self._local and not self._room())
+                )
             )
             if index < len(self._owners):
                 return self._owners[index]
