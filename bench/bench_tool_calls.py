@@ -217,12 +217,23 @@ def _naive_calls(text: str) -> list | None:
     return calls
 
 
-def reference_score(gold_path: Path, pred_path: Path, out: Path) -> dict[str, int]:
-    """The naive scorer (see the module docstring); returns its counts."""
+def reference_score(
+    gold_path: Path, pred_path: Path, out: Path, rows: int | None = None, cached: bool = True
+) -> dict[str, int]:
+    """The naive scorer (see the module docstring); returns its counts.
+
+    ``cached=False`` is the most naive reading of "jsonschema per call":
+    ``jsonschema.validate(arguments, schema)`` for each call, which checks the
+    schema against its meta-schema every time (run on the first ``rows`` only).
+    """
     import jsonschema
     from jsonschema.exceptions import best_match
 
-    gold = pl.read_parquet(gold_path).to_dicts()
+    gold = (
+        pl.read_parquet(gold_path).head(rows).to_dicts()
+        if rows
+        else pl.read_parquet(gold_path).to_dicts()
+    )
     outputs = {}
     with pred_path.open() as handle:
         for line in handle:
@@ -266,6 +277,13 @@ def reference_score(gold_path: Path, pred_path: Path, out: Path) -> dict[str, in
                     error = "unknown_tool"
                 else:
                     for name, arguments in calls:
+                        if not cached:
+                            try:
+                                jsonschema.validate(arguments, tools[name].schema)
+                                continue
+                            except jsonschema.ValidationError as failed:
+                                error, detail = "invalid_arguments", failed.json_path
+                                break
                         found = best_match(tools[name].iter_errors(arguments))
                         if found is not None:
                             error, detail = "invalid_arguments", found.json_path
@@ -313,6 +331,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--repeat", type=int, default=3, help="evalkit runs (best is kept)")
+    parser.add_argument(
+        "--validate-rows",
+        type=int,
+        default=20_000,
+        help="rows scored by the most naive reference (jsonschema.validate per call), "
+        "extrapolated to --rows (0: skip it)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-tool-calls-") as temp:
         folder = Path(temp)
@@ -344,6 +369,13 @@ def main() -> None:
             print(f"  reference counts: {reference}")
         print(f"  evalkit best {best[0]:.2f} s, {args.rows / best[0]:,.0f} rows/s; reference "
               f"{reference_seconds:.2f} s: ratio {reference_seconds / best[0]:.1f}x")  # fmt: skip
+        if args.validate_rows:
+            started = time.perf_counter()
+            reference_score(gold, pred, folder / "validate", args.validate_rows, cached=False)
+            per_row = (time.perf_counter() - started) / args.validate_rows
+            print(f"  jsonschema.validate per call: {per_row * 1e6:.0f} us a row on "
+                  f"{args.validate_rows:,} rows, {per_row * args.rows:.0f} s at {args.rows:,}: "
+                  f"ratio {per_row * args.rows / best[0]:.0f}x, load {load_average()}")  # fmt: skip
 
 
 if __name__ == "__main__":
