@@ -279,6 +279,52 @@ echo "== 14. gate candidate-b: better on average and no rule broken -> passes (e
 evalkit gate "$OUT/score/baseline" "$OUT/score/candidate-b" \
   --junit "$OUT/gate/candidate-b.junit.xml" --markdown "$OUT/gate/candidate-b.md"
 echo "   -> exit 0: candidate-b passes"
+echo
+echo "######## Function calling: the right tool, with the right arguments ########"
+echo
+echo "== 14b. the tickets' first move as function calling: look the order up (refund_status or"
+echo "   track_parcel beside it), escalate a legal threat (a rare tool), or answer in text when"
+echo "   no tool applies (python examples/tickets/generate.py --format calls); split it, and"
+echo "   write its test prompts with the row's tools"
+mkdir -p "$OUT/calls"
+python examples/tickets/generate.py --format calls --out "$OUT/calls/tickets_calls.jsonl" > /dev/null
+evalkit split "$OUT/calls/tickets_calls.jsonl" --out "$OUT/calls/split" --group conversation_id \
+  --stratify category --id ticket_id --text messages --ratios 0.7,0.15,0.15 --seed 7 \
+  --near-dup 0.8 --format jsonl --quiet > /dev/null
+evalkit prompts "$OUT/calls/split/test.jsonl" --id ticket_id --text messages \
+  --out "$OUT/calls/test.batch.jsonl" --model ticket-tools-ft --max-tokens 200 --quiet
+
+echo
+echo "== 14c. SIMULATED answers: a baseline served through the Batch API (its calls come back"
+echo "   structured, message.tool_calls) and two adapters' raw text as evalkit generate writes"
+echo "   it (Qwen's <tool_call> blocks), scored with contracts/ticket-tool-calls.yaml: gold is"
+echo "   the reference turn's tool calls, the class the called function"
+python examples/tickets/simulate_tool_calls.py "$OUT/calls/split/test.jsonl" \
+  --batch-input "$OUT/calls/test.batch.jsonl" --out "$OUT/calls/predictions" --seed 11 > /dev/null
+evalkit score --contract contracts/ticket-tool-calls.yaml --gold "$OUT/calls/split/test.jsonl" \
+  --pred "$OUT/calls/predictions/baseline.batch-output.jsonl" --out "$OUT/calls/score/baseline" \
+  --name baseline
+for name in candidate-a candidate-b; do
+  evalkit score --contract contracts/ticket-tool-calls.yaml --gold "$OUT/calls/split/test.jsonl" \
+    --pred "$OUT/calls/predictions/$name.jsonl" --out "$OUT/calls/score/$name" --name "$name" \
+    --quiet > /dev/null
+done
+
+echo
+echo "== 14d. gate candidate-a: better on average, but it stopped calling escalate_to_legal"
+status=0
+evalkit gate "$OUT/calls/score/baseline" "$OUT/calls/score/candidate-a" \
+  --markdown "$OUT/calls/gate-candidate-a.md" || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected evalkit gate to block candidate-a (function calling) with exit 1, got $status" >&2
+  exit 1
+fi
+echo "   -> exit 1: a rare tool the candidate no longer calls is a rare-class regression"
+
+echo
+echo "== 14e. gate candidate-b: better, no function, slice or total dropped -> passes (exit 0)"
+evalkit gate "$OUT/calls/score/baseline" "$OUT/calls/score/candidate-b"
+echo "   -> exit 0: candidate-b passes (function calling)"
 
 echo
 echo "######## Error analysis: new rules, suspect labels, repeated phrasings ########"

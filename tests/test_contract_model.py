@@ -72,7 +72,7 @@ def test_number_and_set_defaults_are_spelled_out(tmp_path: Path) -> None:
         ),
         (
             MINIMAL + "output: {parse: json, extrct: strict}\n",
-            "unknown key 'output.extrct'; the keys allowed there are: extract, labels, parse,",
+            "unknown key 'output.extrct'; the keys allowed there are: calls, extract, labels,",
         ),
         (
             MINIMAL + "gate: {vs_baseline: {max_drop: 0.1}}\n",
@@ -86,7 +86,7 @@ def test_number_and_set_defaults_are_spelled_out(tmp_path: Path) -> None:
         (MINIMAL.replace("version: 1", "version: one"), "key 'version': input should be"),
         (
             MINIMAL + "output: {parse: xml}\n",
-            "key 'output.parse': input should be 'json' or 'label' (got 'xml')",
+            "key 'output.parse': input should be 'json', 'label' or 'tool_calls' (got 'xml')",
         ),
         (MINIMAL + "correct: [priority]\n", "correct: 'priority' is not a field"),
         (MINIMAL.replace("class: category", "class: priority"), "class: 'priority' is the gold"),
@@ -161,7 +161,9 @@ def test_fingerprint_covers_the_validator_version(monkeypatch: pytest.MonkeyPatc
     before = contract_fingerprint(contract)
     real = validation.evaluator_semantics()
     monkeypatch.setattr(
-        validation, "evaluator_semantics", lambda: {**real, "validator": "jsonschema-rs 9.9.9"}
+        validation,
+        "evaluator_semantics",
+        lambda: {**real, "validator": "jsonschema-rs 9.9.9"},
     )
     assert contract_fingerprint(contract) != before
 

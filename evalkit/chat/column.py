@@ -245,6 +245,23 @@ class ChatColumn:
         answer = pl.when(has).then(pl.col("c").list.get(last).struct.field("content"))
         return frame.select(answer.alias("answer")).to_series()
 
+    def reference_tool_calls(self) -> pl.Series:
+        """The tool calls of each conversation's last assistant turn (the reference answer).
+
+        Each row is a list of ``{id, name, arguments, arguments_text}`` (the
+        arguments as written, see :class:`evalkit.chat.calls.ToolCall`); null when
+        that turn calls no tool or there is no assistant turn
+        (:meth:`reference_answers` tells the two apart).
+        """
+        import polars as pl
+
+        if self.conversations is None:
+            raise UsageError(f"column {self.columns[0]!r} holds text, not conversations")
+        has, last = self._last_assistant()
+        frame = pl.DataFrame({"c": self.conversations})
+        calls = pl.when(has).then(pl.col("c").list.get(last).struct.field("tool_calls"))
+        return frame.select(calls.alias("tool_calls")).to_series()
+
 
 def require_compared_roles(chats: Sequence[ChatColumn], roles: Sequence[Role]) -> None:
     """Refuse ``--roles`` that no turn of any conversation has.

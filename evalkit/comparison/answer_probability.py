@@ -40,8 +40,14 @@ class _Run:
 
 
 def class_field(normalized: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(class column, the contract field that predicts it) of a normalised contract."""
+    """(class column, the contract field that predicts it) of a normalised contract.
+
+    With ``parse: tool_calls`` the class is the called function, predicted by the
+    calls' ``name``.
+    """
     column = normalized.get("class")
+    if (normalized.get("output") or {}).get("parse") == "tool_calls":
+        return column, "name" if column is not None else None
     fields = normalized.get("fields") or {}
     for name, spec in fields.items():
         if isinstance(spec, dict) and column is not None and spec.get("gold") == column:

@@ -23,12 +23,28 @@ def normalized_contract(contract: Contract) -> dict[str, Any]:
     when set, so contracts that read gold columns keep the fingerprint they
     had before the key existed; so does ``gate.require_servable``.
     """
-    data = contract.model_dump(mode="json", by_alias=True, exclude={"output": {"schema_file"}})
+    data = contract.model_dump(
+        mode="json", by_alias=True, exclude={"output": {"schema_file", "tools_file"}}
+    )
     if data.get("gold_answer") is None:
         data.pop("gold_answer", None)
     gate = data.get("gate")
     if isinstance(gate, dict) and gate.get("require_servable") is None:
         gate.pop("require_servable", None)
+    # Keys added for parse: tool_calls appear only when set, so every other
+    # contract keeps the fingerprint it had before they existed.
+    if data.get("gold_calls") is None:
+        data.pop("gold_calls", None)
+    output = data["output"]
+    for key in ("tools", "calls", "syntax"):
+        if output.get(key) is None:
+            output.pop(key, None)
+    if output["parse"] == "tool_calls":
+        for key in ("extract", "labels", "schema"):
+            output.pop(key, None)
+        for spec in data["fields"].values():
+            if spec.get("gold") is None:
+                spec.pop("gold", None)
     return data
 
 
@@ -41,9 +57,9 @@ def canonical_json(value: Any) -> bytes:
 
 def contract_fingerprint(contract: Contract) -> str:
     """``sha256:<hex>`` of the normalised contract plus the evaluator semantics."""
-    from evalkit.contract.validation import evaluator_semantics
+    from evalkit.contract.validation import semantics_of
 
-    return fingerprint_of(normalized_contract(contract), evaluator_semantics())
+    return fingerprint_of(normalized_contract(contract), semantics_of(contract))
 
 
 def fingerprint_of(normalized: dict[str, Any], evaluator: dict[str, Any]) -> str:

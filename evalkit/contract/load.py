@@ -104,7 +104,12 @@ def describe_validation_error(error: Any) -> str:
     return f"key {key!r}: {message[:1].lower() + message[1:]} (got {shown})"
 
 
-def _load_schema_file(contract_path: Path, relative: str) -> dict[str, Any]:
+def _load_schema_file(
+    contract_path: Path,
+    relative: str,
+    key: str = "output.schema_file",
+    kind: str = "JSON Schema",
+) -> Any:
     """The schema file a contract names, which must lie in the contract's folder (or below).
 
     A contract is often taken from someone else (a pull request, a shared
@@ -116,17 +121,18 @@ def _load_schema_file(contract_path: Path, relative: str) -> dict[str, Any]:
     target = (folder / relative).resolve()
     if folder not in target.parents:
         raise InvalidSchema(
-            f"{contract_path}: output.schema_file: {relative!r} resolves to {target}, outside "
-            f"the contract's folder {folder}; keep the schema file beside the contract (or in "
+            f"{contract_path}: {key}: {relative!r} resolves to {target}, outside "
+            f"the contract's folder {folder}; keep the file beside the contract (or in "
             "a folder below it)"
         )
     try:
-        document = read_document(target, kind="JSON Schema")
+        document = read_document(target, kind=kind)
     except UnreadableFile as error:
         raise InvalidContract(
-            f"{contract_path}: output.schema_file: {error.message}; the path is relative "
-            "to the contract file"
+            f"{contract_path}: {key}: {error.message}; the path is relative to the contract file"
         ) from error
+    if kind != "JSON Schema":
+        return document
     if not isinstance(document, dict):
         raise InvalidSchema(f"{target}: a JSON Schema must be an object")
     return document
@@ -158,6 +164,8 @@ def complete_schema(contract: Contract, contract_path: Path) -> Contract:
     from evalkit.contract.validation import SchemaProblem, check_schema
 
     output = contract.output
+    if output.parse == "tool_calls":
+        return _complete_tools(contract, contract_path)
     if output.parse != "json":
         return contract
     schema = output.json_schema
@@ -181,3 +189,26 @@ def complete_schema(contract: Contract, contract_path: Path) -> Contract:
             f"fix the field or {key}"
         )
     return completed
+
+
+def _complete_tools(contract: Contract, contract_path: Path) -> Contract:
+    """Inline ``tools_file`` as ``tools`` and check an inline tools list (each tool's
+    ``parameters`` must be a JSON Schema)."""
+    from evalkit.contract.tool_rules import ToolProblem, tools_list
+
+    output = contract.output
+    key = "output.tools"
+    tools: Any = output.tools
+    if output.tools_file is not None:
+        key = "output.tools_file"
+        tools = _load_schema_file(contract_path, output.tools_file, key, "tools")
+    if isinstance(tools, str):  # a gold column: checked row by row when gold is read
+        return contract
+    try:
+        checked = tools_list(tools)
+    except ToolProblem as problem:
+        raise InvalidSchema(f"{contract_path}: {key}: {problem}") from problem
+    if not checked:
+        raise InvalidContract(f"{contract_path}: {key}: the list of tools is empty")
+    new_output = output.model_copy(update={"tools": checked, "tools_file": None})
+    return contract.model_copy(update={"output": new_output})

@@ -15,6 +15,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalkit.contract.tool_names import (
+    ARGUMENT_PREFIX,
+    FUNCTION_CLASS,
+    NAME_FIELD,
+    SYNTAX_CHOICES,
+)
 from evalkit.records import GateRules
 
 Fraction = Field(default=None, ge=0.0, le=1.0)
@@ -32,9 +38,10 @@ class _Strict(BaseModel):
 class OutputSpec(_Strict):
     """How a raw output is turned into a structured answer (its *format*)."""
 
-    parse: Literal["json", "label"] = "json"
+    parse: Literal["json", "label", "tool_calls"] = "json"
     """``json``: the output holds a JSON value checked against ``schema``;
-    ``label``: the whole output is one of ``labels``."""
+    ``label``: the whole output is one of ``labels``; ``tool_calls``: the output
+    is one or more calls of the row's tools (docs/contracts.md, "Function calling")."""
     extract: Literal["strict", "lenient"] = "lenient"
     """``strict``: the whole output (trimmed) is the JSON or the exact label;
     ``lenient``: JSON may sit inside ``` fences or prose (the first complete
@@ -48,9 +55,50 @@ class OutputSpec(_Strict):
     schema_file: str | None = None
     """Instead of ``schema``: a JSON or YAML file with the schema, relative to the
     contract file. The normalised contract holds the schema inline."""
+    tools: str | list[dict[str, Any]] | None = None
+    """``parse: tool_calls`` only: the gold column holding each row's tools (an OpenAI
+    function list, or its JSON text), or that list itself for every row."""
+    tools_file: str | None = None
+    """Instead of ``tools``: a JSON or YAML file with one function list for every row,
+    relative to the contract file. The normalised contract holds the list inline."""
+    calls: Literal["set", "ordered", "one"] | None = None
+    """``parse: tool_calls`` only: ``set`` (default): the calls match the gold calls as
+    a multiset, order ignored (parallel calls); ``ordered``: in order; ``one``: exactly
+    one call (more is ``wrong_call_count``)."""
+    syntax: str | None = None
+    """``parse: tool_calls`` only: where calls are found in an output: ``auto`` (default:
+    structured calls when the prediction has them, else each text syntax in a fixed
+    order), ``structured`` (``message.tool_calls`` or a ``tool_calls`` field), or one
+    text syntax: ``qwen``/``hermes``, ``llama3``, ``mistral``, ``json``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _explicit_defaults(cls, data: Any) -> Any:
+        # The normalised contract spells out every default that decides a verdict.
+        if isinstance(data, dict) and data.get("parse") == "tool_calls":
+            data = dict(data)
+            if data.get("calls") is None:
+                data["calls"] = "set"
+            if data.get("syntax") is None:
+                data["syntax"] = "auto"
+        return data
 
     @model_validator(mode="after")
     def _check_parse_mode(self) -> OutputSpec:
+        tool_keys = [
+            key
+            for key, value in (
+                ("tools", self.tools),
+                ("tools_file", self.tools_file),
+                ("calls", self.calls),
+                ("syntax", self.syntax),
+            )
+            if value is not None
+        ]
+        if self.parse == "tool_calls":
+            return self._check_tool_calls()
+        if tool_keys:
+            raise ValueError(f"{tool_keys[0]!r} is for parse: tool_calls")
         if self.parse == "label":
             if not self.labels:
                 raise ValueError("parse: label needs a non-empty list 'labels'")
@@ -64,12 +112,37 @@ class OutputSpec(_Strict):
             raise ValueError("give either 'schema' or 'schema_file', not both")
         return self
 
+    def _check_tool_calls(self) -> OutputSpec:
+        if self.labels is not None:
+            raise ValueError("'labels' is for parse: label")
+        if "extract" in self.model_fields_set:
+            raise ValueError(
+                "'extract' is for parse: json and label; with parse: tool_calls, 'syntax' "
+                "says where calls are found"
+            )
+        if self.json_schema is not None or self.schema_file is not None:
+            raise ValueError(
+                "parse: tool_calls takes no 'schema' or 'schema_file': each call's arguments "
+                "are checked against its tool's parameters (output.tools)"
+            )
+        if self.tools is None and self.tools_file is None:
+            raise ValueError(
+                "parse: tool_calls needs the row's tools: 'tools' (a gold column, or the "
+                "function list) or 'tools_file'"
+            )
+        if self.tools is not None and self.tools_file is not None:
+            raise ValueError("give either 'tools' or 'tools_file', not both")
+        if self.syntax is not None and self.syntax not in SYNTAX_CHOICES:
+            raise ValueError(f"syntax {self.syntax!r} is not one of: {', '.join(SYNTAX_CHOICES)}")
+        return self
+
 
 class FieldSpec(_Strict):
     """One predicted key compared with one gold column."""
 
-    gold: str
-    """The gold column holding the expected value."""
+    gold: str | None = None
+    """The gold column holding the expected value (required, except with ``parse:
+    tool_calls``, where the gold value is the gold call's own ``name`` or argument)."""
     match: Literal["exact", "normalized", "number", "set"] = "exact"
     """``exact``: equal JSON values; ``normalized``: strings equal after Unicode
     NFKC, lower-casing and whitespace collapsing; ``number``: numbers within
@@ -169,6 +242,10 @@ class Contract(_Strict):
     gold_answer: GoldAnswer | None = None
     """Read gold from a conversation's reference answer (the last assistant turn)
     instead of gold columns; absent: gold columns of the gold file."""
+    gold_calls: str | None = None
+    """``parse: tool_calls`` only, instead of ``gold_answer``: the gold column holding
+    each row's expected calls, ``[{name, arguments}]`` or its JSON text (``[]``: no call
+    is expected)."""
     fields: dict[str, FieldSpec] = Field(min_length=1)
     """Content: predicted key (``parse: json``) or the one label field -> gold column + matcher."""
     correct: Literal["all"] | list[str] = "all"
@@ -182,6 +259,14 @@ class Contract(_Strict):
 
     @model_validator(mode="after")
     def _check_references(self) -> Contract:
+        if self.output.parse == "tool_calls":
+            self._check_tool_calls()
+        elif self.gold_calls is not None:
+            raise ValueError("'gold_calls' is for output.parse: tool_calls")
+        else:
+            for name, spec in self.fields.items():
+                if spec.gold is None:
+                    raise ValueError(f"missing key 'fields.{name}.gold'")
         if isinstance(self.correct, list):
             if not self.correct:
                 raise ValueError("correct: list at least one field, or write 'all'")
@@ -193,7 +278,11 @@ class Contract(_Strict):
                     )
         if self.output.parse == "label" and len(self.fields) != 1:
             raise ValueError("parse: label needs exactly one field (it receives the label)")
-        if self.class_column is not None and self.class_field is None:
+        if (
+            self.output.parse != "tool_calls"
+            and self.class_column is not None
+            and self.class_field is None
+        ):
             raise ValueError(
                 f"class: {self.class_column!r} is the gold column of no field; add a field "
                 f"with gold: {self.class_column}"
@@ -211,9 +300,43 @@ class Contract(_Strict):
             raise ValueError(f"slices: name {duplicated[0]!r} is used twice")
         return self
 
+    def _check_tool_calls(self) -> None:
+        """The rules of a ``parse: tool_calls`` contract (a ValueError names the key)."""
+        if (self.gold_answer is None) == (self.gold_calls is None):
+            raise ValueError(
+                "parse: tool_calls reads the gold calls from 'gold_answer' (the reference "
+                "turn's tool_calls) or from a 'gold_calls' column: give exactly one"
+            )
+        if self.class_column not in (None, FUNCTION_CLASS):
+            raise ValueError(
+                f"class: with parse: tool_calls the class is the called function; write "
+                f"class: {FUNCTION_CLASS} (got {self.class_column!r})"
+            )
+        for name, spec in self.fields.items():
+            key = f"fields.{name}"
+            argument = name.startswith(ARGUMENT_PREFIX) and len(name) > len(ARGUMENT_PREFIX)
+            if name != NAME_FIELD and not argument:
+                raise ValueError(
+                    f"{key}: with parse: tool_calls a field is 'name' or 'arguments.<key>' "
+                    "(one argument of the call)"
+                )
+            if spec.gold is not None:
+                raise ValueError(
+                    f"{key}.gold: with parse: tool_calls the gold value is the gold call's own "
+                    f"{'name' if name == NAME_FIELD else 'argument'}; leave 'gold' out"
+                )
+            if name == NAME_FIELD and spec.match in ("number", "set"):
+                raise ValueError(f"{key}: a function name is text; use match: exact or normalized")
+
     @property
     def class_field(self) -> str | None:
-        """The field whose gold column is the class column (its value is the predicted class)."""
+        """The field whose gold column is the class column (its value is the predicted class).
+
+        With ``parse: tool_calls`` the class is the called function: the ``name``
+        field when the contract lists it.
+        """
+        if self.output.parse == "tool_calls":
+            return "name" if self.class_column is not None and "name" in self.fields else None
         for name, spec in self.fields.items():
             if spec.gold == self.class_column:
                 return name
@@ -237,9 +360,25 @@ class Contract(_Strict):
         The key says where the contract names it, for errors that must point at the rule.
         """
         named: list[tuple[str, str]] = []
+        if self.output.parse == "tool_calls":  # the class (the called function) is no column
+            if self.gold_calls is not None:
+                named.append(("gold_calls", self.gold_calls))
+            if isinstance(self.output.tools, str):
+                named.append(("output.tools", self.output.tools))
+            for index, item in enumerate(self.slices):
+                named += [
+                    (f"slices[{index}].where.{column}", column)
+                    for column in item.where
+                    if column != FUNCTION_CLASS
+                ]
+            return named
         if self.class_column:
             named.append(("class", self.class_column))
-        named += [(f"fields.{name}.gold", spec.gold) for name, spec in self.fields.items()]
+        named += [
+            (f"fields.{name}.gold", spec.gold)
+            for name, spec in self.fields.items()
+            if spec.gold is not None
+        ]
         for index, item in enumerate(self.slices):
             named += [(f"slices[{index}].where.{column}", column) for column in item.where]
         return named

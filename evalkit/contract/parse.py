@@ -79,6 +79,15 @@ class ParserSpec:
         assert schema is not None, "load_contract inlines the schema"
         return cls(contract.output.extract, schema, tuple(contract.fields))
 
+    def build(self) -> OutputParser:
+        """The parser (one per process)."""
+        return OutputParser(self)
+
+    @property
+    def parse_in_caller(self) -> bool:
+        """The calling process parses chunks too while it waits for a worker's."""
+        return True
+
 
 class _DuplicateKey(Exception):
     pass
@@ -246,6 +255,12 @@ class OutputParser:
                 except self._decode_error:
                     pass
             return _decode_error(error), False
+
+    def parse_distinct(self, outputs: pl.Series) -> tuple[pl.DataFrame, pl.Series]:
+        """Parsed columns per distinct output, and each output's row in them (in bulk)."""
+        from evalkit.contract.batch import parse_distinct
+
+        return parse_distinct(self, outputs)
 
     def parse_row(self, text: str | None) -> tuple[Any, ...]:
         """``(error, detail, k0, v0, k1, v1, ...)`` of one output, value by value.

@@ -42,6 +42,9 @@ class SchemaProblem(Exception):
     """Raised here with a one-line reason; the loader turns it into InvalidSchema."""
 
 
+TOOL_CALLS_SEMANTICS_VERSION = 1
+
+
 def evaluator_semantics() -> dict[str, Any]:
     """What decides a verdict, recorded in every result and covered by the fingerprint.
 
@@ -58,6 +61,31 @@ def evaluator_semantics() -> dict[str, Any]:
         "format": "annotation",
         "duplicate_keys": "invalid_json",
         "max_depth": 1024,
+    }
+
+
+def semantics_of(contract: Any) -> dict[str, Any]:
+    """The evaluator semantics of one contract: :func:`evaluator_semantics` and
+    :func:`tool_semantics`."""
+    return {**evaluator_semantics(), **tool_semantics(contract)}
+
+
+def tool_semantics(contract: Any) -> dict[str, Any]:
+    """``{"tool_calls": …}`` for a ``parse: tool_calls`` contract, else nothing.
+
+    The version of the rules that find, check and compare calls, and the
+    order ``auto`` tries the text syntaxes in. Other contracts keep the
+    semantics, and so the fingerprints, they had.
+    """
+    if contract.output.parse != "tool_calls":
+        return {}
+    from evalkit.contract.tool_names import AUTO_ORDER
+
+    return {
+        "tool_calls": {
+            "semantics_version": TOOL_CALLS_SEMANTICS_VERSION,
+            "auto_order": ["structured", *AUTO_ORDER],
+        }
     }
 
 

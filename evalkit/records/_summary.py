@@ -49,6 +49,9 @@ class Evaluator(_Model):
     """What an object with a repeated key is (``invalid_json``)."""
     max_depth: int
     """Deepest JSON nesting accepted; deeper is ``invalid_json``."""
+    tool_calls: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+    """``parse: tool_calls`` only: the version of the rules that find, check and compare
+    calls, and the order ``auto`` tries the syntaxes in (absent for other contracts)."""
 
 
 class ContractInfo(_Model):

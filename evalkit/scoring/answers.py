@@ -48,7 +48,12 @@ def required_columns(contract: Contract) -> list[tuple[str, str]]:
 
 
 def _parsed_answers(
-    answers: list[str | None], ids: list[str], contract: Contract, path: Path | str, label: str
+    answers: list[str | None],
+    ids: list[str],
+    contract: Contract,
+    path: Path | str,
+    label: str,
+    calls_tools: list[bool] | None = None,
 ) -> list[dict[str, Any]]:
     """Each reference answer parsed strictly under the contract; bad gold is an error."""
     assert contract.gold_answer is not None
@@ -75,9 +80,13 @@ def _parsed_answers(
             kind = type(value).__name__
             error, detail = "not_an_object", f"it is JSON but not an object ({kind})"
         if error is not None:
+            hint = ""
+            if calls_tools is not None and calls_tools[len(parsed)]:
+                hint = " (the reference turn calls tools: use output.parse: tool_calls)"
             raise InvalidTable(
                 f"{path}: id {identifier!r}: the reference answer ({where}) does not parse "
-                f"under {label} with strict extraction: {error}: {detail}; gold must be valid"
+                f"under {label} with strict extraction: {error}: {detail}; gold must be "
+                f"valid{hint}"
             )
         parsed.append(value)
     return parsed
@@ -153,7 +162,8 @@ def read_answer_gold(gold: Table, ids: pl.Series, contract: Contract, label: str
             "reads the last assistant turn of a messages (or ShareGPT) column"
         )
     references = chat.reference_answers().to_list()
-    parsed = _parsed_answers(references, ids.to_list(), contract, path, label)
+    calls_tools = chat.reference_tool_calls().list.len().fill_null(0).gt(0).to_list()
+    parsed = _parsed_answers(references, ids.to_list(), contract, path, label, calls_tools)
     named = contract.gold_references
     known = {key for answer in parsed for key in answer}
     properties = (contract.output.json_schema or {}).get("properties") or {}

@@ -21,8 +21,7 @@ from evalkit.contract.fingerprint import contract_fingerprint, normalized_contra
 from evalkit.contract.load import load_contract
 from evalkit.contract.match import check_gold_types
 from evalkit.contract.model import Contract
-from evalkit.contract.parse import ParserSpec
-from evalkit.contract.validation import evaluator_semantics
+from evalkit.contract.validation import evaluator_semantics, tool_semantics
 from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, ParameterError
 from evalkit.io import FRAME_SOURCE, frame_sha256, is_path, require_regular_file, sha256_input
 from evalkit.options import takes
@@ -37,13 +36,20 @@ from evalkit.records._summary import (
     ScoreSummary,
 )
 from evalkit.scoring import aggregate
-from evalkit.scoring.examples import HAS_PREDICTION, PRED_ROW, ParsedOutputs, build_examples
+from evalkit.scoring.examples import (
+    HAS_PREDICTION,
+    PRED_ROW,
+    ParsedOutputs,
+    build_examples,
+    parser_spec,
+)
 from evalkit.scoring.gold import all_unique, check_gold_columns, gold_input, read_gold
 from evalkit.scoring.options import OnDuplicate, ScoreParams
 from evalkit.scoring.prediction_frame import read_prediction_input
-from evalkit.scoring.predictions import predictions_sha256
+from evalkit.scoring.predictions import STRUCTURED_CALLS, predictions_sha256
 from evalkit.scoring.processes import estimated_rows, resolve_workers
 from evalkit.scoring.result import ScoreResult
+from evalkit.scoring.tool_gold import read_tool_gold
 from evalkit.scoring.workers import ParsePool
 
 if TYPE_CHECKING:
@@ -159,9 +165,9 @@ def _early_pool(contract: Contract, predictions: object, workers: int | None) ->
     """Start parser workers now, so their start-up overlaps with reading the files."""
     rows = estimated_rows(Path(predictions)) if is_path(predictions) else _frame_rows(predictions)
     n_workers = resolve_workers(workers, rows)
-    if contract.output.parse != "json" or n_workers <= 1:
+    if contract.output.parse == "label" or n_workers <= 1:
         return nullcontext(None)
-    return ParsePool(ParserSpec.from_contract(contract), n_workers)
+    return ParsePool(parser_spec(contract), n_workers)
 
 
 def _frame_rows(frame: Any) -> int:
@@ -200,6 +206,24 @@ def empty_slice_warnings(contract: Contract, slices: dict[str, Any]) -> list[str
         f"{orjson.dumps(item.where).decode()}); check its columns and values"
         for item in contract.slices
         if slices[item.name].n == 0
+    ]
+
+
+def _structured_warning(contract: Contract, structured: pl.Series | None) -> list[str]:
+    """A warning when predictions hold tool calls that the contract does not read.
+
+    A Batch output whose answers are calls (``content: null``) would otherwise
+    score every answer ``empty`` without a word on why.
+    """
+    if structured is None or contract.output.parse == "tool_calls":
+        return []
+    calls = int((structured.is_not_null() & (structured != "[]")).sum())
+    if not calls:
+        return []
+    return [
+        f"{calls:,} predictions answer with tool calls (message.tool_calls or a tool_calls "
+        f"field), which output.parse: {contract.output.parse} does not read; score them with "
+        "output.parse: tool_calls"
     ]
 
 
@@ -256,13 +280,24 @@ def compute_score(
         resolved = _resolve_duplicates(table.frame, on_duplicate, pred_label)
         n_records, pred_format_read = table.frame.height, table.format
         del table  # from here on only the resolved predictions are kept
-        parsing = ParsedOutputs(loaded, resolved.predictions["output"], workers, pool)
-        kept = resolved.predictions.drop("output")
+        structured = resolved.predictions.get_column(STRUCTURED_CALLS, default=None)
+        warnings = _structured_warning(loaded, structured)
+        parsing = ParsedOutputs(
+            loaded, resolved.predictions["output"], workers, pool, structured=structured
+        )
+        kept = resolved.predictions.drop("output", STRUCTURED_CALLS, strict=False)
+        del structured
         given_gold = gold_input(gold, loaded)  # while the outputs are parsed
         if gold_path is None:
             gold_hash = hashing.submit(frame_sha256, given_gold.frame)
         gold_label: Path | str = gold_path if gold_path is not None else given_gold.label
-        gold_frame = read_gold(given_gold, loaded, label)
+        catalog = None
+        if loaded.output.parse == "tool_calls":
+            tool_gold = read_tool_gold(given_gold, loaded, label)
+            gold_frame, catalog = tool_gold.frame, tool_gold.catalog
+            del tool_gold
+        else:
+            gold_frame = read_gold(given_gold, loaded, label)
         del given_gold
         gold_frame = check_gold_types(loaded, gold_frame, label, GOLD_PREFIX)
         gold_content = hashing.submit(content_sha256, gold_frame)
@@ -272,7 +307,7 @@ def compute_score(
         del resolved, gold_frame
         del kept
         try:
-            examples = build_examples(loaded, aligned, parsing)
+            examples = build_examples(loaded, aligned, parsing, catalog)
         except InvalidContract as error:  # a rule that cannot apply to this gold file
             raise InvalidContract(f"{label}: {error.message}") from error
         request_errors = (
@@ -292,7 +327,7 @@ def compute_score(
                 fingerprint=contract_fingerprint(loaded),
                 path=str(contract_path) if contract_path else None,
                 normalized=normalized_contract(loaded),
-                evaluator=Evaluator(**evaluator_semantics()),
+                evaluator=Evaluator(**evaluator_semantics(), **tool_semantics(loaded)),
             ),
             gold=GoldInfo(
                 path=str(gold_path) if gold_path is not None else None,
@@ -322,7 +357,7 @@ def compute_score(
             errors=aggregate.error_stats(examples),
             confusion=aggregate.confusion(examples, loaded),
             **_provenance(card, base, ledger),
-            warnings=empty_slice_warnings(loaded, slices),
+            warnings=warnings + empty_slice_warnings(loaded, slices),
         )
     return ScoreResult(summary=summary, examples=examples)
 

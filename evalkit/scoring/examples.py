@@ -32,12 +32,13 @@ from evalkit.contract.parse import (
 )
 from evalkit.errors import InvalidContract
 from evalkit.scoring.processes import resolve_workers
-from evalkit.scoring.workers import ParsedChunk, ParsePool, join_chunks
+from evalkit.scoring.workers import ParsedChunk, ParsePool, Spec, join_chunks
 
 if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.contract.model import Contract
+    from evalkit.contract.tool_rules import ToolCatalog
 
 GOLD_PREFIX = "gold:"
 HAS_PREDICTION = "has_prediction"
@@ -89,6 +90,7 @@ def _expressions(rows: pl.DataFrame, contract: Contract) -> list[tuple[str, pl.E
     matches: list[tuple[str, pl.Expr]] = []
     f1_columns: list[tuple[str, pl.Expr]] = []
     for index, (name, spec) in enumerate(contract.fields.items()):
+        assert spec.gold is not None, "fields of parse: json and label name their gold column"
         gold_column = GOLD_PREFIX + spec.gold
         dtype = rows.schema[gold_column]
         f1 = set_f1_column(rows, gold_column, index) if spec.match == "set" else None
@@ -152,6 +154,15 @@ def _verdicts(rows: pl.DataFrame, contract: Contract, invalid_category: str) -> 
         raise
 
 
+def parser_spec(contract: Contract) -> Spec:
+    """What parsing processes are sent for a ``parse: json`` or ``tool_calls`` contract."""
+    if contract.output.parse == "tool_calls":
+        from evalkit.contract.tool_parse import ToolParserSpec
+
+        return ToolParserSpec.from_contract(contract)
+    return ParserSpec.from_contract(contract)
+
+
 class ParsedOutputs:
     """Outputs being parsed: workers start at once; :meth:`chunks` yields results in order.
 
@@ -162,19 +173,27 @@ class ParsedOutputs:
     """
 
     def __init__(
-        self, contract: Contract, outputs: pl.Series, workers: int | None, pool: ParsePool | None
+        self,
+        contract: Contract,
+        outputs: pl.Series,
+        workers: int | None,
+        pool: ParsePool | None,
+        structured: pl.Series | None = None,
     ) -> None:
         self._contract = contract
+        if contract.output.parse == "tool_calls":
+            from evalkit.contract.tool_parse import tool_outputs
+
+            # The raw texts, with the structured calls beside them when there are any.
+            outputs = tool_outputs(outputs, structured)
         self._outputs: pl.Series | None = outputs
         self._pool = pool
         self._owned = False
         self._queue: queue.Queue[Any] | None = None
-        if contract.output.parse != "json":
+        if contract.output.parse == "label":
             return
         if pool is None:
-            self._pool = ParsePool(
-                ParserSpec.from_contract(contract), resolve_workers(workers, len(outputs))
-            )
+            self._pool = ParsePool(parser_spec(contract), resolve_workers(workers, len(outputs)))
             self._owned = True
         if self._pool is not None and self._pool.workers > 1:
             self._queue = queue.Queue()
@@ -222,14 +241,22 @@ class ParsedOutputs:
 
         chunks = list(self.chunks())
         if not chunks:
-            return ParsedChunk(pl.DataFrame(schema=parsed_schema(len(self._contract.fields))))
+            return ParsedChunk(pl.DataFrame(schema=self.schema()))
         return join_chunks(chunks)
+
+    def schema(self) -> dict[str, Any]:
+        """The polars schema of the parsed columns."""
+        if self._contract.output.parse == "tool_calls":
+            from evalkit.contract.tool_parse import tool_parsed_schema
+
+            return tool_parsed_schema()
+        return parsed_schema(len(self._contract.fields))
 
 
 _DONE = object()
 
 
-def _batches(table: pl.DataFrame, parsing: ParsedOutputs, n_fields: int) -> Iterator[pl.DataFrame]:
+def _batches(table: pl.DataFrame, parsing: ParsedOutputs) -> Iterator[pl.DataFrame]:
     """Gold rows joined with their parsed prediction, ``VERDICT_ROWS`` at a time.
 
     When predictions come in gold order (gaps and extra ids allowed: the
@@ -254,7 +281,7 @@ def _batches(table: pl.DataFrame, parsing: ParsedOutputs, n_fields: int) -> Iter
         rows = table.slice(start, VERDICT_ROWS)
         present = rows[PRED_ROW].drop_nulls()
         if len(present) == 0:
-            aligned = pl.DataFrame(schema=parsed_schema(n_fields)).clear(n=rows.height)
+            aligned = pl.DataFrame(schema=parsing.schema()).clear(n=rows.height)
         else:
             first, last = int(present.min()), int(present.max())  # type: ignore[arg-type]
             while window and window_start + len(window[0]) <= first:
@@ -272,22 +299,46 @@ def _batches(table: pl.DataFrame, parsing: ParsedOutputs, n_fields: int) -> Iter
         pass
 
 
-def build_examples(contract: Contract, table: pl.DataFrame, parsing: ParsedOutputs) -> pl.DataFrame:
+def _tool_verdicts(rows: pl.DataFrame, contract: Contract, catalog: ToolCatalog) -> pl.DataFrame:
+    """Example columns of tool-call outputs (:mod:`evalkit.contract.tool_verdicts`) + slices."""
+    from evalkit.contract.tool_parse import UNPARSABLE_CALL
+    from evalkit.contract.tool_verdicts import tool_example_columns
+
+    rows = _override_errors(rows, UNPARSABLE_CALL)
+    frame = tool_example_columns(rows, contract, catalog)
+    slices = []
+    for item in contract.slices:
+        where = {GOLD_PREFIX + column: value for column, value in item.where.items()}
+        slices.append(slice_mask(where, rows.schema).alias(f"slice.{item.name}"))
+    return frame.hstack(rows.select(slices).get_columns()) if slices else frame
+
+
+def build_examples(
+    contract: Contract,
+    table: pl.DataFrame,
+    parsing: ParsedOutputs,
+    catalog: ToolCatalog | None = None,
+) -> pl.DataFrame:
     """One row per gold item: verdicts, matches, slices; sorted by id.
 
     ``table`` has one row per gold item: ``id``, the ``gold:<column>``
     columns, and its prediction's ``pred_row`` (row of the parsed outputs),
     ``request_error``, ``invalid_utf8`` and ``has_prediction`` (all null
     when there is none). Rows are matched in batches of ``VERDICT_ROWS``.
+    ``catalog`` holds the gold's tools (``parse: tool_calls`` only).
     """
     import polars as pl
 
+    if contract.output.parse == "tool_calls":
+        assert catalog is not None, "tool_calls contracts need their tools catalog"
+        parts = [_tool_verdicts(batch, contract, catalog) for batch in _batches(table, parsing)]
+        return _sorted(pl.concat(parts, how="vertical", rechunk=False))
     invalid_category = UNKNOWN_LABEL if contract.output.parse == "label" else INVALID_JSON
-    parts = [
-        _verdicts(batch, contract, invalid_category)
-        for batch in _batches(table, parsing, len(contract.fields))
-    ]
-    examples = pl.concat(parts, how="vertical", rechunk=False)
+    parts = [_verdicts(batch, contract, invalid_category) for batch in _batches(table, parsing)]
+    return _sorted(pl.concat(parts, how="vertical", rechunk=False))
+
+
+def _sorted(examples: pl.DataFrame) -> pl.DataFrame:
     if not examples["id"].is_sorted():
         examples = examples.sort("id")
     return examples  # chunked; the writer fixes the row groups, so the bytes do not depend on it

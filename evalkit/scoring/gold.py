@@ -24,8 +24,18 @@ if TYPE_CHECKING:
     from evalkit.io import Table
 
 
+def contract_columns(contract: Contract) -> list[tuple[str, str]]:
+    """(contract key, gold column) for every column the gold file must have."""
+    return _contract_columns(contract)
+
+
 def _contract_columns(contract: Contract) -> list[tuple[str, str]]:
     """(contract key, gold column) for every column the gold file must have."""
+    if contract.output.parse == "tool_calls":
+        named = [("id", contract.id_column)]
+        if contract.gold_answer is not None:
+            named.append(("gold_answer.column", contract.gold_answer.column))
+        return named + contract.gold_references
     if contract.gold_answer is not None:
         return answers.required_columns(contract)
     return [("id", contract.id_column), *contract.gold_references]
@@ -99,6 +109,11 @@ def read_gold(gold: Table, contract: Contract, contract_label: str) -> pl.DataFr
         pl.lit(ids).alias("id"),
         *[pl.col(column).alias(GOLD_PREFIX + column) for column in contract.gold_columns],
     )
+
+
+def checked_ids(frame: pl.DataFrame, label: str, id_column: str, noun: str) -> pl.Series:
+    """The gold ids as strings: scalar, present in every row, unique."""
+    return _checked_ids(frame, label, id_column, noun)
 
 
 def _checked_ids(frame: pl.DataFrame, label: str, id_column: str, noun: str) -> pl.Series:

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 from evalkit.errors import MalformedFile, UsageError
 from evalkit.scoring.records import Row, clean_text, dig, iter_json_lines, records_frame, require_id
 
+STRUCTURED_CALLS = "tool_calls"
+"""The optional prediction column of structured tool calls (JSON text; null: none)."""
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -39,6 +42,39 @@ def _openai_text(body: dict[str, Any]) -> Any:
         if isinstance(piece, dict) and piece.get("type") == "output_text"
     ]
     return "".join(parts) if parts else None
+
+
+def _openai_calls(body: dict[str, Any]) -> Any:
+    """The structured tool calls of a response body, as written (None: it has none).
+
+    Chat Completions: ``choices[0].message.tool_calls`` (or the older single
+    ``function_call``); Responses: the ``function_call`` items of ``output``.
+    vLLM's OpenAI-compatible server writes the same shapes.
+    """
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices:
+        message = (choices[0] or {}).get("message")
+        if not isinstance(message, dict):
+            return None
+        if message.get("tool_calls") is not None:
+            return message["tool_calls"]
+        call = message.get("function_call")
+        return [call] if isinstance(call, dict) else None
+    items = [
+        item
+        for item in body.get("output") or []
+        if isinstance(item, dict) and item.get("type") == "function_call"
+    ]
+    return items or None
+
+
+def structured_text(value: Any) -> str | None:
+    """Structured tool calls as the JSON text scoring reads (a string is kept as written)."""
+    import orjson
+
+    if value is None or isinstance(value, str):
+        return value
+    return orjson.dumps(value).decode()
 
 
 def _openai_row(name: str, number: int, record: Any) -> Row:
@@ -63,8 +99,27 @@ def _openai_row(name: str, number: int, record: Any) -> Row:
 
 
 def read_openai_batch(data: bytes, name: str) -> pl.DataFrame:
-    """OpenAI Batch API output (one request per line) in evalkit's prediction shape."""
-    return records_frame([_openai_row(name, n, r) for n, r in iter_json_lines(data, name)])
+    """OpenAI Batch API output (one request per line) in evalkit's prediction shape.
+
+    When any response answers with tool calls, a ``tool_calls`` column holds
+    each row's calls as JSON text (null: none), read by ``parse: tool_calls``.
+    """
+    import polars as pl
+
+    rows: list[Row] = []
+    calls: list[Any] = []
+    for number, record in iter_json_lines(data, name):
+        rows.append(_openai_row(name, number, record))
+        if rows[-1][2] is not None:  # a failed request: no output, no call
+            calls.append(None)
+            continue
+        body = record["response"].get("body")
+        calls.append(_openai_calls(body) if isinstance(body, dict) else None)
+    frame = records_frame(rows)
+    if any(call is not None for call in calls):
+        texts = [structured_text(call) for call in calls]
+        frame = frame.with_columns(pl.Series(STRUCTURED_CALLS, texts, dtype=pl.String))
+    return frame
 
 
 def json_array(data: bytes, name: str, what: str) -> list[Any]:

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any, get_args
 from evalkit.errors import MalformedFile, ParameterError, UnknownColumn, UnreadableFile, UsageError
 from evalkit.io import _json_rules as jsonl
 from evalkit.io import sha256_file, sha256_input
-from evalkit.scoring.harness import json_array, read_lm_eval, read_openai_batch
+from evalkit.scoring.harness import (
+    STRUCTURED_CALLS,
+    json_array,
+    read_lm_eval,
+    read_openai_batch,
+    structured_text,
+)
 from evalkit.scoring.options import PredFormat
 from evalkit.scoring.prediction_source import (
     PredictionBytes,
@@ -128,15 +134,20 @@ def _structured_output_message(name: str, output_col: str) -> str:
 
 def _records_frame(records: Any, name: str, id_col: str, output_col: str) -> pl.DataFrame:
     """The reference reading: record by record, exact, naming the line of any problem."""
-    rows = []
+    import polars as pl
+
+    rows, calls = [], []
     seen_output = False
     keys: dict[str, None] = {}  # the columns there are, for the error when no output is
     for where, record in records:
         found, value = dig(record, id_col)
         identifier = require_id(where, found, value, id_col)
         has_output, raw = dig(record, output_col)
+        # Structured calls beside (or instead of) the text: kept for parse: tool_calls.
+        has_calls = isinstance(record, dict) and record.get(STRUCTURED_CALLS) is not None
+        calls.append(structured_text(record[STRUCTURED_CALLS]) if has_calls else None)
         if not seen_output:
-            seen_output = has_output
+            seen_output = has_output or has_calls
             keys.update(dict.fromkeys(record))
         if isinstance(raw, dict | list):
             raise UsageError(_structured_output_message(name, output_col))
@@ -144,7 +155,10 @@ def _records_frame(records: Any, name: str, id_col: str, output_col: str) -> pl.
         rows.append((identifier, text, None, invalid))
     if rows and not seen_output:
         raise _no_output(name, output_col, list(keys))
-    return records_frame(rows)
+    frame = records_frame(rows)
+    if any(call is not None for call in calls):
+        frame = frame.with_columns(pl.Series(STRUCTURED_CALLS, calls, dtype=pl.String))
+    return frame
 
 
 def _read_json_records(data: bytes, name: str, id_col: str, output_col: str) -> pl.DataFrame:
@@ -237,8 +251,10 @@ def _arrow_frame(table: Any, name: str, id_col: str, output_col: str) -> pl.Data
     import pyarrow as pa
 
     columns = table.column_names
-    if id_col not in columns or "." in output_col:
-        return None  # no id: the exact reader names the record; a dotted path: it digs
+    if id_col not in columns or "." in output_col or STRUCTURED_CALLS in columns:
+        # no id: the exact reader names the record; a dotted path: it digs; tool
+        # calls: it keeps each record's calls as written
+        return None
     if output_col not in columns:  # no record of this piece has an output: all missing
         table = table.append_column(output_col, pa.nulls(table.num_rows, pa.string()))
     id_type = table.schema.field(id_col).type
@@ -296,7 +312,11 @@ def _table_frame(frame: pl.DataFrame, name: str, id_col: str, output_col: str) -
     from evalkit.io import check_id_types
 
     ids = _resolve_column(frame, id_col, name, "id")
-    outputs = _resolve_column(frame, output_col, name, "output")
+    calls = frame.get_column(STRUCTURED_CALLS, default=None)
+    if calls is not None and output_col not in frame.columns:
+        outputs = pl.repeat(None, frame.height, dtype=pl.String, eager=True)
+    else:
+        outputs = _resolve_column(frame, output_col, name, "output")
     check_id_types(ids.to_frame(id_col), [id_col], name)
     if isinstance(outputs.dtype, pl.Struct | pl.List | pl.Array):
         raise UsageError(_structured_output_message(name, output_col))
@@ -315,6 +335,9 @@ def _table_frame(frame: pl.DataFrame, name: str, id_col: str, output_col: str) -
             "invalid_utf8": invalid,
         }
     )
+    if calls is not None and calls.dtype != pl.Null:
+        texts = calls if calls.dtype == pl.String else [structured_text(v) for v in calls.to_list()]
+        result = result.with_columns(pl.Series(STRUCTURED_CALLS, texts, dtype=pl.String))
     missing = result["id"].is_null()
     if missing.any():
         row = int(missing.arg_max() or 0) + 1

@@ -28,14 +28,32 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Protocol
 
-from evalkit.contract.batch import parse_distinct
-from evalkit.contract.parse import OutputParser, ParserSpec
 from evalkit.scoring.processes import stop, take_started
 
 if TYPE_CHECKING:
     import polars as pl
+
+
+class ChunkParser(Protocol):
+    """Parses one chunk of outputs: a frame per distinct output, and each output's row."""
+
+    def parse_distinct(self, outputs: pl.Series) -> tuple[pl.DataFrame, pl.Series]: ...
+
+
+class Spec(Protocol):
+    """What a worker is sent (pickled): the rules it builds its parser from
+    (:class:`evalkit.contract.parse.ParserSpec`, or the tool-call parser's spec)."""
+
+    def build(self) -> ChunkParser: ...
+
+    @property
+    def parse_in_caller(self) -> bool:
+        """Whether the calling process parses chunks too while it waits (False when it
+        has work of its own meanwhile, such as reading and checking tool-call gold)."""
+        ...
+
 
 CHUNK_ROWS = 50_000
 _LENGTH_BYTES = 8
@@ -107,10 +125,10 @@ class ParsePool:
     """Parsing for one contract by ``workers`` processes: this one and ``workers - 1``
     subprocesses (none for one worker)."""
 
-    def __init__(self, spec: ParserSpec, workers: int) -> None:
+    def __init__(self, spec: Spec, workers: int) -> None:
         self.spec = spec
         self.workers = workers
-        self._local: OutputParser | None = None
+        self._local: ChunkParser | None = None
         self._processes: list[subprocess.Popen[bytes]] = []
         if workers > 1:
             # Subprocesses started early (evalkit score starts them before its
@@ -148,8 +166,8 @@ class ParsePool:
 
     def _parse_here(self, chunk: pl.Series) -> ParsedChunk:
         if self._local is None:
-            self._local = OutputParser(self.spec)
-        return ParsedChunk(*parse_distinct(self._local, chunk))
+            self._local = self.spec.build()
+        return ParsedChunk(*self._local.parse_distinct(chunk))
 
     def _parse_shared(self, chunks: Iterator[pl.Series]) -> Iterator[ParsedChunk]:
         """Chunks parsed by whichever process is free, yielded in order.
@@ -164,7 +182,8 @@ class ParsePool:
         pipe, and a subprocess blocked on writing never deadlocks a parent
         blocked on writing the next chunk.
         """
-        board = _Board(chunks, len(self._processes))
+        local = self.spec.parse_in_caller
+        board = _Board(chunks, len(self._processes), local)
         results: list[queue.Queue[ParsedChunk | BaseException]] = [
             queue.Queue() for _ in self._processes
         ]
@@ -194,7 +213,7 @@ class ParsePool:
                 break
             assert isinstance(owner, int)
             waiting = results[owner]
-            if waiting.empty() and (claimed := board.claim(_LOCAL)) is not None:
+            if local and waiting.empty() and (claimed := board.claim(_LOCAL)) is not None:
                 ahead[claimed[0]] = self._parse_here(claimed[1])  # instead of waiting
                 continue
             parsed = waiting.get()
@@ -256,8 +275,9 @@ class _Board:
     """Which process parses which chunk: chunks go out in order, one at a time, to
     whoever asks first; a subprocess asks again once a result of its own is read."""
 
-    def __init__(self, chunks: Iterator[pl.Series], subprocesses: int) -> None:
+    def __init__(self, chunks: Iterator[pl.Series], subprocesses: int, local: bool = True) -> None:
         self._chunks = chunks
+        self._local = local  # whether this process takes chunks when every subprocess is full
         self._condition = threading.Condition()
         self._owners: list[int] = []  # owner of each chunk handed out so far
         self._in_flight = [0] * subprocesses
@@ -299,7 +319,11 @@ class _Board:
         before it. While a subprocess has room, it is left the chunk."""
         with self._condition:
             self._condition.wait_for(
-                lambda: index < len(self._owners) or self._finished or not self._room()
+                lambda: (
+                    index < len(self._owners)
+                    or self._finished
+                    or (self._local and not self._room())
+                )
             )
             if index < len(self._owners):
                 return self._owners[index]
@@ -371,9 +395,9 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     if first is None:
         return
     spec = pickle.loads(first)  # sent by the parent process that started this worker
-    parser = OutputParser(spec)
+    parser = spec.build()
     while (payload := _receive(source)) is not None:
         outputs = pl.read_ipc(io.BytesIO(payload))["output"]
-        frame, rows = parse_distinct(parser, outputs)
+        frame, rows = parser.parse_distinct(outputs)
         _send(sink, _frame_bytes(frame))
         _send(sink, _frame_bytes(rows.to_frame("row")))

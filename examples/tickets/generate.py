@@ -23,6 +23,13 @@ sharegpt`` the same in ShareGPT's ``conversations`` (``{from, value}``). The
 ids, thread ids and categories stay beside the conversation, as metadata
 columns for ``--group`` and ``--stratify``.
 
+``--format calls`` writes the **first move** of every ticket as a function-calling
+example (``tickets_calls.jsonl``; the walkthrough writes it under demo-out/): the
+reference answer is the assistant's tool calls - ``lookup_order`` for a ticket that
+names an order (with ``refund_status`` or ``track_parcel`` in parallel for money or
+parcel matters), ``escalate_to_legal`` (a rare tool) for a legal threat - or, when no
+tool applies, the JSON answer; scored with ``contracts/ticket-tool-calls.yaml``.
+
 ``--format tools`` writes ``tickets_tools.jsonl``, the **function-calling**
 form (OpenAI's fine-tuning files with tools): every ticket that names an
 order, where the assistant first calls ``lookup_order`` (and, for money
@@ -293,6 +300,7 @@ FORMATS = {
     "messages": "tickets_chat.jsonl",
     "sharegpt": "tickets_sharegpt.jsonl",
     "tools": "tickets_tools.jsonl",
+    "calls": "tickets_calls.jsonl",
 }
 TOOLS_SYSTEM_PROMPT = (
     SYSTEM_PROMPT + " Before answering, look the order up with the tools you are given."
@@ -403,6 +411,77 @@ def tool_conversations(tickets: list[dict[str, object]], seed: int) -> list[dict
     return [as_tool_conversation(t, rng) for t in tickets if t["order_id"] is not None]
 
 
+CALLS_SYSTEM_PROMPT = (
+    "You are the triage assistant of an online shop's customer support team. When the "
+    "ticket names an order, look it up (and, in the same turn, check its refund for money "
+    "matters or track its parcel for deliveries); when it threatens legal action, escalate "
+    "it to the legal team with its priority (high or urgent). Otherwise answer with one JSON "
+    "object: category, priority, order_id (null) and amount (null or a number)."
+)
+TRACK_PARCEL_BY_ORDER = _function(
+    "track_parcel",
+    "Where the parcel of an order is, from the carrier.",
+    {"order_id": ORDER_ID, "carrier": {"type": "string", "enum": ["dhl", "ups", "post"]}},
+    ["order_id"],
+)
+ESCALATE_TO_LEGAL: dict[str, object] = {
+    "type": "function",
+    "function": {
+        "name": "escalate_to_legal",
+        "description": "Hand a ticket that threatens legal action to the legal team.",
+        "parameters": {
+            "type": "object",
+            "properties": {"priority": {"type": "string", "enum": ["high", "urgent"]}},
+            "required": ["priority"],
+            "additionalProperties": False,
+        },
+    },
+}
+CALL_TOOLS = [LOOKUP_ORDER, REFUND_STATUS, TRACK_PARCEL_BY_ORDER, ESCALATE_TO_LEGAL]
+
+
+def reference_calls(ticket: dict[str, object], rng: random.Random) -> list[tuple[str, dict]]:
+    """The calls the assistant should make first for a ticket (none: it answers in text)."""
+    category, order = str(ticket["category"]), ticket["order_id"]
+    if category == "legal_threat":
+        return [("escalate_to_legal", {"priority": ticket["priority"]})]
+    if order is None:
+        return []
+    calls: list[tuple[str, dict]] = [("lookup_order", {"order_id": order})]
+    if category in AMOUNT_CATEGORIES and rng.random() < 0.6:
+        calls.append(("refund_status", {"order_id": order}))
+    elif category == "shipping" and rng.random() < 0.5:
+        calls.append(("track_parcel", {"order_id": order}))
+    return calls
+
+
+def as_call_conversation(ticket: dict[str, object], rng: random.Random) -> dict[str, object]:
+    """A ticket whose reference answer is the assistant's first move: its tool calls, or
+    the JSON answer when no tool applies (``--format calls``)."""
+    ticket_id = str(ticket["ticket_id"])
+    calls = reference_calls(ticket, rng)
+    if calls:
+        made = [_call(ticket_id, number, name, args) for number, (name, args) in enumerate(calls)]
+        text = "Let me look that up." if rng.random() < 0.3 else None
+        reference: dict[str, object] = {"role": "assistant", "content": text, "tool_calls": made}
+    else:
+        answer = json.dumps({key: ticket[key] for key in ANSWER_KEYS}, ensure_ascii=False)
+        reference = {"role": "assistant", "content": answer}
+    messages = [
+        {"role": "system", "content": CALLS_SYSTEM_PROMPT},
+        {"role": "user", "content": str(ticket["text"])},
+        reference,
+    ]
+    meta = {key: ticket[key] for key in ("ticket_id", "conversation_id", "category")}
+    return {**meta, "messages": messages, "tools": CALL_TOOLS}
+
+
+def call_conversations(tickets: list[dict[str, object]], seed: int) -> list[dict[str, object]]:
+    """Every ticket as a first-move conversation (own generator: the other files do not change)."""
+    rng = random.Random(f"calls-{seed}")
+    return [as_call_conversation(t, rng) for t in tickets]
+
+
 def as_conversation(ticket: dict[str, object], shape: str = "messages") -> dict[str, object]:
     """A ticket as a training example: system prompt, ticket, JSON answer.
 
@@ -426,8 +505,9 @@ def main() -> None:
         "--format",
         choices=sorted(FORMATS),
         default="flat",
-        help="flat columns (default), or conversations: messages, sharegpt or tools "
-        "(function calling: the tickets that name an order)",
+        help="flat columns (default), or conversations: messages, sharegpt, tools "
+        "(function calling: the tickets that name an order) or calls (every ticket, the "
+        "reference answer being the first move: tool calls, or the JSON answer)",
     )
     parser.add_argument("--out", type=Path, help="output file (default: beside this script)")
     parser.add_argument(
@@ -446,6 +526,8 @@ def main() -> None:
         records = tickets
     elif args.format == "tools":
         records = tool_conversations(tickets, args.seed)
+    elif args.format == "calls":
+        records = call_conversations(tickets, args.seed)
     else:
         records = [as_conversation(t, args.format) for t in tickets]
     lines = [json.dumps(record, ensure_ascii=False) for record in records]
