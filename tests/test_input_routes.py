@@ -59,13 +59,8 @@ WEATHER = {
 
 
 def corpus(several_calls: bool) -> list[dict[str, Any]]:
-    """tool_rows' five shapes, in OpenAI's own form (a call-only turn has no content key),
-    plus rows with other tools, an empty tool list and unicode."""
-    rows = tool_rows(15, several_calls=several_calls)
-    for row in rows:
-        for message in row["messages"]:
-            if message.get("content") is None:
-                message.pop("content", None)
+    """tool_rows' five shapes, plus rows with other tools, an empty tool list and unicode."""
+    rows = tool_rows(15, several_calls=several_calls)  # call-only turns: "content": null
     weather_call = {
         "id": "call_w",
         "type": "function",
@@ -77,7 +72,7 @@ def corpus(several_calls: bool) -> list[dict[str, Any]]:
             "id": "w001",
             "messages": [
                 {"role": "user", "content": "Quel temps fait-il à Zürich ? ☔"},
-                {"role": "assistant", "tool_calls": [weather_call]},
+                {"role": "assistant", "content": None, "tool_calls": [weather_call]},
                 {"role": "tool", "tool_call_id": "call_w", "content": "12 °C, pluie"},
                 {"role": "assistant", "content": "Il pleut, 12 °C.", "weight": 1},
             ],

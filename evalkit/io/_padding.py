@@ -13,8 +13,9 @@ In such a container a null object member is therefore read as absent: a
 ``properties`` entry that is null is no JSON Schema, a JSON Schema keyword
 that is null (``"enum": null``) is none, and a message key that is null
 (``tool_calls``, ``weight``, ``name``) means what the OpenAI API reads it as,
-absent. The one value this cannot tell from padding is a member written as
-null on purpose (a ``"default": null``, a tool-call argument passed as
+absent; a message's null ``content`` stays (a message always has content,
+and templates read the key). The one value this cannot tell from padding is a
+member written as null on purpose (a ``"default": null``, a tool-call argument passed as
 null); such data keeps it only in a container that holds each row as written
 (JSON Lines, ``.json``, JSON text in a CSV or Parquet column, or a pandas
 frame of dicts).
@@ -26,12 +27,21 @@ from typing import Any
 
 
 def strip_padding(value: Any) -> tuple[Any, bool]:
-    """``value`` without null object members, at any depth; and whether it had any."""
+    """``value`` without null object members, at any depth; and whether it had any.
+
+    A message (an object with a ``role``) keeps its ``content`` when null: a message
+    always has content, null is how the API writes none (beside ``tool_calls``), and
+    chat templates read the key.
+    """
     if isinstance(value, dict):
         stripped: dict[str, Any] = {}
         padded = False
+        message = "role" in value
         for key, item in value.items():
             if item is None:
+                if message and key == "content":
+                    stripped[key] = None
+                    continue
                 padded = True
                 continue
             stripped[key], inner = strip_padding(item)
