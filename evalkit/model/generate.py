@@ -9,14 +9,15 @@ on the same device, dtype and library versions give the same bytes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit._version import __version__
 from evalkit.errors import NO_VALUE, ParameterError, Ref, UsageError
-from evalkit.io import sha256_file
+from evalkit.io import is_path, sha256_file
 from evalkit.model.decode import DecodeSettings, Generation, decode_batches, plan_batches
 from evalkit.model.load import LoadedModel
 from evalkit.model.options import GenerateParams
@@ -179,6 +180,8 @@ def generate(
     /,
     *,
     progress: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    force: bool = False,
     **values: Any,
 ) -> GenerateResult:
     """Greedy outputs of ``base`` (+ ``adapter``) for every conversation of ``data``.
@@ -194,11 +197,33 @@ def generate(
     by the tokenizer's chat template with the generation prompt added (the
     render ``evalkit tokens`` checks). ``progress`` draws a bar on stderr when
     it is a terminal.
+
+    With ``out`` the run folder is written too, as ``evalkit generate --out``
+    writes it (which is this call): ``predictions.jsonl``, ``tokens.parquet``
+    and ``run.json``, all or nothing; ``out`` is never an input, and an
+    existing run folder is replaced only with ``force``, checked before any
+    model is loaded. The result then holds the ``run.json`` written.
     """
     given = GenerateParams.build(params, values)
+    if out is not None:
+        from evalkit.io import CommandFiles
+
+        files = CommandFiles(force=force).reads(base, given.adapter, given.tokenizer)
+        files.reads(data if is_path(data) else None)
+        files.writes(out, option="out", marker=RUN_FILE).check()
+    result = _generate(base, data, given, progress)
+    if out is None:
+        return result
+    return replace(result, run=result.write(Path(out), force=force))
+
+
+def _generate(
+    base: Path | str, data: TableLike, given: GenerateParams, progress: bool
+) -> GenerateResult:
+    """What :func:`generate` computes (nothing written)."""
     id_column, text_columns = given.id_column, given.text_columns
     max_new_tokens, batch_size = given.max_new_tokens, given.batch_size
-    from evalkit.io import is_path, read_table, resolve_hf_split
+    from evalkit.io import read_table, resolve_hf_split
     from evalkit.leakage.progress import Progress
     from evalkit.model.decode import default_settings
     from evalkit.model.load import load_model
