@@ -35,6 +35,40 @@ def python_name(parameter: str, value: Any = NO_VALUE) -> str:
     return parameter if value is NO_VALUE else f"{parameter}={value!r}"
 
 
+def render_refs(template: str, refs: Mapping[str, Any], name: Naming) -> str:
+    """``template`` with each ref's ``{placeholder}`` replaced by ``name(parameter, value)``."""
+    message = template
+    for ref, value in refs.items():
+        parameter, value = (
+            (value.parameter, value.value) if isinstance(value, Ref) else (ref, value)
+        )
+        message = message.replace("{" + ref + "}", name(parameter, value))
+    return message
+
+
+def _refs(refs: Refs) -> dict[str, Any]:
+    return dict(refs) if isinstance(refs, Mapping) else dict.fromkeys(refs, NO_VALUE)
+
+
+class EvalkitWarning(UserWarning):
+    """Something a user should know that stops nothing (a look that goes unrecorded, a damaged
+    ledger): one sentence whose parameters are refs, as in :class:`EvalkitError`.
+
+    From Python it is a ``UserWarning`` that reads ``pass ledger ...``; the command
+    line shows it as ``evalkit: warning: …`` with its flags (``--ledger``), through
+    :meth:`named`, so both paths warn about the same things in the same words.
+    """
+
+    def __init__(self, message: str, *, refs: Refs = ()) -> None:
+        self.template = message
+        self.refs = _refs(refs)
+        super().__init__(self.named(python_name))
+
+    def named(self, name: Naming) -> str:
+        """The sentence, each parameter called ``name(parameter, value)`` (e.g. its flag)."""
+        return render_refs(self.template, self.refs, name)
+
+
 class EvalkitError(Exception):
     """Base of every error evalkit reports to a user (exit code 2: bad input).
 
@@ -54,21 +88,13 @@ class EvalkitError(Exception):
 
     def __init__(self, message: str, *, refs: Refs = ()) -> None:
         self.template = message
-        self.refs: dict[str, Any] = (
-            dict(refs) if isinstance(refs, Mapping) else dict.fromkeys(refs, NO_VALUE)
-        )
+        self.refs: dict[str, Any] = _refs(refs)
         self.named = False
         self.message = self._render(python_name)
         super().__init__(self.message)
 
     def _render(self, name: Naming, template: str | None = None) -> str:
-        message = self.template if template is None else template
-        for ref, value in self.refs.items():
-            parameter, value = (
-                (value.parameter, value.value) if isinstance(value, Ref) else (ref, value)
-            )
-            message = message.replace("{" + ref + "}", name(parameter, value))
-        return message
+        return render_refs(self.template if template is None else template, self.refs, name)
 
     def naming(self, name: Naming) -> Self:
         """This error, each parameter called ``name(parameter, value)`` (e.g. its flag).

@@ -167,6 +167,26 @@ def test_a_folder_or_an_existing_output_is_refused(run_cli, tmp_path: Path) -> N
     )
 
 
+def test_the_command_is_evalkit_prompts_with_out(run_cli, tmp_path: Path) -> None:
+    """One run path: ``evalkit prompts`` writes what ``evalkit.prompts(..., out=)`` writes,
+    and the call refuses what the command refuses, before the split is read."""
+    import evalkit
+    from evalkit.errors import OutputExists, UsageError
+
+    data = write_jsonl(tmp_path / "test.jsonl", [{"id": 1, "messages": conversation("q")}])
+    args = ["--id", "id", "--text", "messages", "--model", "m", "--max-tokens", "9"]
+    assert run_cli("prompts", data, *args, "--out", tmp_path / "cli.jsonl").exit_code == 0
+    made = evalkit.prompts(data, id_column="id", text=["messages"], model="m", max_tokens=9,
+                           out=tmp_path / "library.jsonl")  # fmt: skip
+    assert (tmp_path / "library.jsonl").read_bytes() == (tmp_path / "cli.jsonl").read_bytes()
+    assert made.data == (tmp_path / "cli.jsonl").read_bytes()
+    with pytest.raises(OutputExists, match="exists already; pass force=True"):
+        evalkit.prompts(tmp_path / "missing.jsonl", id_column="id", text=["messages"],
+                        model="m", out=tmp_path / "cli.jsonl")  # fmt: skip
+    with pytest.raises(UsageError, match="would replace the input"):
+        evalkit.prompts(data, id_column="id", text=["messages"], model="m", out=data, force=True)
+
+
 def test_errors_name_the_jsonl_line_not_the_row(run_cli, tmp_path: Path) -> None:
     # A blank line holds no row: row 2 is line 3, and the line is what an editor shows.
     data = tmp_path / "test.jsonl"

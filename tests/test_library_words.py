@@ -67,6 +67,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("report/prompts_summary.py", "--pred-format"): f"{CLI_ONLY} (prompts: the next command)",
     ("report/prompts_summary.py", "--pred"): f"{CLI_ONLY} (prompts: the next command)",
     ("report/score_summary.py", "--on-duplicate"): f"{CLI_ONLY} (score, rescore)",
+    ("report/look_lines.py", "--no-ledger"): f"{CLI_ONLY} (rescore: why no look)",
+    ("report/look_lines.py", "--ledger"): f"{CLI_ONLY} (rescore: why no look)",
     ("report/split_summary.py", "--near-dup"): f"{CLI_ONLY} (split)",
     **{
         ("report/plan_sheet.py", flag): f"{CLI_ONLY} (plan: the order sheet and the cadence)"

@@ -44,6 +44,23 @@ def test_generate_prints_what_it_did_and_score_reads_it(run_cli, tiny, tmp_path:
     assert sum(error["count"] for error in summary["errors"].values()) == 10
 
 
+def test_the_command_is_evalkit_generate_with_out(run_cli, tiny, tmp_path: Path) -> None:
+    """One run path: ``evalkit generate`` writes what ``generate(..., out=)`` writes."""
+    from evalkit.errors import OutputExists
+    from evalkit.model.generate import generate
+
+    assert run_cli(*_generate(tiny, tmp_path / "cli")).exit_code == 0
+    options = {"id_column": "ticket_id", "text_columns": ["messages"], "adapter": tiny.adapter,
+               "max_new_tokens": 4, "device": "cpu"}  # fmt: skip
+    made = generate(tiny.base, tiny.data, out=tmp_path / "library", **options)
+    for name in ("predictions.jsonl", "tokens.parquet", "run.json"):
+        cli, library = tmp_path / "cli" / name, tmp_path / "library" / name
+        assert cli.read_bytes() == library.read_bytes(), name
+    assert made.run.outputs.predictions_sha256  # the run.json written, hashes filled in
+    with pytest.raises(OutputExists, match="exists already; pass force=True"):
+        generate(tmp_path / "no-such-base", tiny.data, out=tmp_path / "library", **options)
+
+
 def test_an_existing_out_needs_force(run_cli, tiny, tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()

@@ -25,6 +25,7 @@ would refuse is bad input, named by its line and message.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,7 +198,15 @@ def _prompt_messages(chat: ChatColumn, where: Callable[[int], str]) -> _Prompts:
 
 
 @takes(PromptsParams)
-def prompts(split: TableLike, params: PromptsParams | None = None, /, **values: Any) -> PromptFile:
+def prompts(
+    split: TableLike,
+    params: PromptsParams | None = None,
+    /,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    **values: Any,
+) -> PromptFile:
     """The inference inputs of a split, as OpenAI Batch requests or ``{id, messages}``.
 
     ``split`` is one split file (or dataset folder; a DatasetDict folder with
@@ -213,9 +222,24 @@ def prompts(split: TableLike, params: PromptsParams | None = None, /, **values: 
     (default: a column named ``system``). ``openai-batch`` needs ``model``;
     ``temperature`` defaults to 0 (greedy: an evaluation should not depend on
     sampling) and ``max_tokens`` is sent only when given. Bad input raises
-    an :class:`~evalkit.errors.EvalkitError`; nothing is written here.
+    an :class:`~evalkit.errors.EvalkitError`.
+
+    With ``out`` the file is written too, as ``evalkit prompts --out`` writes
+    it (which is this call): atomically, never over the split, and over an
+    existing file only with ``force``, checked before the split is read.
+    Without it nothing is written (:meth:`PromptFile.write` writes later).
     """
     given = PromptsParams.build(params, values)
+    if out is not None:
+        check_new_output(Path(out), force, inputs=[Path(split)] if is_path(split) else [])
+    result = _prompt_file(split, given)
+    if out is not None:
+        result.write(Path(out), force=force)
+    return result
+
+
+def _prompt_file(split: TableLike, given: PromptsParams) -> PromptFile:
+    """The prompt file of ``split`` (what :func:`prompts` returns)."""
     import orjson
     import polars as pl
 

@@ -9,11 +9,8 @@ that cannot be read here is reported by the command itself, in its own words.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
-
-from evalkit.io import LEDGER_NAME
 
 
 def _json_object(path: Path) -> dict[str, Any]:
@@ -34,24 +31,6 @@ def _recorded(value: Any, folder: Path) -> list[Path]:
     return [path] if path.is_absolute() else [path, folder / path]
 
 
-def result_inputs(folders: Iterable[str | Path]) -> list[Path]:
-    """What ``compare``/``gate`` read of result folders: the folders, and what they recorded.
-
-    The recorded gold file, the ledger beside it, the ledger the look was
-    recorded in and the predictions file (its outputs are shown for flips).
-    """
-    found: list[Path] = []
-    for folder in map(Path, folders):
-        found += [folder / "summary.json", folder / "examples.parquet", folder]
-        summary = _json_object(folder / "summary.json")
-        gold = (summary.get("gold") or {}).get("path") if summary else None
-        for path in _recorded(gold, folder):
-            found += [path, path.parent / LEDGER_NAME]
-        found += _recorded(summary.get("ledger"), folder)
-        found += _recorded((summary.get("predictions") or {}).get("path"), folder)
-    return found
-
-
 def run_inputs(run_dir: Path) -> list[Path]:
     """What ``reload-check`` reads: the run folder and every folder and file its run.json pins."""
     record = _json_object(run_dir / "run.json")
@@ -62,17 +41,3 @@ def run_inputs(run_dir: Path) -> list[Path]:
         if isinstance(block, dict):
             found += _recorded(block.get("path"), run_dir)
     return found
-
-
-def schema_file_input(contract: Path) -> Path | None:
-    """The ``output.schema_file`` a contract names, as it resolves; None when it names none."""
-    from evalkit.contract.load import read_document
-    from evalkit.errors import EvalkitError
-
-    try:
-        document = read_document(contract)
-    except EvalkitError:
-        return None
-    output = document.get("output") if isinstance(document, dict) else None
-    relative = output.get("schema_file") if isinstance(output, dict) else None
-    return contract.parent / relative if isinstance(relative, str) and relative else None

@@ -72,9 +72,9 @@ def compare_command(
     Example:
       evalkit compare runs/baseline runs/cand-a runs/cand-b --out reports/
     """
-    from evalkit.cli._files import result_inputs
     from evalkit.comparison.api import compare
     from evalkit.comparison.outputs import flip_outputs
+    from evalkit.comparison.recorded import result_inputs
     from evalkit.io import CommandFiles, atomic_directory, atomic_write_text
     from evalkit.report.html.compare import render_comparison_html
     from evalkit.report.json_report import render_json

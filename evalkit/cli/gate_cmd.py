@@ -70,9 +70,9 @@ def gate_command(
     Example:
       evalkit gate runs/baseline runs/candidate --junit gate.xml --html gate.html
     """
-    from evalkit.cli._files import result_inputs
     from evalkit.cli._workflow_guard import emit_command, under_github_actions
     from evalkit.comparison.api import gate
+    from evalkit.comparison.recorded import result_inputs
     from evalkit.io import CommandFiles, atomic_write_text
     from evalkit.report.github import error_annotations
     from evalkit.report.json_report import render_json

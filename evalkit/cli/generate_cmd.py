@@ -1,4 +1,4 @@
-"""``evalkit generate``: the command-line face of :func:`evalkit.model.generate`."""
+"""``evalkit generate``: the command line of :func:`evalkit.model.generate` (which writes --out)."""
 
 from __future__ import annotations
 
@@ -80,15 +80,12 @@ def generate_command(
     an adapter vLLM does not serve, an existing --out without --force).
     """
     from evalkit.cli import debug_enabled
-    from evalkit.io import CommandFiles
     from evalkit.model.generate import generate
-    from evalkit.records._run import RUN_FILE
     from evalkit.report.model_summary import render_generate_summary
 
-    files = CommandFiles(force=force).reads(base, params.adapter, params.tokenizer, data)
-    files.writes(out, option="--out", marker=RUN_FILE).check()
-    result = generate(base, data, params, progress=not quiet, debug=debug_enabled())
-    run = result.write(out, force=force)
+    result = generate(
+        base, data, params, progress=not quiet, debug=debug_enabled(), out=out, force=force
+    )
     output = Output(quiet=quiet)
-    output.say(render_generate_summary(run, result.batches, str(out)))
+    output.say(render_generate_summary(result.run, result.batches, str(out)))
     output.wrote([out])

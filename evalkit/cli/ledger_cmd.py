@@ -20,8 +20,9 @@ def ledger_command(path: Path, json_path: Path | None, force: bool, quiet: bool)
     Every `evalkit score` appends a line to evalkit-ledger.jsonl beside the
     gold file (or --ledger FILE). PATH is that ledger, the folder holding
     it, or a gold file (its ledger, that file only); default: the current
-    folder. A look is a distinct (predictions, contract) pair: scoring the
-    same predictions again adds a line but no look.
+    folder. A look is a distinct pair of the answers judged (ids and outputs)
+    and the contract's rules: scoring the same answers again (from any file
+    or column) adds a line but no look; another output column is another look.
 
     \b
     States:

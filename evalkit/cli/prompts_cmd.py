@@ -1,4 +1,4 @@
-"""``evalkit prompts``: the command-line face of :func:`evalkit.prompts`."""
+"""``evalkit prompts``: the command line of :func:`evalkit.prompts` (which writes --out)."""
 
 from __future__ import annotations
 
@@ -54,12 +54,9 @@ def prompts_command(
         --out test.batch.jsonl --model my-finetuned-model --max-tokens 200
     """
     from evalkit.chat.prompts import prompts
-    from evalkit.io import CommandFiles
     from evalkit.report.prompts_summary import render_prompts_summary
 
-    CommandFiles(force=force).reads(split).writes(out, option="--out").check()
-    result = prompts(split, params)
-    result.write(out, force=force)
+    result = prompts(split, params, out=out, force=force)
     output = Output(quiet=quiet)
     output.say(render_prompts_summary(result, str(out)))
     output.wrote([out])

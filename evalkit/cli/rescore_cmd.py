@@ -1,7 +1,8 @@
-"""``evalkit rescore``: the command-line face of :func:`evalkit.rescore`.
+"""``evalkit rescore``: the command line of :func:`evalkit.rescore`, and nothing else.
 
-The library appends the look before it returns; the command appends it when
-it publishes each folder (the look first, then the folder), by the same rules.
+Options -> one call of :func:`evalkit.rescore` with every RESULT (which
+checks every input and output first, then per result appends the look and
+publishes the folder) -> what each look counted as, printed -> exit code.
 """
 
 from __future__ import annotations
@@ -73,53 +74,21 @@ def rescore_command(
     contract column the gold file lacks, an existing DIR/<name> without
     --force).
     """
-    from evalkit.cli._files import result_inputs, schema_file_input
-    from evalkit.cli._rescore_ledger import choose_ledger, rescore_message
-    from evalkit.contract.load import load_contract
-    from evalkit.errors import UsageError
-    from evalkit.io import CommandFiles, check_new_output
-    from evalkit.report.html.score import render_score_html
-    from evalkit.report.score_summary import render_rescore_lines
-    from evalkit.scoring.rescore import compute_rescore, recorded_inputs, rescore_purpose
-    from evalkit.scoring.write import publish_score
+    from evalkit.cli._warnings import library_warnings
+    from evalkit.report.score_files import score_report_files
+    from evalkit.scoring.api import rescore
 
-    # What the command line names is checked before anything is read or scored.
-    files = CommandFiles(force=force).reads(*results, contract_path, params.ledger)
-    files.reads_all(result_inputs(results)).reads(schema_file_input(contract_path))
-    files.writes_into(out, option="--out").check()
-    load_contract(contract_path)  # a bad contract fails before any result is read
-    names: dict[str, Path] = {}
-    for folder in results:
-        name = folder.resolve().name
-        if name in names:
-            raise UsageError(
-                f"{names[name]} and {folder} would both be re-scored into {out / name}; "
-                "give results whose folders have different names"
-            )
-        names[name] = folder
-    # Every input is found and checked before anything is scored or written.
-    plans = []
-    for name, folder in names.items():
-        inputs = recorded_inputs(folder)
-        summary = inputs.result.summary
-        ledger = choose_ledger(summary.ledger, inputs.ledger, inputs.gold, params)
-        target = out / name
-        sources = [folder, contract_path, inputs.gold, inputs.predictions, ledger]
-        check_new_output(target, force, inputs=sources, marker="summary.json")
-        plans.append((inputs, ledger, target))
-    for inputs, ledger, target in plans:
-        result = compute_rescore(inputs, contract_path, workers=params.workers, ledger=ledger)
-        report = render_score_html(result.summary).encode("utf-8")
-        # The look is appended (and fsynced) before the folder is published.
-        published = publish_score(
-            result,
-            target,
-            force=force,
-            extra_files={"report.html": report},
-            purpose=rescore_purpose(inputs.result, params.purpose),
-        )
-        ledger_line = rescore_message(ledger, published.summary, inputs.result, published.look)
-        output = Output(quiet=quiet)
-        lines = render_rescore_lines(result.summary, inputs.result, str(target))
-        output.say("\n".join([*lines, *([ledger_line] if ledger_line else [])]))
-        output.wrote([target])
+    with library_warnings():
+        done = rescore(
+            list(results), contract_path, params, out=out, force=force,
+            extra_files=score_report_files,
+        )  # fmt: skip
+    from evalkit.report.look_lines import rescore_look_line
+    from evalkit.report.score_summary import render_rescore_lines
+
+    output = Output(quiet=quiet)
+    for result in done:
+        target = str(result.folder)
+        lines = render_rescore_lines(result.summary, result.replaced, target)
+        output.say("\n".join([*lines, rescore_look_line(result)]))
+        output.wrote([result.folder])

@@ -1,4 +1,8 @@
-"""``evalkit score``: the command-line face of :func:`evalkit.score`."""
+"""``evalkit score``: the command line of :func:`evalkit.score`, and nothing else.
+
+Options -> one call of :func:`evalkit.score` (which reads, records the look,
+checks and publishes the folder) -> the summary printed -> exit code.
+"""
 
 from __future__ import annotations
 
@@ -85,55 +89,28 @@ def score_command(
     Exit codes: 0 scored; 2 bad input (unknown contract key, missing column,
     corrupt predictions line, duplicate ids, existing --out without --force).
     """
-    from evalkit.io import LEDGER_NAME, CommandFiles, hash_early
-    from evalkit.scoring.processes import early_workers
-    from evalkit.scoring.sources import score_tables
+    from evalkit.cli._warnings import library_warnings
+    from evalkit.report.score_files import score_report_files
+    from evalkit.scoring.api import score
 
-    # A DatasetDict (gold or predictions) is read at the --hf-split split.
-    gold_path, predictions = score_tables(gold_path, predictions, params.hf_split)
-    files = CommandFiles(force=force).reads(contract_path, gold_path, predictions)
-    files.reads(params.card if isinstance(params.card, Path) else None, params.adapter)
-    if not params.no_ledger:  # the ledger this look is appended to
-        files.reads(params.ledger or gold_path.parent / LEDGER_NAME)
-    files.writes(out, option="--out", marker="summary.json").check()
-    # The inputs are hashed and the parsing subprocesses start before the
-    # imports below, so that both run beside this process's own start-up.
-    hash_early([gold_path, predictions])
-    with early_workers(predictions, params.workers):
-        from evalkit.cli._score_provenance import look_message, provenance_options
-        from evalkit.report.html.score import render_score_html
-        from evalkit.report.score_summary import render_score_summary
-        from evalkit.scoring.engine import compute_score
-        from evalkit.scoring.write import publish_score
-
-        provenance = provenance_options(gold_path, params)
-        result = compute_score(
+    with library_warnings():
+        result = score(
             contract_path,
             gold_path,
             predictions,
             params,
-            card=provenance.card,
-            base=provenance.base,
-            ledger=provenance.ledger,
+            out=out,
+            force=force,
+            extra_files=score_report_files,
         )
-    from evalkit.cli._files import schema_file_input
+    from evalkit.report.look_lines import score_look_line
+    from evalkit.report.score_summary import render_score_summary
 
-    files.reads(schema_file_input(contract_path), provenance.ledger).check()
-    report = render_score_html(result.summary).encode("utf-8")
-    # The look is appended (and fsynced) before the folder is published.
-    published = publish_score(
-        result,
-        out,
-        force=force,
-        extra_files={"report.html": report},
-        purpose=params.purpose,
-        inputs=files.inputs,
-    )
-    ledger_line = look_message(provenance.ledger, published.look)
     for warning in result.summary.warnings:
         click.echo(f"evalkit: warning: {warning}", err=True)
     output = Output(quiet=quiet)
     output.say(render_score_summary(result.summary, str(out)))
-    if ledger_line:
-        output.say(ledger_line)
+    look = score_look_line(result)
+    if look:
+        output.say(look)
     output.wrote([out])

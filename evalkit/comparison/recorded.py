@@ -13,7 +13,12 @@ path, never the located one.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+from evalkit.io import LEDGER_NAME
 
 
 def locate(recorded: str | None, folder: Path) -> Path | None:
@@ -31,3 +36,42 @@ def locate(recorded: str | None, folder: Path) -> Path | None:
         if candidate.exists():
             return candidate
     return None
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    import orjson
+
+    try:
+        loaded = orjson.loads(path.read_bytes()) if path.is_file() else {}
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _recorded(value: Any, folder: Path) -> list[Path]:
+    """A path a file recorded: as written (relative to the working folder) and from ``folder``."""
+    if not isinstance(value, str) or not value:
+        return []
+    path = Path(value)
+    return [path] if path.is_absolute() else [path, folder / path]
+
+
+def result_inputs(folders: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """What reading result folders reads: the folders, and the files their summaries name.
+
+    The recorded gold file, the ledger beside it, the ledger the look was
+    recorded in and the predictions file: the inputs an output of
+    ``compare``, ``gate`` or ``rescore`` must never replace. Read cheaply
+    and tolerantly (a ``summary.json`` that cannot be read here names
+    nothing; reading the result says what is wrong with it).
+    """
+    found: list[Path] = []
+    for folder in map(Path, folders):
+        found += [folder / "summary.json", folder / "examples.parquet", folder]
+        summary = _json_object(folder / "summary.json")
+        gold = (summary.get("gold") or {}).get("path") if summary else None
+        for path in _recorded(gold, folder):
+            found += [path, path.parent / LEDGER_NAME]
+        found += _recorded(summary.get("ledger"), folder)
+        found += _recorded((summary.get("predictions") or {}).get("path"), folder)
+    return found

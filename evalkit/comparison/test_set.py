@@ -24,7 +24,7 @@ from typing import Any
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult
 from evalkit.errors import EvalkitError, IncompatibleResults, ParameterError
-from evalkit.provenance.ledger import LEDGER_NAME
+from evalkit.provenance.ledger import LEDGER_NAME, holds_look, summary_look_key
 from evalkit.provenance.ledger_head import head_path
 from evalkit.provenance.ledger_state import FREEZE_ADVICE
 from evalkit.provenance.test_split import split_of
@@ -125,11 +125,16 @@ class LedgerFindings:
 
 
 def _matches(result: ScoredResult, entry: dict[str, Any], ledger: Path) -> None:
-    """The line a result names must be about that result: same gold, predictions, examples."""
+    """The line a result names must be about that result: same gold, predictions, answers
+    judged, rules and examples."""
     summary = result.summary
+    rules = summary_look_key(summary)[1]
+    contract = entry.get("contract") or {}
     pairs = [
         ("gold file", entry.get("gold_sha256"), summary.gold.sha256),
         ("predictions", entry.get("predictions_sha256"), summary.predictions.sha256),
+        ("answers", entry.get("answers_sha256"), summary.predictions.answers_sha256),
+        ("contract rules", contract.get("rules_sha256"), rules),
         ("examples.parquet", entry.get("examples_sha256"), result.examples_sha256),
     ]
     for what, recorded, actual in pairs:
@@ -170,7 +175,7 @@ def ledger_findings(results: list[ScoredResult], given: Path | None) -> LedgerFi
                 lost.append(f"{result.name} (line {look.line})")
             else:
                 _matches(result, entry, ledger)
-        elif not (result.summary.predictions.sha256 and _has_look(scan.valid, result)):
+        elif not holds_look(scan.valid, result.summary):
             unrecorded.append(result.name)
     reasons, current = list(state.reasons), state.state
     if lost:
@@ -182,14 +187,6 @@ def ledger_findings(results: list[ScoredResult], given: Path | None) -> LedgerFi
         current = "burned"
     return LedgerFindings(
         ledger, current, state.looks, reasons, unrecorded, state.selection_bias_se
-    )
-
-
-def _has_look(entries: list[dict[str, Any]], result: ScoredResult) -> bool:
-    """A result written before looks were recorded: any line with its gold and predictions."""
-    gold, predictions = result.summary.gold.sha256, result.summary.predictions.sha256
-    return any(
-        e.get("gold_sha256") == gold and e.get("predictions_sha256") == predictions for e in entries
     )
 
 
@@ -212,9 +209,10 @@ def ledger_status(
     reasons = list(findings.reasons)
     if missing and findings.state != "unknown":
         reasons.append(
-            f"the ledger has no look of {', '.join(missing)}: it was not kept from the run that "
-            "scored them (commit it or cache it between runs, see examples/ci), or they were "
-            "scored with --no-ledger"
+            f"the ledger has no look of {', '.join(missing)} under these rules: it was not kept "
+            "from the run that scored them (commit it or cache it between runs, see examples/ci), "
+            "or they were scored or re-scored without a ledger (--no-ledger), which counts as "
+            "unrecorded"
         )
     se = _delta_se(overall)
     known = findings.state != "unknown"

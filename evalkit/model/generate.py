@@ -9,8 +9,9 @@ on the same device, dtype and library versions give the same bytes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -182,6 +183,8 @@ def generate(
     *,
     progress: bool = False,
     debug: bool = False,
+    out: str | os.PathLike[str] | None = None,
+    force: bool = False,
     **values: Any,
 ) -> GenerateResult:
     """Greedy outputs of ``base`` (+ ``adapter``) for every conversation of ``data``.
@@ -199,12 +202,22 @@ def generate(
     (transformers + PEFT, in this process) or ``vllm`` (vLLM's engine in a
     worker process; ``debug`` shows its log). ``progress`` draws a bar on
     stderr when it is a terminal (hf).
+
+    With ``out`` the run folder is written too, as ``evalkit generate --out``
+    writes it (which is this call): ``predictions.jsonl``, ``tokens.parquet``
+    and ``run.json``, all or nothing; ``out`` is never an input, and an
+    existing run folder is replaced only with ``force``, checked before any
+    model is loaded. The result then holds the ``run.json`` written.
     """
-    from evalkit.io import is_path, resolve_hf_split
+    from evalkit.io import CommandFiles, is_path, resolve_hf_split
     from evalkit.model.backends import implementation, require_backend
 
     given = GenerateParams.build(params, values)
     spec = require_backend(given.backend)
+    if out is not None:
+        files = CommandFiles(force=force).reads(base, given.adapter, given.tokenizer)
+        files.reads(data if is_path(data) else None)
+        files.writes(out, option="out", marker=RUN_FILE).check()
     if is_path(data):
         data = resolve_hf_split(Path(data), given.hf_split)
     elif given.hf_split is not None:
@@ -217,7 +230,9 @@ def generate(
         )
     run_backend = implementation(spec, "generate")
     result: GenerateResult = run_backend(Path(base), data, given, progress=progress, debug=debug)
-    return result
+    if out is None:
+        return result
+    return replace(result, run=result.write(Path(out), force=force))
 
 
 def generate_hf(

@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     from evalkit.records._summary import ScoreSummary
 
 LEDGER_NAME = "evalkit-ledger.jsonl"
-LEDGER_FORMAT = 2
+# 3: a line records ``answers_sha256``, the answers judged, which keys its look.
+LEDGER_FORMAT = 3
 
 
 def default_ledger(gold: str | os.PathLike[str]) -> Path:
@@ -102,6 +103,7 @@ def look_entry(
         },
         "name": summary.name,
         "predictions_sha256": summary.predictions.sha256,
+        "answers_sha256": getattr(summary.predictions, "answers_sha256", None),
         "examples_sha256": examples_sha256 or getattr(summary, "examples_sha256", None),
         "card_weights_sha256": card.weights_sha256 if card is not None else None,
         "evalkit_version": summary.evalkit_version,
@@ -111,7 +113,7 @@ def look_entry(
 
 _TEXTS = (
     "prev_sha256", "predictions_sha256", "time", "gold_path", "sha256", "name",
-    "test_set_sha256", "examples_sha256", "head_problem", "purpose",
+    "test_set_sha256", "examples_sha256", "head_problem", "purpose", "answers_sha256",
 )  # fmt: skip
 
 
@@ -248,12 +250,54 @@ def same_test_set(raw_lines: list[bytes], entry: Mapping[str, Any]) -> list[dict
     return [found[index] for index in sorted(found)]
 
 
-def look_key(entry: Mapping[str, Any]) -> tuple[Any, str]:
-    """What makes a look: the predictions and the contract's rules."""
+def look_key(entry: Mapping[str, Any]) -> tuple[str, str]:
+    """What makes a look: what was judged, and the contract's rules (the one rule, used by
+    the append, the states and the gate).
+
+    What was judged is the answers (``answers_sha256``: the ids and outputs
+    scored), never the file or column that held them: three output columns
+    of one file are three looks, the same answers in two files one. A line
+    written before format 3 names only its predictions file, so it is keyed
+    on that: it stays a look of its own (the same answers scored again after
+    the upgrade may count one look more, never one less).
+    """
     contract = entry.get("contract") or {}
-    return entry.get("predictions_sha256"), str(
-        contract.get("rules_sha256") or contract.get("fingerprint")
-    )
+    answers = entry.get("answers_sha256")
+    judged = f"answers:{answers}" if answers else f"file:{entry.get('predictions_sha256')}"
+    return judged, str(contract.get("rules_sha256") or contract.get("fingerprint"))
+
+
+def summary_look_key(summary: ScoreSummary) -> tuple[str, str]:
+    """The look key of a result: what its ledger line is keyed on."""
+    return look_key(look_entry(summary))
+
+
+def holds_look(entries: Iterable[Mapping[str, Any]], summary: ScoreSummary) -> bool:
+    """Whether a line of ``entries`` is this result's look: its gold, what it judged, its rules.
+
+    For a result that recorded no look (scored without a ledger, or before
+    results recorded theirs). A line under other rules is not its look,
+    whatever it scored: a result whose rules the ledger never recorded is
+    unrecorded. A result written before answers were hashed matches a line
+    by its predictions file and rules.
+    """
+    gold, content = summary.gold.sha256, getattr(summary.gold, "content_sha256", None)
+    judged, rules = summary_look_key(summary)
+    # A line without rules_sha256 (the oldest format) names its rules by fingerprint.
+    known = {rules, summary.contract.fingerprint}
+    predictions = summary.predictions.sha256
+    for entry in entries:
+        same_gold = entry.get("gold_sha256") == gold or (
+            content is not None and entry.get("test_set_sha256") == content
+        )
+        if not same_gold or look_key(entry)[1] not in known:
+            continue
+        if judged.startswith("answers:"):
+            if look_key(entry)[0] == judged:
+                return True
+        elif predictions and entry.get("predictions_sha256") == predictions:
+            return True
+    return False
 
 
 @dataclass(frozen=True)

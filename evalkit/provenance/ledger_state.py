@@ -1,8 +1,9 @@
 """Reading the ledger back: the chain check, looks per gold file, and their state.
 
-A **look** is a distinct (predictions, contract rules) pair scored on a test
-set: scoring the same predictions again under the same rules adds a line
-but no look. A test set is a gold file together with every other encoding
+A **look** is a distinct (answers judged, contract rules) pair scored on a
+test set (:func:`~evalkit.provenance.ledger.look_key`): scoring the same
+answers again under the same rules adds a line but no look, whichever file
+or column held them. A test set is a gold file together with every other encoding
 of the same rows (lines that share a gold file's or a content's sha256).
 The states (DESIGN.md): ``fresh`` (no look), ``seen`` (one), ``reused``
 (2–4), ``burned`` (5 or more; or rules first used after others had been;
@@ -75,9 +76,10 @@ class GoldState(_Model):
     lines: int
     """Lines recorded for its test set (every score, re-scores included)."""
     looks: int
-    """Distinct (predictions, contract rules) pairs: the looks at this test set."""
+    """Distinct (answers judged, contract rules) pairs: the looks at this test set."""
     candidates: int
-    """Distinct predictions files looked at (one candidate may be looked at under two contracts)."""
+    """Distinct sets of answers looked at (one candidate may be looked at under two contracts;
+    lines written before answers were hashed count their predictions file)."""
     contracts: list[ContractSeen]
     """Contracts in the order first seen."""
     state: State
@@ -161,7 +163,7 @@ def _state_of(
     entries: list[dict[str, Any]], chain_problems: list[str], same_rows: list[str]
 ) -> GoldState:
     looks = {look_key(e) for e in entries}
-    candidates = {e.get("predictions_sha256") for e in entries}
+    candidates = {look_key(e)[0] for e in entries}
     contracts: dict[str, ContractSeen] = {}
     for entry in entries:
         contract = entry.get("contract") or {}

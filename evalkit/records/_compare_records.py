@@ -87,7 +87,7 @@ class LedgerStatus(_Model):
     state: State
     """The ledger's state for the gold file; ``unknown`` without a ledger."""
     looks: int
-    """Distinct (predictions, contract) pairs scored on it."""
+    """Distinct (answers judged, contract rules) pairs scored on it."""
     reasons: list[str]
     """Why, one sentence each."""
     recorded: bool

@@ -115,6 +115,9 @@ class PredictionsInfo(_Model):
     """The id column as given (null: the default), so the outputs can be read again."""
     output_col: str | None = None
     """The output column as given (null: the default), so the outputs can be read again."""
+    answers_sha256: str | None = None
+    """sha256 of the answers judged (per gold id with a prediction, the id and its output
+    text): what a look is keyed on, whatever file or column held them (docs/provenance.md)."""
 
 
 class Rates(_Model):

@@ -22,9 +22,8 @@ from evalkit.contract.load import load_contract
 from evalkit.contract.match import check_gold_types
 from evalkit.contract.model import Contract
 from evalkit.contract.validation import evaluator_semantics, tool_semantics
-from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable, ParameterError
+from evalkit.errors import DuplicateIds, InvalidContract, InvalidTable
 from evalkit.io import FRAME_SOURCE, frame_sha256, is_path, require_regular_file, sha256_input
-from evalkit.options import takes
 from evalkit.provenance.gold_content import content_sha256
 from evalkit.records._card import AdapterCard
 from evalkit.records._summary import (
@@ -44,6 +43,7 @@ from evalkit.scoring.examples import (
     parser_spec,
 )
 from evalkit.scoring.gold import all_unique, check_gold_columns, gold_input, read_gold
+from evalkit.scoring.judged import answers_sha256
 from evalkit.scoring.options import OnDuplicate, ScoreParams
 from evalkit.scoring.prediction_frame import read_prediction_input
 from evalkit.scoring.predictions import STRUCTURED_CALLS, predictions_sha256
@@ -245,10 +245,10 @@ def compute_score(
     base: BaseModelInfo | None = None,
     ledger: str | os.PathLike[str] | None = None,
 ) -> ScoreResult:
-    """:func:`score` without the look: ``ledger`` is only recorded in the summary.
+    """Score without the look: ``ledger`` is only recorded in the summary.
 
-    ``evalkit score`` and ``evalkit rescore`` append the look themselves when
-    they publish the folder (:func:`~evalkit.scoring.write.publish_score`).
+    The scorer of :func:`evalkit.score` and :func:`evalkit.rescore`
+    (:mod:`evalkit.scoring.api`), which choose the ledger and append the look.
     ``given``'s values are used as they are: the tables are read (any
     ``hf_split`` chosen), the card and base made, the ledger chosen.
     """
@@ -280,13 +280,12 @@ def compute_score(
         resolved = _resolve_duplicates(table.frame, on_duplicate, pred_label)
         n_records, pred_format_read = table.frame.height, table.format
         del table  # from here on only the resolved predictions are kept
+        outputs = resolved.predictions["output"]  # what is judged: hashed below
         structured = resolved.predictions.get_column(STRUCTURED_CALLS, default=None)
         warnings = _structured_warning(loaded, structured)
-        parsing = ParsedOutputs(
-            loaded, resolved.predictions["output"], workers, pool, structured=structured
-        )
+        parsing = ParsedOutputs(loaded, outputs, workers, pool, structured=structured)
         kept = resolved.predictions.drop("output", STRUCTURED_CALLS, strict=False)
-        del structured
+        # structured calls are judged too: kept to be hashed with the outputs below
         given_gold = gold_input(gold, loaded)  # while the outputs are parsed
         if gold_path is None:
             gold_hash = hashing.submit(frame_sha256, given_gold.frame)
@@ -303,8 +302,12 @@ def compute_score(
         gold_content = hashing.submit(content_sha256, gold_frame)
         aligned, unknown_ids, unknown_example = _align(gold_frame, kept)
         _require_a_match(pred_label, gold_label, kept, unknown_ids, unknown_example, gold_frame)
+        invalid = aligned["invalid_utf8"] if "invalid_utf8" in aligned.columns else None
+        answers = hashing.submit(
+            answers_sha256, aligned["id"], outputs, aligned[PRED_ROW], invalid, structured
+        )
         resolved_duplicates = resolved.duplicate_ids
-        del resolved, gold_frame
+        del resolved, gold_frame, outputs, structured
         del kept
         try:
             examples = build_examples(loaded, aligned, parsing, catalog)
@@ -349,6 +352,7 @@ def compute_score(
                 request_errors=request_errors,
                 id_col=id_col,
                 output_col=output_col,
+                answers_sha256=answers.result(),
             ),
             overall=aggregate.rates(examples),
             fields=aggregate.field_stats(examples, loaded),
@@ -360,68 +364,3 @@ def compute_score(
             warnings=warnings + empty_slice_warnings(loaded, slices),
         )
     return ScoreResult(summary=summary, examples=examples)
-
-
-@takes(ScoreParams)
-def score(
-    contract: Contract | str | os.PathLike[str],
-    gold: TableLike,
-    predictions: TableLike,
-    params: ScoreParams | None = None,
-    /,
-    *,
-    base: BaseModelInfo | None = None,
-    **values: Any,
-) -> ScoreResult:
-    """Score predictions against gold under a contract; the look is in the ledger first.
-
-    ``contract`` is a loaded :class:`Contract` or a contract file. ``gold``
-    and ``predictions`` are files (predictions also a folder or a pipe; a
-    Hugging Face DatasetDict folder read at ``hf_split``) or polars, pandas
-    or pyarrow frames (predictions: an id and an output column). The options
-    are a :class:`~evalkit.scoring.options.ScoreParams`, or keywords that
-    make one. File predictions are read per ``pred_format`` (``auto``
-    recognises them); ``id_col`` and ``output_col`` name the id (a dotted
-    path for nested records) and the raw text. Duplicate prediction ids are
-    an error unless ``on_duplicate`` is ``first`` or ``last``; predictions
-    for ids not in gold are counted and ignored. ``workers`` sets the
-    parsing processes (default: all cores for large inputs). ``card`` (a
-    ``card.json``, an :class:`~evalkit.AdapterCard` or its JSON data),
-    ``adapter`` (a folder whose card is made), ``base_model`` and
-    ``base_revision`` (a prompt-only run), or ``base`` (a
-    ``BaseModelInfo``) record where the predictions came from.
-
-    This is a look at the test set, recorded as ``evalkit score`` records it:
-    before the result is returned, a line (with ``purpose``) is appended to
-    ``ledger``, by default ``evalkit-ledger.jsonl`` beside a gold file (a
-    gold frame has no ledger unless one is named; ``no_ledger=True``, or
-    ``ledger=False``, records nothing). :meth:`ScoreResult.write` then
-    appends nothing more. Bad input raises an
-    :class:`~evalkit.errors.EvalkitError`.
-    """
-    if values.get("ledger") is False:  # the spelling of no_ledger before it was one
-        values = {**values, "ledger": None, "no_ledger": True}
-    given = ScoreParams.build(params, values)
-    from evalkit.scoring.looks import chosen_ledger
-    from evalkit.scoring.sources import score_base, score_card, score_tables
-    from evalkit.scoring.write import record_look
-
-    if base is not None and given.base_model is not None:
-        raise ParameterError(
-            "base", "and {base_model} are both given: give one, not both", refs=["base_model"]
-        )
-    gold, predictions = score_tables(gold, predictions, given.hf_split)
-    chosen = chosen_ledger(gold, False if given.no_ledger else given.ledger)
-    result = compute_score(
-        contract,
-        gold,
-        predictions,
-        given,
-        card=score_card(given),
-        base=base if base is not None else score_base(given),
-        ledger=chosen,
-    )
-    if chosen is None:
-        return result
-    summary, look = record_look(result.summary, result.examples, purpose=given.purpose)
-    return ScoreResult(summary=summary, examples=result.examples, look=look)

@@ -7,11 +7,13 @@ predictions file it scored (path as given, sha256, format, id and output
 columns, duplicate rule), against which gold file (path, sha256), with which
 card or base, in which ledger. Re-scoring reads those same files again —
 refused when either changed since, because the figures would then describe
-other outputs or other labels — and goes through :func:`evalkit.score`, the
-one scorer, so a re-scored result is what scoring from scratch writes, plus
-``rescored_from``: the contract and folder it replaces. Called from Python,
-it records its look in the ledger before it returns, as :func:`evalkit.score`
-does; ``evalkit rescore`` appends it when it publishes the folder.
+other outputs or other labels — and goes through the scorer of
+:func:`evalkit.score`, so a re-scored result is what scoring from scratch writes, plus
+``rescored_from``: the contract and folder it replaces. The public entry,
+:func:`evalkit.rescore` (:mod:`evalkit.scoring.api`), plans every re-score
+here (:func:`plan_rescores`: every input found, checked and unchanged, every
+output checked) before it runs any (:func:`run_rescore`: the look appended,
+then the folder published), for Python and ``evalkit rescore`` alike.
 """
 
 from __future__ import annotations
@@ -19,16 +21,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult, load_result
 from evalkit.contract.model import Contract
 from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
-from evalkit.options import takes
+from evalkit.io import require_regular_file
 from evalkit.records._summary import BaseModelInfo, RescoredFrom, ScoreSummary
 from evalkit.scoring.options import RescoreParams, ScoreParams
 from evalkit.scoring.result import ScoreResult
+
+if TYPE_CHECKING:
+    from evalkit.provenance.ledger_state import GoldState
+    from evalkit.scoring.write import ExtraFiles
 
 
 @dataclass(frozen=True)
@@ -58,16 +64,27 @@ def _found(recorded: str | None, folder: Path, what: str, key: str) -> Path:
             "or from the result folder; re-scoring needs the very file that was scored "
             "(run from where evalkit score ran)"
         )
+    # Checked before it is hashed: a FIFO would block, /dev/zero never end. A
+    # dataset folder is hashed file by file (evalkit.io.sha256_input).
+    if not path.is_dir():
+        try:
+            require_regular_file(path, what)
+        except UnreadableFile as error:
+            raise UnreadableFile(
+                f"{folder}: its {what} {recorded} ({key} in summary.json) cannot be re-scored: "
+                f"{error.message.removeprefix(f'{path}: ')}"
+            ) from None
     return path
 
 
 def _unchanged(path: Path, recorded: str | None, folder: Path, what: str, digest: Any) -> None:
-    actual = digest(path)
-    if recorded is not None and actual != recorded:
+    """Refuse a file whose sha256 is not the recorded one; its own digest is never shown
+    (a hostile summary could name any file and read its hash back from the message)."""
+    if recorded is not None and digest(path) != recorded:
         raise ArtifactChanged(
-            f"{path}: its sha256 {actual[:12]}… differs from the {recorded[:12]}… that "
-            f"{folder}/summary.json recorded: the {what} changed since it was scored, so "
-            "re-scoring it would describe something else; score it anew with evalkit score"
+            f"{path}: its sha256 differs from the one {folder}/summary.json recorded: the "
+            f"{what} changed since it was scored, so re-scoring it would describe something "
+            "else; score it anew with evalkit score"
         )
 
 
@@ -78,7 +95,7 @@ def recorded_inputs(result: str | os.PathLike[str] | ScoredResult) -> RecordedIn
     file: no predictions path recorded, a file not found, or a sha256 that
     differs from the recorded one.
     """
-    from evalkit.io import sha256_file
+    from evalkit.io import sha256_input
     from evalkit.scoring.predictions import predictions_sha256
 
     loaded = result if isinstance(result, ScoredResult) else load_result(result)
@@ -86,7 +103,7 @@ def recorded_inputs(result: str | os.PathLike[str] | ScoredResult) -> RecordedIn
     predictions = _found(summary.predictions.path, folder, "predictions file", "predictions.path")
     gold = _found(summary.gold.path, folder, "gold file", "gold.path")
     _unchanged(predictions, summary.predictions.sha256, folder, "predictions", predictions_sha256)
-    _unchanged(gold, summary.gold.sha256, folder, "gold file", sha256_file)
+    _unchanged(gold, summary.gold.sha256, folder, "gold file", sha256_input)
     ledger = locate(summary.ledger, folder) if summary.ledger else None
     return RecordedInputs(loaded, predictions, gold, ledger)
 
@@ -112,10 +129,9 @@ def compute_rescore(
     workers: int | None = None,
     ledger: Path | None = None,
 ) -> ScoreResult:
-    """:func:`rescore` without the look: ``ledger`` is only recorded in the summary.
+    """One re-score without the look: ``ledger`` is only recorded in the summary.
 
-    ``evalkit rescore`` appends the look itself when it publishes the folder
-    (:func:`~evalkit.scoring.write.publish_score`).
+    :func:`run_rescore` appends the look (before it publishes the folder).
     """
     from evalkit.scoring.engine import compute_score
 
@@ -163,51 +179,145 @@ def compute_rescore(
     )
 
 
-@takes(RescoreParams)
-def rescore(
-    result: str | os.PathLike[str] | ScoredResult | RecordedInputs,
-    contract: Contract | str | os.PathLike[str],
-    params: RescoreParams | None = None,
-    /,
-    **values: Any,
-) -> ScoreResult:
-    """Score the predictions a result recorded again, under ``contract``; the look is recorded.
-
-    The predictions are read as they were (format, id and output columns,
-    duplicate rule), against the recorded gold file, with the recorded card
-    or base and name; the result is what :func:`evalkit.score` returns for
-    those inputs, with ``rescored_from`` naming the contract and folder it
-    replaces. The options are a
-    :class:`~evalkit.scoring.options.RescoreParams`, or keywords that make one.
-
-    A re-score is a look at the test set, recorded as ``evalkit rescore``
-    records it: before the result is returned, a line (with ``purpose``,
-    by default ``rescore of FOLDER (NAME vN)``) is appended to the ledger
-    the result recorded (``ledger`` names another; ``no_ledger=True``, or
-    ``ledger=False``, records nothing; a result scored without a ledger is
-    re-scored without one). Under the same rules it is no new look; under
-    changed rules, after the test was seen, it burns the test
-    (docs/provenance.md). :meth:`ScoreResult.write` then appends nothing
-    more. Bad input raises an :class:`~evalkit.errors.EvalkitError` that
-    names the result folder.
-    """
-    if values.get("ledger") is False:  # the spelling of no_ledger before it was one
-        values = {**values, "ledger": None, "no_ledger": True}
-    given = RescoreParams.build(params, values)
-    from evalkit.scoring.looks import rescore_ledger
-    from evalkit.scoring.write import record_look
-
-    inputs = result if isinstance(result, RecordedInputs) else recorded_inputs(result)
-    ledger: Path | Literal[False] | None = False if given.no_ledger else given.ledger
-    chosen = rescore_ledger(inputs.result.summary.ledger, inputs.ledger, inputs.gold, ledger)
-    scored = compute_rescore(inputs, contract, workers=given.workers, ledger=chosen)
-    if chosen is None:
-        return scored
-    summary, look = record_look(
-        scored.summary, scored.examples, purpose=rescore_purpose(inputs.result, given.purpose)
-    )
-    return ScoreResult(summary=summary, examples=scored.examples, look=look)
-
-
 def _on_duplicate(value: str | None) -> Any:
     return value if value in ("error", "first", "last") else "error"
+
+
+Unrecorded = Literal["no_ledger", "replaced_unrecorded"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RescoreResult(ScoreResult):
+    """What :func:`evalkit.rescore` gives per result: the new result, and what its look was."""
+
+    replaced: ScoredResult
+    """The result folder re-scored, as read."""
+    same_rules: bool
+    """Whether the contract's rules are those the replaced result was scored under (only the
+    evaluator changed): then the re-score is no new look."""
+    folder: Path | None = None
+    """Where the new result was written (``out/<name>``); None when it was not."""
+    state: GoldState | None = None
+    """The ledger's state of the test set after this look; None when none was recorded."""
+    unrecorded: Unrecorded | None = None
+    """Why no look was recorded: ``no_ledger`` (asked for), or ``replaced_unrecorded`` (the
+    result it replaces recorded no ledger, so neither does its re-score)."""
+
+
+@dataclass(frozen=True)
+class RescorePlan:
+    """One re-score, found and checked before any is scored: its inputs, ledger and folder."""
+
+    inputs: RecordedInputs
+    ledger: Path | None
+    target: Path | None
+
+
+def _folder(item: str | os.PathLike[str] | ScoredResult | RecordedInputs) -> Path:
+    if isinstance(item, RecordedInputs):
+        return item.result.path
+    return item.path if isinstance(item, ScoredResult) else Path(item)
+
+
+def _distinct_names(folders: list[Path], out: Path) -> None:
+    names: dict[str, Path] = {}
+    for folder in folders:
+        name = folder.resolve().name
+        if name in names:
+            raise UsageError(
+                f"{names[name]} and {folder} would both be re-scored into {out / name}; "
+                "give results whose folders have different names"
+            )
+        names[name] = folder
+
+
+def plan_rescores(
+    items: list[str | os.PathLike[str] | ScoredResult | RecordedInputs],
+    contract: Contract | str | os.PathLike[str],
+    given: RescoreParams,
+    out: Path | None,
+    force: bool,
+) -> list[RescorePlan]:
+    """Find and check every input (and every output, with ``out``) before anything is scored.
+
+    With ``out``, nothing it holds may be an input, and each ``out/<name>``
+    is replaced only with ``force``; the contract is loaded first, so a bad
+    contract fails before any result is read.
+    """
+    from evalkit.comparison.recorded import result_inputs
+    from evalkit.contract.inputs import schema_file_of
+    from evalkit.contract.load import load_contract
+    from evalkit.io import CommandFiles, check_new_output
+    from evalkit.scoring.looks import rescore_ledger
+
+    contract_path = None if isinstance(contract, Contract) else Path(contract)
+    folders = [_folder(item) for item in items]
+    if out is not None:
+        files = CommandFiles(force=force).reads(*folders, contract_path, given.ledger)
+        files.reads_all(result_inputs(folders))
+        files.reads(schema_file_of(contract_path) if contract_path is not None else None)
+        files.writes_into(out, option="out").check()
+    if contract_path is not None:
+        load_contract(contract_path)
+    if out is not None:
+        _distinct_names(folders, out)
+    plans = []
+    for item, folder in zip(items, folders, strict=True):
+        inputs = item if isinstance(item, RecordedInputs) else recorded_inputs(item)
+        ledger = rescore_ledger(
+            inputs.result.summary.ledger,
+            inputs.ledger,
+            inputs.gold,
+            False if given.no_ledger else given.ledger,
+        )
+        target = None if out is None else out / folder.resolve().name
+        if target is not None:
+            sources = [folder, contract_path, inputs.gold, inputs.predictions, ledger]
+            check_new_output(target, force, inputs=sources, marker="summary.json")
+        plans.append(RescorePlan(inputs, ledger, target))
+    return plans
+
+
+def run_rescore(
+    plan: RescorePlan,
+    contract: Contract | str | os.PathLike[str],
+    given: RescoreParams,
+    *,
+    force: bool = False,
+    extra_files: ExtraFiles = None,
+) -> RescoreResult:
+    """Re-score one planned result: its look appended, then its folder published (with a target)."""
+    from evalkit.provenance.ledger import summary_look_key
+    from evalkit.provenance.ledger_state import gold_state
+    from evalkit.scoring.looks import warn_damage
+    from evalkit.scoring.write import extra_files_of, publish_score, record_look
+
+    replaced = plan.inputs.result
+    scored = compute_rescore(plan.inputs, contract, workers=given.workers, ledger=plan.ledger)
+    purpose = rescore_purpose(replaced, given.purpose)
+    summary, look = scored.summary, None
+    if plan.target is not None:
+        extra = extra_files_of(extra_files, scored.summary)
+        published = publish_score(
+            scored, plan.target, force=force, extra_files=extra, purpose=purpose
+        )
+        summary, look = published.summary, published.look
+    elif plan.ledger is not None:
+        summary, look = record_look(scored.summary, scored.examples, purpose=purpose)
+    state = None
+    if plan.ledger is not None and look is not None:
+        warn_damage(plan.ledger, look)
+        state = gold_state(plan.ledger, summary.gold.sha256)
+    unrecorded: Unrecorded | None = None
+    if look is None:
+        unrecorded = "no_ledger" if given.no_ledger else "replaced_unrecorded"
+    return RescoreResult(
+        summary=summary,
+        examples=scored.examples,
+        look=look,
+        replaced=replaced,
+        same_rules=summary_look_key(summary)[1] == summary_look_key(replaced.summary)[1],
+        folder=plan.target,
+        state=state,
+        unrecorded=unrecorded,
+    )

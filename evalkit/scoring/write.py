@@ -15,7 +15,7 @@ more, and checks that the examples are those the look recorded.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -41,6 +41,17 @@ class ScoreResult(Protocol):
 
 
 ROW_GROUP_ROWS = 131_072
+
+#: Files written beside ``summary.json``: as bytes, or made from the summary
+#: (``evalkit score`` attaches ``report.html`` this way; see ``evalkit.score``).
+ExtraFiles = Mapping[str, bytes] | Callable[["ScoreSummary"], Mapping[str, bytes]] | None
+
+
+def extra_files_of(extra_files: ExtraFiles, summary: ScoreSummary) -> Mapping[str, bytes]:
+    """The extra files for a result: as given, or made from its summary."""
+    if extra_files is None:
+        return {}
+    return extra_files(summary) if callable(extra_files) else extra_files
 
 
 def examples_parquet(examples: pl.DataFrame) -> bytes:
