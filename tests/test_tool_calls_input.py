@@ -346,3 +346,33 @@ def test_a_json_contract_on_a_reference_turn_that_calls_says_to_use_tool_calls(
         "--pred", pred, "--out", tmp_path / "out", "--no-ledger",
     )  # fmt: skip
     assert_one_line_error(result, "id 'T1'", "empty", "output.parse: tool_calls")
+
+
+def test_structured_calls_are_part_of_what_a_look_judged(tmp_path) -> None:
+    """Two prediction files with the same (empty) texts but other tool calls are two looks.
+
+    A Batch answer that only calls tools has no text: keyed on texts alone, every
+    such candidate would be the same look (issue 32, C1, for tool calls).
+    """
+    from evalkit.provenance.ledger_state import read_ledger
+
+    contract = _write(tmp_path / "c.yaml", CONTRACT)
+    gold = _jsonl(tmp_path / "gold.jsonl", [_row("a"), _row("b")])
+    calls = {"a": '{"city": "Paris"}', "b": '{"city": "Rome"}'}
+
+    def predictions(name: str, city_a: str) -> Path:
+        rows = [
+            {"id": "a", "output": None,
+             "tool_calls": [{"name": "get_weather", "arguments": city_a}]},
+            {"id": "b", "output": None,
+             "tool_calls": [{"name": "get_weather", "arguments": calls["b"]}]},
+        ]  # fmt: skip
+        return _jsonl(tmp_path / name, rows)
+
+    first = score(contract, gold, predictions("one.jsonl", calls["a"]), name="one")
+    again = score(contract, gold, predictions("copy.jsonl", calls["a"]), name="copy")
+    other = score(contract, gold, predictions("two.jsonl", '{"city": "Oslo"}'), name="two")
+    assert first.summary.predictions.answers_sha256 == again.summary.predictions.answers_sha256
+    assert first.summary.predictions.answers_sha256 != other.summary.predictions.answers_sha256
+    (state,) = read_ledger(tmp_path / "evalkit-ledger.jsonl").gold.values()
+    assert state.looks == 2  # one and copy judged the same answers; two did not
