@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "Contract": "evalkit.contract.model",
     "contract_fingerprint": "evalkit.contract.fingerprint",
     "score": "evalkit.scoring.api",
-    "rescore": "evalkit.scoring.api",
+    "rescore": "evalkit.comparison.rescore",
     "ScoreResult": "evalkit.scoring.result",
     "ScoreSummary": "evalkit.records._summary",
     "write_score": "evalkit.scoring.write",

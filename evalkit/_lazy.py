@@ -29,7 +29,7 @@ def lazy_exports(
     callable package); ``own`` are names the package defines itself
     (``__version__``), listed with the others. With ``cache`` a name is bound in the package once
     loaded; without it, every access asks the module again (where a name is
-    also a submodule's, e.g. ``evalkit.scoring.rescore``, and importing the
+    also a submodule's, e.g. ``evalkit.comparison.rescore``, and importing the
     submodule would rebind it).
     """
     names = sorted([*own, *exports, *submodules])

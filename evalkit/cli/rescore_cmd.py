@@ -75,8 +75,8 @@ def rescore_command(
     --force).
     """
     from evalkit.cli._warnings import library_warnings
+    from evalkit.comparison.rescore import rescore
     from evalkit.report.score_files import score_report_files
-    from evalkit.scoring.api import rescore
 
     with library_warnings():
         done = rescore(

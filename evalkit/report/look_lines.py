@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalkit.scoring.rescore import RescoreResult
+    from evalkit.comparison.rescore import RescoreResult
     from evalkit.scoring.result import ScoreResult
 
 

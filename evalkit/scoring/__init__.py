@@ -2,9 +2,9 @@
 
 Public entry points (also re-exported from :mod:`evalkit`): :func:`score`,
 :class:`ScoreResult`, :class:`ScoreSummary`, :func:`write_score`,
-:func:`read_predictions`, :func:`rescore`; from here also the options objects
-of ``score`` and ``rescore``, :class:`ScoreParams` and :class:`RescoreParams`, and
-what ``rescore`` returns per result, :class:`RescoreResult`. They are
+:func:`read_predictions`; from here also the options objects of ``score`` and
+``rescore``, :class:`ScoreParams` and :class:`RescoreParams` (``rescore`` itself
+and its :class:`RescoreResult` are :mod:`evalkit.comparison.rescore`'s). They are
 imported lazily, so that a parsing worker process starts without loading what it does not
 use.
 """
@@ -15,12 +15,10 @@ from evalkit._lazy import lazy_exports
 
 _EXPORTS = {
     "RescoreParams": "evalkit.scoring.options",
-    "RescoreResult": "evalkit.scoring.rescore",
     "ScoreParams": "evalkit.scoring.options",
     "ScoreResult": "evalkit.scoring.result",
     "ScoreSummary": "evalkit.records._summary",
     "read_predictions": "evalkit.scoring.predictions",
-    "rescore": "evalkit.scoring.api",
     "score": "evalkit.scoring.api",
     "write_score": "evalkit.scoring.write",
 }

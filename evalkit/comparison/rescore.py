@@ -21,14 +21,16 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from evalkit.comparison.recorded import locate
 from evalkit.comparison.results import ScoredResult, load_result
 from evalkit.contract.model import Contract
-from evalkit.errors import ArtifactChanged, EvalkitError, UnreadableFile, UsageError
+from evalkit.errors import ArtifactChanged, EvalkitError, ParameterError, UnreadableFile, UsageError
 from evalkit.io import require_regular_file
+from evalkit.options import takes
 from evalkit.records._summary import BaseModelInfo, RescoredFrom, ScoreSummary
+from evalkit.scoring.api import ledger_off
 from evalkit.scoring.options import RescoreParams, ScoreParams
 from evalkit.scoring.result import ScoreResult
 
@@ -321,3 +323,88 @@ def run_rescore(
         state=state,
         unrecorded=unrecorded,
     )
+
+
+ResultLike = str | os.PathLike[str] | ScoredResult | RecordedInputs
+"""A result folder (a path), a loaded result, or the recorded inputs of one."""
+
+
+@overload
+def rescore(
+    result: ResultLike,
+    contract: Contract | str | os.PathLike[str],
+    params: RescoreParams | None = None,
+    /,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    extra_files: ExtraFiles = None,
+    **values: Any,
+) -> RescoreResult: ...
+
+
+@overload
+def rescore(
+    result: list[ResultLike] | tuple[ResultLike, ...],
+    contract: Contract | str | os.PathLike[str],
+    params: RescoreParams | None = None,
+    /,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    extra_files: ExtraFiles = None,
+    **values: Any,
+) -> list[RescoreResult]: ...
+
+
+@takes(RescoreParams)
+def rescore(
+    result: ResultLike | list[ResultLike] | tuple[ResultLike, ...],
+    contract: Contract | str | os.PathLike[str],
+    params: RescoreParams | None = None,
+    /,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    extra_files: ExtraFiles = None,
+    **values: Any,
+) -> RescoreResult | list[RescoreResult]:
+    """Score the predictions results recorded again, under ``contract``; each look is recorded.
+
+    ``result`` is a result folder (or a loaded one), or a list of them: one
+    :class:`~evalkit.comparison.rescore.RescoreResult` comes back for one, a
+    list for a list. Each result's predictions are read as they were
+    (format, id and output columns, duplicate rule), against its recorded
+    gold file (both refused when their sha256 changed, or when they are not
+    regular files or dataset folders), with its card or base and name: what
+    :func:`evalkit.score` gives for those inputs, with ``rescored_from``
+    naming the contract and folder it replaces. The options are a
+    :class:`~evalkit.scoring.options.RescoreParams`, or keywords that make one.
+
+    A re-score is a look at the test set: before a result is returned or
+    written, a line (with ``purpose``, by default ``rescore of FOLDER (NAME
+    vN)``) is appended to the ledger that result recorded (``ledger`` names
+    another; ``no_ledger=True``, or ``ledger=False``, records nothing; a
+    result scored without a ledger is re-scored without one). Under the same
+    rules it is no new look; under changed rules, after the test was seen, it
+    burns the test (docs/provenance.md). The returned result says which
+    (``same_rules``, ``state``, ``unrecorded``).
+
+    With ``out`` (a folder), each new result is written into ``out/<name>``,
+    ``<name>`` the result folder's name, as ``evalkit rescore --out`` writes
+    it (which is this call), with ``extra_files`` as for :func:`score`. Every
+    input is found and checked, and every output checked, before anything is
+    scored or written. Bad input raises an
+    :class:`~evalkit.errors.EvalkitError` that names the result folder.
+    """
+    given = RescoreParams.build(params, ledger_off(values))
+    many = isinstance(result, list | tuple)
+    items: list[ResultLike] = list(result) if isinstance(result, list | tuple) else [result]
+    if not items:
+        raise ParameterError("result", "is empty; pass a result folder, or a list of them")
+    target = None if out is None else Path(out)
+    plans = plan_rescores(items, contract, given, target, force)
+    done: list[RescoreResult] = [
+        run_rescore(plan, contract, given, force=force, extra_files=extra_files) for plan in plans
+    ]
+    return done if many else done[0]
