@@ -80,6 +80,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check evalkit tests bench examples
 	$(BIN)/ruff format --check evalkit tests bench examples
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import evalkit.io._json_rules as rules
 from evalkit.errors import InvalidTable, MalformedFile
-from evalkit.io import _json_rules as rules
 from evalkit.io._documents import DocumentError, parse_json
 from evalkit.io._files import UTF8_BOM
 from evalkit.io._prefix import read_with_prefix_types
