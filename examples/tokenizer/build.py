@@ -52,7 +52,7 @@ TOOL_CHAT_TEMPLATE = (
     "{%- for message in messages %}"
     "{%- if message['role'] == 'system' and loop.first and tools %}"
     "{%- elif message['role'] == 'assistant' and message['tool_calls'] %}"
-    "{{- '<|im_start|>assistant\\n' + message['content'] }}"
+    "{{- '<|im_start|>assistant\\n' + (message['content'] or '') }}"
     "{%- for call in message['tool_calls'] %}"
     "{%- if message['content'] or not loop.first %}{{- '\\n' }}{%- endif %}"
     "{{- '<tool_call>\\n{\"name\": \"' + call['function']['name'] + '\", \"arguments\": ' }}"
