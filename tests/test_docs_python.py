@@ -1,4 +1,4 @@
-"""docs/python.md runs: every ```python block, in order, and its shown output is real.
+"""docs/python.md and the README run: every ```python block, in order, its output real.
 
 The blocks run like the cells of one notebook (one namespace, top to bottom)
 in a temporary folder that holds a copy of the repository's ``examples/`` and
@@ -63,11 +63,15 @@ def test_the_block_reader_pairs_code_with_its_output() -> None:
 
 
 @pytest.mark.slow
-def test_every_python_block_of_docs_python_md_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("page", [PAGE, ROOT / "README.md"], ids=["docs/python.md", "README"])
+def test_every_python_block_of_the_page_runs(
+    page: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    blocks = python_blocks(PAGE.read_text(encoding="utf-8"))
-    assert blocks, f"{PAGE} has no python block"
+    blocks = python_blocks(page.read_text(encoding="utf-8"))
+    assert blocks, f"{page} has no python block"
     for folder in ("examples", "contracts"):
         shutil.copytree(
             ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__")
@@ -80,7 +84,7 @@ def test_every_python_block_of_docs_python_md_runs(
     namespace: dict[str, object] = {"__name__": "docs_python"}
     for block in blocks:
         capsys.readouterr()
-        exec(compile(block.code, f"{PAGE.name}:{block.line}", "exec"), namespace)
+        exec(compile(block.code, f"{page.name}:{block.line}", "exec"), namespace)
         printed = capsys.readouterr().out
         if block.output is not None:
             assert _lines(printed) == _lines(block.output), (
