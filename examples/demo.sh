@@ -80,6 +80,37 @@ evalkit prompts "$OUT/tools-split/test.jsonl" --id ticket_id --text messages \
   --out "$OUT/prompts/tools-test.batch.jsonl" --model ticket-triage-ft --max-tokens 200
 
 echo
+echo "== 2d. from Python: the tool tickets as a polars frame (which gives every row's tools the"
+echo "   other rows' properties as null), split, and handed to TRL's SFTTrainer as to_datasets()"
+echo "   gives them: each row's own tools and messages (one training step of the example model)"
+OUT="$OUT" python - <<'PYTHON' 2>/dev/null | grep -v train_runtime
+import os
+
+import polars as pl
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import SFTConfig, SFTTrainer
+
+import evalkit
+
+tickets = pl.read_ndjson("examples/tickets/tickets_tools.jsonl")  # tools differ by row
+split = evalkit.split(tickets, group="conversation_id", stratify="category",
+                      id_column="ticket_id", text="messages", ratios=[0.8, 0.1, 0.1])
+ds = split.to_datasets()  # a DatasetDict: train, validation, test
+trainer = SFTTrainer(
+    model=AutoModelForCausalLM.from_pretrained("examples/model/base"),
+    processing_class=AutoTokenizer.from_pretrained("examples/tokenizer-tools"),
+    train_dataset=ds["train"].select(range(8)),
+    eval_dataset=ds["validation"].select(range(4)),
+    args=SFTConfig(output_dir=os.path.join(os.environ["OUT"], "sft-out"), max_steps=1,
+                   per_device_train_batch_size=4, max_length=1024, report_to="none",
+                   use_cpu=True),
+)
+trainer.train()
+print(split.manifest.input.padded_rows, "rows carried padding, read as absent;",
+      trainer.state.global_step, "training step on", {k: len(v) for k, v in ds.items()})
+PYTHON
+
+echo
 echo "== 3. the chat split as the model will see it: rendered by the example tokenizer's chat"
 echo "   template (examples/tokenizer), loss on the assistant turns, checked at 512 tokens"
 evalkit tokens "$OUT/chat-split" --tokenizer examples/tokenizer --text messages --id ticket_id \
