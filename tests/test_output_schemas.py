@@ -21,6 +21,7 @@ from evalkit.leakage.models import AuditReport
 from evalkit.model.records import ReloadReport, RunRecord
 from evalkit.model.smoke_records import SmokeReport
 from evalkit.plan.models import PlanResult
+from evalkit.provenance.checkpoint_models import CheckpointCard
 from evalkit.provenance.ledger_state import LedgerReport
 from evalkit.provenance.models import AdapterCard
 from evalkit.scoring.summary import ScoreSummary
@@ -43,6 +44,7 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (LedgerReport, "ledger-report"),
         (TokensReport, "tokens-report"),
         (SmokeReport, "smoke-report"),
+        (CheckpointCard, "checkpoint-card"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type, name: str) -> None:

@@ -58,6 +58,8 @@ class Prepared:
     plan: PlanResult
     bounds: dict[str, int]
     settings: SmokeSettings
+    tokenizer: Any = None
+    pad_id: int = 0
 
 
 def _refuse_quantized(config: dict[str, Any], base: Path) -> None:
@@ -196,6 +198,8 @@ def prepare(
             max_new_tokens=given.max_new_tokens,
             seed=given.seed,
         ),
+        tokenizer=loaded_tokenizer,
+        pad_id=pad,
     )
 
 
@@ -291,18 +295,27 @@ def smoke(
     greedy generation, the adapter (or model) saved and reloaded in a fresh
     process, its logits compared with the trained model's. Each phase's
     peak is measured beside the plan's bound for exactly these settings.
+    With ``trainer="hf"`` and ``resume_at`` K, the resume check follows
+    (:mod:`evalkit.model.resume`): transformers' Trainer run straight twice and
+    killed after checkpoint K then resumed, each in a fresh process.
     Bad input raises an ``EvalkitError`` (exit 2) before the model loads; a
     failed step or reload is in the report (``verdict`` ``fail``).
     """
     from evalkit.model.generate import device_record
     from evalkit.model.memory import NOTES
+    from evalkit.model.resume import plan_resume, run_resume_check
     from evalkit.model.smoke_run import run_phases
     from evalkit.table_input import FRAME_SOURCE
 
     given = SmokeParams.build(params, values)
     columns = list(given.text)
     prepared = prepare(base, _one_table(data, given.hf_split), given)
+    resume_plan = plan_resume(prepared, given)  # its bad input too before any model loads
     outcome = run_phases(prepared, progress=progress, debug=debug)
+    resume = None
+    if resume_plan is not None:
+        resume = run_resume_check(prepared, resume_plan, progress=progress, debug=debug)
+        outcome.problems.extend(resume.problems)
     measured = list(outcome.peaks.values())
     split = prepared.data.split
     return SmokeReport(
@@ -335,6 +348,7 @@ def smoke(
         generation=outcome.generation,
         reload=outcome.reload,
         throughput=throughput(prepared, outcome),
+        resume=resume,
         problems=outcome.problems,
         verdict="fail" if outcome.problems else "pass",
     )

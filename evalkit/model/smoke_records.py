@@ -12,6 +12,7 @@ from typing import Literal
 
 from evalkit.model.memory import MeasureKind
 from evalkit.model.records import DeviceInfo
+from evalkit.model.resume_records import ResumeCheck
 from evalkit.persisted import Persisted
 from evalkit.plan.models import PlanResult
 from evalkit.table_input import source_field
@@ -200,7 +201,11 @@ class SmokeReport(_Model):
     throughput: Throughput | None = None
     """How fast training, the greedy pass and the save ran (null in reports before it was
     measured)."""
+    resume: ResumeCheck | None = None
+    """``--trainer hf --resume-at K``: a straight run against one killed after checkpoint K and
+    resumed (null when not asked for, and in reports before it existed)."""
     problems: list[str]
     """Why the verdict is fail (empty when it passes)."""
     verdict: Literal["pass", "fail"]
-    """pass: every step's loss is finite and the reload reproduces the trained logits."""
+    """pass: every step's loss is finite, the reload reproduces the trained logits, and (with
+    ``resume``) the checkpoint resumes the run."""
