@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -225,6 +226,8 @@ def _runs(
                 resume_from = str(checkpoint)
             request = {**base, "mode": mode, "folder": str(folder), "resume_from": resume_from}
             runs[name] = _launch(request, folder)
+            if mode == "straight":  # its checkpoint was timed; only B's is resumed from
+                shutil.rmtree(folder / "trainer", ignore_errors=True)
             tick(1)
     return runs
 

@@ -159,12 +159,21 @@ class _Reader:
         if not isinstance(per_parameter, dict) or "param_groups" not in value:
             self.problem("unreadable_state", f"{name}: holds no optimizer state dict")
             return None
+        steps = [
+            entry.get("step") if isinstance(entry, dict) else None
+            for entry in per_parameter.values()
+        ]
+        try:
+            read = loaded.scalars(steps)
+        except EvalkitError as error:
+            self.problem("unreadable_state", f"{name}: {_tail(error.message, self.folder)}")
+            return None
         found: set[float] = set()
-        for entry in per_parameter.values():
-            step = entry.get("step") if isinstance(entry, dict) else None
-            number = step if isinstance(step, int | float) else loaded.scalar(step)
-            if number is not None:
-                found.add(float(number))
+        for step, value in zip(steps, read, strict=True):
+            if isinstance(step, int | float) and not isinstance(step, bool):
+                found.add(float(step))  # optimizers that count in a plain number
+            elif value is not None:
+                found.add(value)  # torch's AdamW: a one-element tensor
         if not found:
             return None  # an optimizer that counts no steps (SGD without momentum)
         if len(found) > 1:

@@ -103,40 +103,59 @@ class TorchState:
     """The value: dicts, lists, numbers, strings, :class:`Recorded` objects, tensor references."""
     prefix: str
 
-    def scalar(self, tensor: Any) -> float | None:
-        """The one value of a one-element tensor (an optimizer's ``step``), else None."""
-        if not isinstance(tensor, _Tensor):
-            return None
-        storage = tensor.storage
-        code = _UNPACK.get(storage.dtype)
-        shape_elements = 1
-        for size in tensor.shape:
-            shape_elements *= size
-        if code is None or shape_elements != 1 or not isinstance(storage.numel, int):
-            return None
-        if not 0 < storage.numel <= MAX_SCALAR_ELEMENTS or tensor.offset >= storage.numel:
-            return None
-        width = DTYPE_BYTES[storage.dtype]
+    def scalars(self, tensors: list[Any]) -> list[float | None]:
+        """The one value of each one-element tensor (an optimizer's ``step``s), else None.
+
+        The archive is opened once for all of them (an optimizer has one per parameter).
+        """
+        found: list[float | None] = [None] * len(tensors)
+        wanted = [(i, tensor) for i, tensor in enumerate(tensors) if _scalar_layout(tensor)]
+        if not wanted:
+            return found
         with _open(self.path) as archive:
-            try:
-                record = archive.getinfo(f"{self.prefix}data/{storage.key}")
-            except KeyError as error:
-                raise CorruptWeights(
-                    f"{self.path}: storage {storage.key} is missing; {_FIX}"
-                ) from error
-            if record.file_size != storage.numel * width:
-                raise CorruptWeights(
-                    f"{self.path}: record data/{storage.key} declares {record.file_size} bytes, "
-                    f"not the {storage.numel * width} of its tensor; {_FIX}"
-                )
-            try:
-                data = archive.read(record)
-            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as error:
-                raise CorruptWeights(
-                    f"{self.path}: record data/{storage.key} is damaged ({error}); {_FIX}"
-                ) from error
-        start = tensor.offset * width
-        return float(struct.unpack_from(f"<{code}", data, start)[0])
+            for index, tensor in wanted:
+                found[index] = self._read_scalar(archive, tensor)
+        return found
+
+    def _read_scalar(self, archive: zipfile.ZipFile, tensor: _Tensor) -> float:
+        storage = tensor.storage
+        width = DTYPE_BYTES[storage.dtype]
+        try:
+            record = archive.getinfo(f"{self.prefix}data/{storage.key}")
+        except KeyError as error:
+            raise CorruptWeights(
+                f"{self.path}: storage {storage.key} is missing; {_FIX}"
+            ) from error
+        if record.file_size != storage.numel * width:
+            raise CorruptWeights(
+                f"{self.path}: record data/{storage.key} declares {record.file_size} bytes, "
+                f"not the {storage.numel * width} of its tensor; {_FIX}"
+            )
+        try:
+            data = archive.read(record)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as error:
+            raise CorruptWeights(
+                f"{self.path}: record data/{storage.key} is damaged ({error}); {_FIX}"
+            ) from error
+        code = _UNPACK[storage.dtype]
+        return float(struct.unpack_from(f"<{code}", data, tensor.offset * width)[0])
+
+
+def _scalar_layout(tensor: Any) -> bool:
+    """Whether ``tensor`` is a one-element tensor of a number type in a small storage."""
+    if not isinstance(tensor, _Tensor):
+        return False
+    storage = tensor.storage
+    elements = 1
+    for size in tensor.shape:
+        elements *= size
+    return (
+        storage.dtype in _UNPACK
+        and elements == 1
+        and isinstance(storage.numel, int)
+        and 0 < storage.numel <= MAX_SCALAR_ELEMENTS
+        and tensor.offset < storage.numel
+    )
 
 
 def read_torch_state(path: Path) -> TorchState:
