@@ -232,3 +232,28 @@ def test_an_adapter_folder_still_gets_an_adapter_card(tiny: TinyModels, run_cli)
 
 def test_a_missing_checkpoint_folder_is_one_line(run_cli, tmp_path: Path) -> None:
     assert_one_line_error(run_cli("card", tmp_path / "checkpoint-9"), "checkpoint-9")
+
+
+def test_under_fp16_a_missing_scaler_is_an_error_and_skipped_steps_a_warning(
+    checkpoints: dict[str, Path], tmp_path: Path
+) -> None:
+    """The gradient scaler skips a step on overflow: neither optimizer nor scheduler steps."""
+    import torch
+
+    from evalkit.provenance.checkpoint import checkpoint_card
+
+    folder = _copy(checkpoints["sound"], tmp_path)
+    args = torch.load(folder / "training_args.bin", weights_only=False)
+    args.fp16 = True
+    torch.save(args, folder / "training_args.bin")
+    state = json.loads((folder / "trainer_state.json").read_text())
+    state["global_step"] = SAVE_AT + 1
+    (folder / "trainer_state.json").write_text(json.dumps(state))
+    card = checkpoint_card(folder)
+    found = [(problem.code, problem.severity) for problem in card.problems]
+    assert found == [
+        ("missing_scaler", "error"),
+        ("step_mismatch", "error"),  # the folder's name: no overflow explains it
+        ("step_mismatch", "warning"),
+        ("step_mismatch", "warning"),
+    ]
