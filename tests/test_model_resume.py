@@ -271,6 +271,11 @@ def test_bad_resume_options_are_one_line(tiny: TinyModels, run_cli, tmp_path: Pa
     base = ["smoke", "--base", tiny.base, "--data", tiny.data, "--text", "messages",
             "--seq-len", SEQ_LEN, "--steps", 3, "--device", "cpu"]  # fmt: skip
     assert_one_line_error(run_cli(*base, "--resume-at", 2), "--resume-at", "--trainer hf")
+    args_file = tmp_path / "args.yaml"
+    args_file.write_text("learning_rate: 0.001\n")
+    assert_one_line_error(
+        run_cli(*base, "--trainer-args", args_file), "--trainer-args is for the resume check"
+    )
     assert_one_line_error(run_cli(*base, "--trainer", "hf"), "--resume-at K")
     assert_one_line_error(
         run_cli(*base, "--trainer", "hf", "--resume-at", 3), "--resume-at 3: must be below --steps"

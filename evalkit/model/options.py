@@ -215,18 +215,31 @@ def _check_resume(given: SmokeParams) -> None:
             "hf runs the resume check: add {resume_at} K, a step below {steps}",
             refs=["resume_at", "steps"],
         )
-    if given.trainer != "hf":
-        for name in ("resume_at", "trainer_args"):
-            if getattr(given, name) is not None:
-                raise ParameterError(
-                    name,
-                    "is for the resume check with transformers' Trainer: add {trainer}",
-                    refs={"trainer": "hf"},
-                )
+    if given.trainer != "hf" and given.resume_at is not None:
+        raise ParameterError(
+            "resume_at",
+            "is for the resume check with transformers' Trainer: add {trainer}",
+            refs={"trainer": "hf"},
+        )
     if given.resume_at is not None and given.resume_at >= given.steps:
         raise ParameterError(
             "resume_at",
             f"{given.resume_at}: must be below {{steps}} ({given.steps}), so that the resumed "
             "run has steps to compare",
             refs=["steps"],
+        )
+
+
+def check_trainer_args(given: SmokeParams) -> None:
+    """``trainer_args`` is for the resume check alone.
+
+    Checked when the library runs rather than when the object is made, so
+    that the command line first checks every path it was given (an output
+    that would replace this input is refused as such).
+    """
+    if given.trainer_args is not None and given.trainer != "hf":
+        raise ParameterError(
+            "trainer_args",
+            "is for the resume check with transformers' Trainer: add {trainer}",
+            refs={"trainer": "hf"},
         )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit._version import __version__
 from evalkit.errors import ParameterError, UsageError
-from evalkit.model.options import SmokeMethod, SmokeParams
+from evalkit.model.options import SmokeMethod, SmokeParams, check_trainer_args
 from evalkit.model.smoke_records import (
     PHASE_NAMES,
     SMOKE_VERSION,
@@ -308,6 +308,7 @@ def smoke(
     from evalkit.table_input import FRAME_SOURCE
 
     given = SmokeParams.build(params, values)
+    check_trainer_args(given)
     columns = list(given.text)
     prepared = prepare(base, _one_table(data, given.hf_split), given)
     resume_plan = plan_resume(prepared, given)  # its bad input too before any model loads
