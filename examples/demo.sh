@@ -199,6 +199,18 @@ evalkit plan --config examples/model/base --seq-len 512 --batch-size 2 --eval-to
   --price-per-hour 2 --json "$OUT/plan/example-campaign.json" | sed -n '/^lower bounds/,$p'
 
 echo
+echo "== 5c. checkpoints that resume (preemptible GPUs): transformers' Trainer with PEFT on the"
+echo "   example model and the TrainingArguments of examples/model/trainer-args.yaml, each run a"
+echo "   fresh process: A straight to step 6, A' again (the noise floor), B killed with SIGKILL"
+echo "   right after checkpoint-4 is written and resumed from it (only the resume check is shown)"
+evalkit smoke --base examples/model/base --data "$OUT/chat-split/train.jsonl" --text messages \
+  --seq-len 512 --batch-size 2 --steps 6 --trainer hf --resume-at 4 \
+  --trainer-args examples/model/trainer-args.yaml --json "$OUT/model/smoke-resume.json" \
+  | sed -n '/^resume check/,$p'
+echo "   -> exit 0: after the resume B is A bit for bit (the CPU in float32); the checkpoint's files,"
+echo "      bytes and save seconds are in smoke-resume.json's resume.checkpoint (for evalkit plan)"
+
+echo
 echo "######## After training: the adapter, its predictions, the verdict ########"
 echo
 echo "== 6. what the example adapter is, read from its PEFT folder without torch: evalkit card"

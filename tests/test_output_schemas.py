@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 from evalkit.provenance.ledger_state import LedgerReport
 from evalkit.records._audit import AuditReport
 from evalkit.records._card import AdapterCard
+from evalkit.records._checkpoint import CheckpointCard
 from evalkit.records._manifest import SplitManifest
 from evalkit.records._plan import PlanResult
 from evalkit.records._run import ReloadReport, RunRecord
@@ -43,6 +44,7 @@ SCHEMAS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
         (LedgerReport, "ledger-report"),
         (TokensReport, "tokens-report"),
         (SmokeReport, "smoke-report"),
+        (CheckpointCard, "checkpoint-card"),
     ],
 )
 def test_committed_schema_matches_the_model(model: type, name: str) -> None:

@@ -88,7 +88,12 @@ def test_the_limit_holds_in_a_fresh_process(tmp_path: Path) -> None:
 
 
 def test_a_slow_template_that_finishes_is_not_stopped(short_limit, tmp_path: Path) -> None:
-    """Each conversation gets the whole limit: six renders of half the limit each pass."""
+    """Each conversation gets the whole limit: twelve renders of a quarter of it each pass.
+
+    A quarter, not a half: the estimate from a short probe varies with the
+    machine's caches, and the whole (three limits) still shows the limit is
+    per conversation.
+    """
     slow = (
         "{%- for i in range(N) %}{%- for j in range(1000) %}{%- endfor %}{%- endfor %}"
         "{{ messages[0]['content'] }}"
@@ -98,10 +103,10 @@ def test_a_slow_template_that_finishes_is_not_stopped(short_limit, tmp_path: Pat
     started = time.thread_time()
     render_all(probe, [CHAT] * 5)  # the first conversation is rendered twice: 6 renders
     per_loop = (time.thread_time() - started) / 6 / 20
-    loops = max(int(LIMIT / 2 / max(per_loop, 1e-9)), 1)  # a render of about half the limit
+    loops = max(int(LIMIT / 4 / max(per_loop, 1e-9)), 1)  # a render of about a quarter
     tokenizer = load_tokenizer(_tokenizer_with(tmp_path / "tok", slow.replace("N", str(loops))))
     started = time.thread_time()
-    assert render_all(tokenizer, [CHAT] * 6) == ["hi"] * 6
+    assert render_all(tokenizer, [CHAT] * 12) == ["hi"] * 12
     assert time.thread_time() - started > 1.5 * LIMIT  # longer than one limit, as a whole
 
 

@@ -51,19 +51,45 @@ def card_command(
       evalkit card runs/r16/adapter --base-revision 0123…cdef --json runs/r16/card.json
       evalkit score … --card runs/r16/card.json    # the card travels with the result
 
+    A Trainer checkpoint folder (checkpoint-N, or one holding
+    trainer_state.json, optimizer.pt, scheduler.pt, rng_state*.pth or
+    training_args.bin) gets a checkpoint card instead: its files by what a
+    resume uses them for, global_step against the scheduler's and the
+    optimizer's step counts (the pickles read without running their code),
+    the adapter's card inside, and "resumable" or exactly why not; exit 0
+    resumable, 1 not (the adapter's own problems do not count there).
+
+    \b
+      evalkit card runs/r16/checkpoint-500 --json checkpoint.json
+
     Exit codes: 0 no error (warnings allowed), 1 an error was found (the
     card is still written), 2 bad input (not an adapter folder, a corrupt
     weights file, an existing --json file without --force).
     """
     from evalkit.io import CommandFiles
     from evalkit.provenance.card import adapter_card, card_json
+    from evalkit.provenance.checkpoint import is_checkpoint
     from evalkit.report.card_summary import render_card_summary
 
     output = Output(json_path, quiet)
     files = CommandFiles(force=force).reads(adapter_dir, params.base, params.training)
     files.writes(output.json_file, option="--json").check()
+    if is_checkpoint(adapter_dir):
+        _checkpoint(adapter_dir, params, output, json_path)
     card = adapter_card(adapter_dir, params)
     output.write_json(card_json(card))
     output.say(render_card_summary(card, output.json_name))
     output.wrote([json_path])
     click.get_current_context().exit(1 if card.errors else 0)
+
+
+def _checkpoint(folder: Path, params: CardParams, output: Output, json_path: Path | None) -> None:
+    """The card of a Trainer checkpoint: resumable (exit 0) or not (exit 1)."""
+    from evalkit.provenance.checkpoint import checkpoint_card, checkpoint_json
+    from evalkit.report.checkpoint_summary import render_checkpoint_summary
+
+    card = checkpoint_card(folder, params)
+    output.write_json(checkpoint_json(card))
+    output.say(render_checkpoint_summary(card, output.json_name))
+    output.wrote([json_path])
+    click.get_current_context().exit(0 if card.resumable else 1)

@@ -61,13 +61,30 @@ def smoke_command(
       evalkit smoke --base examples/model/base --data train.jsonl --text messages \\
         --seq-len 512 --batch-size 2 --json smoke.json
 
+    With --trainer hf --resume-at K, the resume check follows: transformers'
+    Trainer with PEFT on the same rows, with the TrainingArguments fields of
+    --trainer-args FILE, each run in a fresh process: A straight to --steps,
+    A' again (the noise floor), B killed with SIGKILL right after checkpoint
+    K is written, then resumed from it (resume_from_checkpoint) in a new
+    process. Per step: the losses, learning rates and rows of A and B; the
+    final weights compared; the checkpoint's files, bytes and save seconds
+    (for `evalkit plan`); the checkpoint checked as `evalkit card` checks one.
+
+    \b
+      evalkit smoke --base examples/model/base --data train.jsonl --text messages \\
+        --seq-len 512 --steps 6 --trainer hf --resume-at 4 --trainer-args args.yaml
+
     Needs the [hf] extra (torch, transformers, peft).
 
     Exit codes: 0 every loss finite and the reload reproduces the trained
-    logits; 1 a loss is not finite, the reload differs, or a phase ran out
-    of GPU memory; 2 bad input (a folder without a model, an unknown
-    column, data without conversations, --steps or --seq-len below 1,
-    --device cuda without a GPU, an existing --json without --force).
+    logits (and B resumes A's run); 1 a loss is not finite, the reload
+    differs, a phase ran out of GPU memory, or B leaves A's noise floor, a
+    learning rate or a batch differs, or the checkpoint lacks a state file a
+    resume needs; 2 bad input (a folder without a model, an unknown column,
+    data without conversations, --steps or --seq-len below 1, --device cuda
+    without a GPU, an existing --json without --force, an unknown
+    TrainingArguments field, a value TrainingArguments refuses, --resume-at
+    not below --steps).
     """
     from evalkit.cli import debug_enabled
     from evalkit.io import CommandFiles
@@ -75,7 +92,7 @@ def smoke_command(
     from evalkit.report.smoke_summary import render_smoke_summary
 
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads(base, data, params.tokenizer)
+    files = CommandFiles(force=force).reads(base, data, params.tokenizer, params.trainer_args)
     files.writes(output.json_file, option="--json").check()
     report = smoke(base, data, params, progress=not quiet, debug=debug_enabled())
     output.write_json(report.model_dump_json(indent=2) + "\n")

@@ -33,6 +33,7 @@ from evalkit.records._kinds import Backend
 from evalkit.vocabulary import hf_split_field, id_field, seed_field, text_field
 
 SmokeMethod = Literal["lora", "full"]
+SmokeTrainer = Literal["evalkit", "hf"]
 
 _TOKENS = functools.partial(params.positive, unit="tokens")
 
@@ -197,6 +198,28 @@ class SmokeParams(ModelParams):
     )
     tokenizer: Path | None = option(None, help="Tokenizer folder (default: --base).")
     seed: int = seed_field("Seeds the rows' order and the adapter's initialisation.")
+    trainer: SmokeTrainer = option(
+        "evalkit",
+        help="evalkit: the phases above, on smoke's own AdamW loop; hf: also the resume check "
+        "with transformers' Trainer (needs --resume-at).",
+    )
+    resume_at: int | None = option(
+        None,
+        metavar="K",
+        check=params.positive,
+        help="With --trainer hf: kill a run (SIGKILL) right after checkpoint K is written, "
+        "resume it in a new process, compare it with two straight runs to --steps.",
+    )
+    trainer_args: Path | None = option(
+        None,
+        metavar="FILE",
+        help="YAML or JSON of TrainingArguments fields for --trainer hf (learning_rate, "
+        "gradient_accumulation_steps, lr_scheduler_type, save_only_model, …).",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_resume(self)
 
     def plan_params(self) -> PlanParams:
         """The plan's options for this run, as given (checked again by the plan with the model)."""
@@ -207,4 +230,42 @@ class SmokeParams(ModelParams):
             seq_len=self.seq_len,
             batch=self.batch,
             grad_checkpointing=self.grad_checkpointing,
+        )
+
+
+def _check_resume(given: SmokeParams) -> None:
+    """The resume check's options go together: --trainer hf, --resume-at K below --steps."""
+    if given.trainer == "hf" and given.resume_at is None:
+        raise ParameterError(
+            "trainer",
+            "hf runs the resume check: add {resume_at} K, a step below {steps}",
+            refs=["resume_at", "steps"],
+        )
+    if given.trainer != "hf" and given.resume_at is not None:
+        raise ParameterError(
+            "resume_at",
+            "is for the resume check with transformers' Trainer: add {trainer}",
+            refs={"trainer": "hf"},
+        )
+    if given.resume_at is not None and given.resume_at >= given.steps:
+        raise ParameterError(
+            "resume_at",
+            f"{given.resume_at}: must be below {{steps}} ({given.steps}), so that the resumed "
+            "run has steps to compare",
+            refs=["steps"],
+        )
+
+
+def check_trainer_args(given: SmokeParams) -> None:
+    """``trainer_args`` is for the resume check alone.
+
+    Checked when the library runs rather than when the object is made, so
+    that the command line first checks every path it was given (an output
+    that would replace this input is refused as such).
+    """
+    if given.trainer_args is not None and given.trainer != "hf":
+        raise ParameterError(
+            "trainer_args",
+            "is for the resume check with transformers' Trainer: add {trainer}",
+            refs={"trainer": "hf"},
         )

@@ -24,7 +24,7 @@ from evalkit.records._smoke import GenerationRun, ReloadCheck
 
 if TYPE_CHECKING:
     from evalkit.model.load import LoadedModel
-    from evalkit.model.smoke import Prepared
+    from evalkit.model.smoke_prepare import Prepared
 
 WORKER_MODULE = "evalkit.model.smoke_worker"
 COMPARED_POSITIONS = 256

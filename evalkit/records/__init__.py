@@ -47,6 +47,13 @@ if TYPE_CHECKING:
         Severity,
         read_card_data,
     )
+    from evalkit.records._checkpoint import (
+        CHECKPOINT_FORMAT,
+        CHECKPOINT_VERSION,
+        CheckpointCard,
+        CheckpointFile,
+        Role,
+    )
     from evalkit.records._compare import (
         REPORT_FORMAT_VERSION,
         CandidateReport,
@@ -123,6 +130,7 @@ if TYPE_CHECKING:
         TimePlan,
         TokensInput,
     )
+    from evalkit.records._resume import CheckpointMeasure, ResumeCheck, TrainerArgs
     from evalkit.records._run import (
         PREDICTIONS_FILE,
         REPORT_VERSION,
@@ -222,6 +230,11 @@ _EXPORTS: dict[str, str] = {
     "Servability": "evalkit.records._card",
     "AdapterCard": "evalkit.records._card",
     "read_card_data": "evalkit.records._card",
+    "CHECKPOINT_VERSION": "evalkit.records._checkpoint",
+    "CHECKPOINT_FORMAT": "evalkit.records._checkpoint",
+    "Role": "evalkit.records._checkpoint",
+    "CheckpointFile": "evalkit.records._checkpoint",
+    "CheckpointCard": "evalkit.records._checkpoint",
     "REPORT_FORMAT_VERSION": "evalkit.records._compare",
     "Interval": "evalkit.records._compare",
     "ScopeComparison": "evalkit.records._compare",
@@ -292,6 +305,9 @@ _EXPORTS: dict[str, str] = {
     "MeasuredRates": "evalkit.records._plan_time",
     "Campaign": "evalkit.records._plan_time",
     "TimePlan": "evalkit.records._plan_time",
+    "TrainerArgs": "evalkit.records._resume",
+    "CheckpointMeasure": "evalkit.records._resume",
+    "ResumeCheck": "evalkit.records._resume",
     "RUN_VERSION": "evalkit.records._run",
     "REPORT_VERSION": "evalkit.records._run",
     "RUN_FORMAT": "evalkit.records._run",

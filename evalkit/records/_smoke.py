@@ -14,6 +14,7 @@ from evalkit.io import source_field
 from evalkit.records._base import Persisted
 from evalkit.records._kinds import MeasureKind
 from evalkit.records._plan import PlanResult
+from evalkit.records._resume import ResumeCheck
 from evalkit.records._run import DeviceInfo
 from evalkit.records._versions import FileFormat
 
@@ -200,7 +201,11 @@ class SmokeReport(_Model):
     throughput: Throughput | None = None
     """How fast training, the greedy pass and the save ran (null in reports before it was
     measured)."""
+    resume: ResumeCheck | None = None
+    """``--trainer hf --resume-at K``: a straight run against one killed after checkpoint K and
+    resumed (null when not asked for, and in reports before it existed)."""
     problems: list[str]
     """Why the verdict is fail (empty when it passes)."""
     verdict: Literal["pass", "fail"]
-    """pass: every step's loss is finite and the reload reproduces the trained logits."""
+    """pass: every step's loss is finite, the reload reproduces the trained logits, and (with
+    ``resume``) the checkpoint resumes the run."""

@@ -145,6 +145,10 @@ def render_smoke_summary(report: SmokeReport) -> str:
     """The steps, the phases measured beside the plan, the reload, the verdict."""
     lines = [*_headline(report), "", *_steps(report), "", *_phases(report), "", *_reload(report)]
     lines += _throughput(report)
+    if report.resume is not None:
+        from evalkit.report.resume_summary import render_resume
+
+        lines += ["", *render_resume(report.resume)]
     lines += [f"problem: {problem}" for problem in report.problems]
     lines.append(f"smoke: {report.verdict.upper()}")
     return "\n".join(lines)
