@@ -87,6 +87,10 @@ def audit_on_ray(
     else:
         sources = split_sources([Path(path) for path in inputs])
         frames = [None] * len(sources)
+    from evalkit.io import hash_early, sha256_input
+
+    # The files are read on the cluster; the driver hashes them meanwhile.
+    hash_early([s.path for s in sources if s.path is not None])
     near_dup = options.near_dup
     params = choose_lsh(near_dup, seed=options.seed) if near_dup is not None else None
     text_columns = options.columns or [options.text, *filter(None, [options.completion])]
@@ -111,6 +115,9 @@ def audit_on_ray(
         require_conversations(roles_given, conversations, options)
         names = [source.name for source in sources]
         texts, found = _findings(session, spec, read, params, options, ray, names)
+    sources = [
+        s if s.path is None else SplitSource(s.name, s.path, sha256_input(s.path)) for s in sources
+    ]
     return build_report(options, params, sources, texts, found)
 
 
