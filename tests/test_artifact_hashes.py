@@ -24,9 +24,10 @@ pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from evalkit.model.generate import generate
-from evalkit.model.pins import read_run, verify_pins
+from evalkit.model.pins import verify_pins
 from evalkit.provenance.artifacts import chat_templates, templates_of
 from evalkit.provenance.card import adapter_card
+from evalkit.records._run import read_run
 from evalkit.tokens.api import check_tokens
 
 EXAMPLE = ROOT / "examples" / "tokenizer"

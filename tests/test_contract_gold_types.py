@@ -366,7 +366,7 @@ def test_a_slice_that_matches_nothing_is_a_warning_everywhere(run_cli, tmp_path:
 
 
 def test_no_warning_no_key(tmp_path: Path) -> None:
-    from evalkit.scoring.write import summary_json
+    from evalkit.records._summary import summary_json
 
     contract = _contract(tmp_path, {"gold": "gold"}, slices=[{"name": "s", "where": {"gold": "a"}}])
     result = score(contract, _gold(tmp_path, ["a"]), _predictions(tmp_path, ["a"]))

@@ -21,8 +21,7 @@ import yaml
 from conftest import CliResult, assert_one_line_error
 
 from evalkit.provenance.ledger_state import gold_state
-from evalkit.records._summary import ScoreSummary
-from evalkit.scoring.write import summary_json
+from evalkit.records._summary import ScoreSummary, summary_json
 
 ROOT = Path(__file__).resolve().parents[1]
 TICKETS = ROOT / "examples" / "tickets" / "tickets.jsonl"

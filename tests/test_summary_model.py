@@ -20,8 +20,7 @@ import evalkit
 from evalkit.comparison.results import load_result
 from evalkit.errors import MalformedFile
 from evalkit.records._card import AdapterCard
-from evalkit.records._summary import ScoreSummary
-from evalkit.scoring.write import summary_json
+from evalkit.records._summary import ScoreSummary, summary_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT = ROOT / "contracts" / "ticket-triage.yaml"

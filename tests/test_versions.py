@@ -72,7 +72,7 @@ def test_a_newer_card_is_refused_by_its_reader(tmp_path: Path) -> None:
 
 
 def test_a_newer_run_record_is_refused(tmp_path: Path) -> None:
-    from evalkit.model.pins import read_run
+    from evalkit.records._run import read_run
 
     (tmp_path / "run.json").write_text(json.dumps({"format_version": 3}))
     with pytest.raises(MalformedFile, match=r"run.json: format_version 3 is newer"):
@@ -89,9 +89,9 @@ def test_a_newer_smoke_report_is_refused_by_plan(run_cli, tmp_path: Path) -> Non
 
 
 def test_a_newer_score_summary_is_refused_by_compare(tmp_path: Path) -> None:
-    from evalkit.comparison.results import _read_summary
+    from evalkit.records._summary import read_summary
 
     path = tmp_path / "summary.json"
     path.write_text(json.dumps({"format_version": 2}))
     with pytest.raises(MalformedFile, match=r"format_version 2 is newer.*\(score summary 1\)"):
-        _read_summary(path)
+        read_summary(path)

@@ -13,16 +13,6 @@ from pathlib import Path
 from typing import Any
 
 
-def _json_object(path: Path) -> dict[str, Any]:
-    import orjson
-
-    try:
-        loaded = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
 def _recorded(value: Any, folder: Path) -> list[Path]:
     """A path a file recorded: as written (relative to the working folder) and from ``folder``."""
     if not isinstance(value, str) or not value:
@@ -33,8 +23,10 @@ def _recorded(value: Any, folder: Path) -> list[Path]:
 
 def run_inputs(run_dir: Path) -> list[Path]:
     """What ``reload-check`` reads: the run folder and every folder and file its run.json pins."""
-    record = _json_object(run_dir / "run.json")
-    found = [run_dir / name for name in ("run.json", "predictions.jsonl", "tokens.parquet")]
+    from evalkit.records._run import PREDICTIONS_FILE, RUN_FILE, TOKENS_FILE, peek_run
+
+    record = peek_run(run_dir)
+    found = [run_dir / name for name in (RUN_FILE, PREDICTIONS_FILE, TOKENS_FILE)]
     found.append(run_dir)
     for key in ("base", "adapter", "tokenizer", "data"):
         block = record.get(key)

@@ -77,10 +77,11 @@ def split_command(
         --sizes 840,180,180 --seed 7
     """
     from evalkit.io import CommandFiles, hash_early, resolve_hf_split
+    from evalkit.records._manifest import MANIFEST_FILE
 
     freeze = params.freeze
     files = CommandFiles(force=force).reads(input_file, freeze, params.tokenizer)
-    files.writes(out, option="--out", marker="manifest.json").check()
+    files.writes(out, option="--out", marker=MANIFEST_FILE).check()
     table = resolve_hf_split(input_file, params.hf_split)
     hash_early([table, *([freeze] if freeze is not None else [])])  # beside the imports
 

@@ -60,7 +60,7 @@ def _run_of(result: ScoredResult) -> _Run | str | None:
     from evalkit.comparison.recorded import locate
     from evalkit.errors import EvalkitError
     from evalkit.io import sha256_file
-    from evalkit.model.pins import read_run
+    from evalkit.records._run import read_run
 
     recorded = result.summary.predictions
     path = locate(recorded.path, result.path)

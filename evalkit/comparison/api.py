@@ -39,6 +39,7 @@ from evalkit.records._compare import (
     Decision,
     ResultRef,
 )
+from evalkit.records._summary import SUMMARY_FILE
 
 if TYPE_CHECKING:
     from evalkit.scoring.result import ScoreResult
@@ -118,7 +119,7 @@ def _compare_one(
     )
     seed, resamples = options.seed, options.resamples
     summary = baseline.summary
-    rules = parse_gate_rules(summary.contract.normalized, baseline.path / "summary.json")
+    rules = parse_gate_rules(summary.contract.normalized, baseline.path / SUMMARY_FILE)
     paired = pair_examples(baseline, candidate, _correct_fields(baseline))
     counts = scope_counts(paired)
     labels = [scope.removeprefix("class:") for scope in counts["classes"]["scope"].to_list()]

@@ -56,22 +56,17 @@ def _summary(folder: Path, summary_sha256: str) -> ScoreSummary | str:
     """The summary compared (the same bytes), read again with its model; else why not."""
     import hashlib
 
-    import orjson
+    from evalkit.records._summary import SUMMARY_FILE, summary_from_bytes
 
-    from evalkit.records._summary import read_summary_data
-
-    path = folder / "summary.json"
+    path = folder / SUMMARY_FILE
     try:
         data = path.read_bytes()
     except OSError as error:
         return f"{path}: cannot read ({error.strerror})"
     if hashlib.sha256(data).hexdigest() != summary_sha256:
         return f"{path} changed since it was compared"
-    loaded = orjson.loads(data)
-    if not isinstance(loaded, dict):
-        return f"{path}: not a JSON object"
     try:
-        return read_summary_data(loaded, path, "re-run evalkit score")
+        return summary_from_bytes(data, path, "re-run evalkit score")[1]
     except EvalkitError as error:
         return error.message
 

@@ -38,16 +38,6 @@ def locate(recorded: str | None, folder: Path) -> Path | None:
     return None
 
 
-def _json_object(path: Path) -> dict[str, Any]:
-    import orjson
-
-    try:
-        loaded = orjson.loads(path.read_bytes()) if path.is_file() else {}
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return loaded if isinstance(loaded, dict) else {}
-
-
 def _recorded(value: Any, folder: Path) -> list[Path]:
     """A path a file recorded: as written (relative to the working folder) and from ``folder``."""
     if not isinstance(value, str) or not value:
@@ -65,10 +55,12 @@ def result_inputs(folders: Iterable[str | os.PathLike[str]]) -> list[Path]:
     and tolerantly (a ``summary.json`` that cannot be read here names
     nothing; reading the result says what is wrong with it).
     """
+    from evalkit.records._summary import EXAMPLES_FILE, SUMMARY_FILE, peek_summary
+
     found: list[Path] = []
     for folder in map(Path, folders):
-        found += [folder / "summary.json", folder / "examples.parquet", folder]
-        summary = _json_object(folder / "summary.json")
+        found += [folder / SUMMARY_FILE, folder / EXAMPLES_FILE, folder]
+        summary = peek_summary(folder)
         gold = (summary.get("gold") or {}).get("path") if summary else None
         for path in _recorded(gold, folder):
             found += [path, path.parent / LEDGER_NAME]

@@ -29,7 +29,12 @@ from evalkit.contract.model import Contract
 from evalkit.errors import ArtifactChanged, EvalkitError, ParameterError, UnreadableFile, UsageError
 from evalkit.io import require_regular_file
 from evalkit.options import takes
-from evalkit.records._summary import BaseModelInfo, RescoredFrom, ScoreSummary
+from evalkit.records._summary import (
+    SUMMARY_FILE,
+    BaseModelInfo,
+    RescoredFrom,
+    ScoreSummary,
+)
 from evalkit.scoring.api import ledger_off
 from evalkit.scoring.options import RescoreParams, ScoreParams
 from evalkit.scoring.result import ScoreResult
@@ -275,7 +280,7 @@ def plan_rescores(
         target = None if out is None else out / folder.resolve().name
         if target is not None:
             sources = [folder, contract_path, inputs.gold, inputs.predictions, ledger]
-            check_new_output(target, force, inputs=sources, marker="summary.json")
+            check_new_output(target, force, inputs=sources, marker=SUMMARY_FILE)
         plans.append(RescorePlan(inputs, ledger, target))
     return plans
 

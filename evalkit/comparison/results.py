@@ -19,10 +19,9 @@ from evalkit.comparison.verify import verify_summary
 from evalkit.errors import (
     IncompatibleResults,
     InvalidTable,
-    MalformedFile,
     UnreadableFile,
 )
-from evalkit.io import hash_early, read_table, require_columns, sha256_file
+from evalkit.io import hash_early, require_columns, sha256_file
 
 if TYPE_CHECKING:
     import polars as pl
@@ -57,30 +56,13 @@ class ScoredResult:
         return [c.removeprefix("slice.") for c in self.examples.columns if c.startswith("slice.")]
 
 
-def _read_summary(path: Path) -> tuple[dict[str, Any], ScoreSummary]:
-    if not path.is_file():
-        raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
-    from evalkit.io import DocumentError, load_json
-    from evalkit.records._summary import SUMMARY_FORMAT, read_summary_data
-
-    try:
-        raw = load_json(path)
-    except DocumentError as error:
-        raise MalformedFile(f"{error.message}; {RERUN_HINT}") from error
-    if not isinstance(raw, dict):
-        raise MalformedFile(f"{path}: expected a JSON object; {RERUN_HINT}")
-    # The figures are verified as the file (brought up to date) writes them.
-    raw = SUMMARY_FORMAT.upgrade(raw, path, RERUN_HINT)
-    return raw, read_summary_data(raw, path, RERUN_HINT)
-
-
 def _read_examples(path: Path, summary: ScoreSummary) -> tuple[pl.DataFrame, str]:
     """The examples' frame, checked, and the sha256 of the bytes it was read from."""
     import polars as pl
 
-    if not path.is_file():
-        raise UnreadableFile(f"{path}: no such file; pass a folder written by evalkit score")
-    table = read_table(path, name="examples", fmt="parquet")
+    from evalkit.records._summary import read_examples
+
+    table = read_examples(path)
     frame = table.frame
     require_columns(frame, EXAMPLE_COLUMNS, str(path))
     for column in ("id", "format_valid", "content_correct"):
@@ -144,9 +126,11 @@ def load_result(path: str | os.PathLike[str]) -> ScoredResult:
             f"{folder}: is a file; pass the folder written by evalkit score "
             "(with summary.json and examples.parquet)"
         )
-    summary_path, examples_path = folder / "summary.json", folder / "examples.parquet"
+    from evalkit.records._summary import EXAMPLES_FILE, SUMMARY_FILE, read_summary_document
+
+    summary_path, examples_path = folder / SUMMARY_FILE, folder / EXAMPLES_FILE
     hash_early([summary_path, examples_path])
-    raw, summary = _read_summary(summary_path)
+    raw, summary = read_summary_document(summary_path, RERUN_HINT)
     _check_fingerprint(summary, raw, summary_path)
     examples, examples_sha256 = _read_examples(examples_path, summary)
     verify_summary(summary_path, summary, raw, examples_path, examples, examples_sha256)
@@ -164,7 +148,7 @@ def scored_in_memory(result: Any) -> ScoredResult:
 
     import polars as pl
 
-    from evalkit.scoring.write import summary_json
+    from evalkit.records._summary import summary_json
 
     summary = result.summary
     data = summary_json(summary)

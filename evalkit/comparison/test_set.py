@@ -30,6 +30,7 @@ from evalkit.provenance.ledger_state import FREEZE_ADVICE
 from evalkit.provenance.test_split import split_of
 from evalkit.records._compare import RuleCheck, ScopeComparison
 from evalkit.records._compare_records import GoldSplit, LedgerStatus, State
+from evalkit.records._summary import EXAMPLES_FILE, SUMMARY_FILE
 
 RULE = "require_fresh_test"
 
@@ -84,7 +85,7 @@ def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
         for result, located in recorded:
             if not _same_file(located, authoritative):
                 raise IncompatibleResults(
-                    f"{result.path / 'summary.json'}: its look was recorded in "
+                    f"{result.path / SUMMARY_FILE}: its look was recorded in "
                     f"{result.summary.ledger}, but the ledger of its gold file {gold} is "
                     f"{authoritative}, which counts the looks at this test set; score it again "
                     "without {ledger} (a ledger elsewhere counts only when the gold file has none)",
@@ -98,7 +99,7 @@ def find_ledger(results: list[ScoredResult], given: Path | None) -> Path | None:
                 refs=["ledger"],
             )
         return authoritative
-    named = [(f"{r.path / 'summary.json'} ({r.summary.ledger})", p) for r, p in recorded]
+    named = [(f"{r.path / SUMMARY_FILE} ({r.summary.ledger})", p) for r, p in recorded]
     if given is not None:
         named.append((f"{{ledger}} {given}", given))
     for label, path in named[1:]:
@@ -135,7 +136,7 @@ def _matches(result: ScoredResult, entry: dict[str, Any], ledger: Path) -> None:
         ("predictions", entry.get("predictions_sha256"), summary.predictions.sha256),
         ("answers", entry.get("answers_sha256"), summary.predictions.answers_sha256),
         ("contract rules", contract.get("rules_sha256"), rules),
-        ("examples.parquet", entry.get("examples_sha256"), result.examples_sha256),
+        (EXAMPLES_FILE, entry.get("examples_sha256"), result.examples_sha256),
     ]
     for what, recorded, actual in pairs:
         if recorded and actual and recorded != actual:

@@ -30,8 +30,9 @@ from pathlib import Path
 from evalkit.errors import OutputExists, UsageError
 
 PathLike = str | os.PathLike[str]
-# The file name of a test-set ledger (evalkit.provenance.ledger.LEDGER_NAME),
-# spelt here so that checking an output imports nothing of the ledger.
+# The file name of a test-set ledger, spelt only here: checking an output
+# (this module) must know it, and the input layer is below everything that
+# reads or writes the ledger (evalkit.provenance.ledger re-exports it).
 LEDGER_NAME = "evalkit-ledger.jsonl"
 # A folder with more entries than this is not searched for a ledger (a
 # folder evalkit writes holds a few files; the search only has to be bounded).

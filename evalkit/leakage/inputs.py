@@ -37,7 +37,6 @@ from evalkit.io import (
     is_hf_dataset,
     is_hf_dataset_dict,
     is_path,
-    load_json,
     read_table,
     require_columns,
     table_format,
@@ -95,19 +94,18 @@ def split_sources(paths: Sequence[Path], *, minimum: int = 2) -> list[SplitSourc
 
 
 def _folder_sources(folder: Path) -> list[SplitSource]:
+    from evalkit.records._manifest import MANIFEST_FILE, read_manifest_document
 
-    manifest = folder / "manifest.json"
+    manifest = folder / MANIFEST_FILE
     if not manifest.is_file():
         raise UnreadableFile(
-            f"{folder}: a folder without manifest.json; pass the split files themselves, "
+            f"{folder}: a folder without {MANIFEST_FILE}; pass the split files themselves, "
             "or a folder written by evalkit split"
         )
-    data = load_json(manifest)
-    if isinstance(data, dict) and "format_version" in data:
-        # Only the split names are read; a newer format may name them otherwise.
-        from evalkit.records._manifest import MANIFEST_FORMAT
-
-        MANIFEST_FORMAT.upgrade(data, manifest, "pass the split files themselves")
+    # Only the split names are read; a newer format may name them otherwise.
+    _, data = read_manifest_document(
+        manifest, hint="pass the split files themselves", what="JSON file"
+    )
     try:
         splits = data["splits"]
         names = [str(name) for name in splits]
@@ -122,7 +120,7 @@ def _folder_sources(folder: Path) -> list[SplitSource]:
         if len(found) != 1:
             what = "no file" if not found else f"{len(found)} files"
             raise UnreadableFile(
-                f"{folder}: manifest.json names split {name!r} but there is {what} "
+                f"{folder}: {MANIFEST_FILE} names split {name!r} but there is {what} "
                 f"{name}.parquet/.jsonl/.csv; pass the split files themselves instead"
             )
         sources.append(SplitSource(name=name, path=found[0]))

@@ -29,6 +29,7 @@ from evalkit.provenance.artifacts import (
 from evalkit.provenance.artifacts import combined_sha256 as combined_sha256
 from evalkit.provenance.artifacts import has_tokenizer as has_tokenizer
 from evalkit.provenance.artifacts import weight_files as weight_files
+from evalkit.records._run import RUN_FILE
 from evalkit.tokens.load import check_local_folder
 
 
@@ -160,7 +161,7 @@ def tokenizer_pins(folder: Path) -> Pins:
 
 
 def changed_pins(
-    folder: Path, pinned: dict[str, str], *, weights: bool = False, where: str = "run.json"
+    folder: Path, pinned: dict[str, str], *, weights: bool = False, where: str = RUN_FILE
 ) -> str | None:
     """The first problem with a pinned folder now: a changed, missing or new file.
 

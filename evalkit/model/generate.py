@@ -63,7 +63,8 @@ class GenerateResult:
 
     def write(self, out: Path, *, force: bool = False) -> RunRecord:
         """Write the three files into ``out`` atomically; ``run.json`` with the outputs' hashes."""
-        from evalkit.io import atomic_directory, atomic_write_text, write_table
+        from evalkit.io import atomic_directory, write_table
+        from evalkit.records._run import write_run
 
         run = self.run
         inputs = [Path(run.base.path), Path(run.tokenizer.path)]
@@ -82,7 +83,7 @@ class GenerateResult:
                 stopped_at_length=int((stops == "length").sum()),
             )
             run = run.model_copy(update={"outputs": outputs})
-            atomic_write_text(staging / RUN_FILE, run.model_dump_json(indent=2) + "\n")
+            write_run(staging / RUN_FILE, run)
         return run
 
 

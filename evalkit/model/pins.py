@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.errors import ArtifactChanged, UnreadableFile, UsageError
+from evalkit.errors import ArtifactChanged, UsageError
 from evalkit.io import sha256_file
 from evalkit.model.folders import (
     ADAPTER_WEIGHTS,
@@ -27,7 +27,6 @@ from evalkit.provenance.artifacts import inside
 from evalkit.records._run import (
     PREDICTIONS_FILE,
     RUN_FILE,
-    RUN_FORMAT,
     TOKENS_FILE,
     AdapterPins,
     BasePins,
@@ -74,29 +73,6 @@ def merged_pins(folder: Path) -> FolderPins:
     """A merged folder's model files, hashed (recorded by a check, not verified)."""
     pins = model_pins(folder)
     return FolderPins(path=pins.folder, files=pins.files)
-
-
-def read_run(run_dir: Path) -> RunRecord:
-    """``run.json`` of a run folder, refusing a folder that ``generate`` did not write."""
-    from pydantic import ValidationError
-
-    if not run_dir.is_dir():
-        raise UnreadableFile(f"{run_dir}: no such folder; pass the folder evalkit generate wrote")
-    path = run_dir / RUN_FILE
-    if not path.is_file():
-        raise UnreadableFile(
-            f"{run_dir}: holds no {RUN_FILE}; pass the folder evalkit generate wrote"
-        )
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise UnreadableFile(f"{path}: expected a JSON object; run evalkit generate again")
-    data = RUN_FORMAT.upgrade(data, path, "run evalkit generate again")
-    try:
-        return RunRecord.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "(top)"
-        raise UnreadableFile(f"{path}: key {where}: {first['msg']}") from None
 
 
 def _check(problem: str | None, what: str) -> None:

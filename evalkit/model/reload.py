@@ -48,7 +48,8 @@ def reload_check(
     from evalkit.model.backends import require_backend
     from evalkit.model.folders import check_model_folder
     from evalkit.model.fresh import run_worker
-    from evalkit.model.pins import merged_pins, read_run, verify_pins
+    from evalkit.model.pins import merged_pins, verify_pins
+    from evalkit.records._run import read_run
 
     given = ReloadCheckParams.build(params, values)
     folder = Path(run_dir)

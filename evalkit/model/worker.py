@@ -124,7 +124,7 @@ def check(request: dict[str, Any]) -> ReloadReport:
 
     from evalkit.model.backends import backend_spec, implementation
     from evalkit.model.divergence import output_divergence, prompt_divergence
-    from evalkit.model.pins import read_run
+    from evalkit.records._run import read_run
 
     run_dir = Path(request["run_dir"])
     run = read_run(run_dir)

@@ -101,26 +101,11 @@ def read_measured(path: Path, gpus: tuple[GpuSpec, ...]) -> Measured:
     finite and above 0 (a negative rate, a zero, ``1e999``), is refused: the
     campaign and the cadence are divisions by these figures.
     """
-    from pydantic import ValidationError
-
     from evalkit.io import sha256_file
-    from evalkit.provenance.folder_files import read_json_file
-    from evalkit.records._smoke import SMOKE_FORMAT, SmokeReport
+    from evalkit.records._smoke import read_smoke_document
 
-    data = read_json_file(path)
-    if not isinstance(data, dict) or "verdict" not in data or "settings" not in data:
-        raise _not_smoke(path, "no verdict or settings")
-    data = SMOKE_FORMAT.upgrade(data, path, "pass the JSON report smoke wrote")
+    data, report = read_smoke_document(path, _not_smoke)
     resume = data.get("resume")
-    if "resume" not in SmokeReport.model_fields:
-        # smoke --resume-at adds it; read here whether or not this SmokeReport knows it.
-        data = {key: value for key, value in data.items() if key != "resume"}
-    try:
-        report = SmokeReport.model_validate(data)
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise _not_smoke(path, f"{where}: {first['msg']}") from None
     if report.verdict != "pass":
         problems = "; ".join(report.problems) or "no reason given"
         raise ParameterError(

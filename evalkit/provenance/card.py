@@ -45,8 +45,9 @@ from evalkit.records._card import (
     ModuleInfo,
     Problem,
     TokenizerInfo,
-    read_card_data,
+    read_card,
 )
+from evalkit.records._card import card_json as card_json  # evalkit card writes these bytes
 
 WEIGHTS_NAME = "adapter_model.safetensors"
 LEGACY_WEIGHTS_NAME = "adapter_model.bin"
@@ -304,35 +305,6 @@ def adapter_card(
     )
 
 
-def card_json(card: AdapterCard) -> bytes:
-    """The bytes of ``card.json``: indented, keys in model order, a final newline."""
-    import orjson
-
-    return orjson.dumps(card.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
-
-
 def load_card(path: str | os.PathLike[str]) -> AdapterCard:
     """Read a ``card.json`` written by ``evalkit card`` (one clear error when it is not one)."""
-    from evalkit.errors import MalformedFile
-    from evalkit.provenance.folder_files import read_json_file
-
-    file = Path(path)
-    if file.is_dir():
-        raise UsageError(
-            f"{file}: is a folder; {{card}} takes a card.json written by evalkit card "
-            "(pass an adapter folder with {adapter})",
-            refs=["card", "adapter"],
-        )
-    if not file.is_file():
-        raise NotAnAdapter(
-            f"{file}: no such file; write one with evalkit card ADAPTER_DIR (its JSON report)"
-        )
-    try:
-        raw = read_json_file(file)
-    except MalformedFile as error:
-        raise MalformedFile(f"{error.message}; write the card again with evalkit card") from error
-    if not isinstance(raw, dict):
-        raise MalformedFile(
-            f"{file}: expected a JSON object; write the card again with evalkit card"
-        )
-    return read_card_data(raw, file, "write the card again with evalkit card")
+    return read_card(path)

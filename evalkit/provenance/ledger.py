@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.errors import NO_VALUE, Ref, UnreadableFile, UsageError
+from evalkit.io import LEDGER_NAME as LEDGER_NAME
 from evalkit.provenance.ledger_head import (
     FIRST_FORMAT_WITH_HEAD,
     HEAD_SUFFIX,
@@ -47,7 +48,6 @@ from evalkit.provenance.ledger_head import (
 if TYPE_CHECKING:
     from evalkit.records._summary import ScoreSummary
 
-LEDGER_NAME = "evalkit-ledger.jsonl"
 # 3: a line records ``answers_sha256``, the answers judged, which keys its look.
 LEDGER_FORMAT = 3
 

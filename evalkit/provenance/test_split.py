@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.errors import EvalkitError
-from evalkit.io import parse_json, read_bytes
+from evalkit.records._manifest import MANIFEST_FILE, read_manifest_document
 
 
 @dataclass(frozen=True)
@@ -52,11 +52,9 @@ def split_of(gold_path: str | None, *, located: Path | None = None) -> SplitInfo
     if not gold_path:
         return None
     gold = Path(gold_path)
-    manifest = gold.parent / "manifest.json"
+    manifest = gold.parent / MANIFEST_FILE
     try:
-        path = (located or gold).parent / "manifest.json"
-        data = read_bytes(path)
-        raw = parse_json(data, str(path))
+        data, raw = read_manifest_document((located or gold).parent / MANIFEST_FILE, what="file")
     except (OSError, EvalkitError):
         return None
     splits = raw.get("splits") if isinstance(raw, dict) else None

@@ -11,7 +11,9 @@ and to check an ablation.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from evalkit.records._base import Persisted
@@ -255,3 +257,44 @@ def read_card_data(data: Mapping[str, Any], source: object, hint: str) -> Adapte
         detail = error.errors()[0]
         key = ".".join(str(part) for part in detail["loc"]) or "(top level)"
         raise MalformedFile(f"{source}: key {key!r}: {detail['msg'].lower()}; {hint}") from error
+
+
+def card_json(card: AdapterCard) -> bytes:
+    """The bytes of ``card.json``: indented, keys in model order, a final newline."""
+    import orjson
+
+    return orjson.dumps(card.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def read_card(path: str | os.PathLike[str]) -> AdapterCard:
+    """Read a ``card.json`` written by ``evalkit card`` (one clear error when it is not one)."""
+    from evalkit.errors import MalformedFile, NotAnAdapter, UsageError
+    from evalkit.io import load_json
+
+    file = Path(path)
+    if file.is_dir():
+        raise UsageError(
+            f"{file}: is a folder; {{card}} takes a card.json written by evalkit card "
+            "(pass an adapter folder with {adapter})",
+            refs=["card", "adapter"],
+        )
+    if not file.is_file():
+        raise NotAnAdapter(
+            f"{file}: no such file; write one with evalkit card ADAPTER_DIR (its JSON report)"
+        )
+    try:
+        raw = load_json(file)
+    except MalformedFile as error:
+        raise MalformedFile(f"{error.message}; write the card again with evalkit card") from error
+    if not isinstance(raw, dict):
+        raise MalformedFile(
+            f"{file}: expected a JSON object; write the card again with evalkit card"
+        )
+    return read_card_data(raw, file, "write the card again with evalkit card")
+
+
+def write_card(path: str | os.PathLike[str], card: AdapterCard, *, force: bool = False) -> None:
+    """Write ``card.json`` (:func:`card_json`) atomically at ``path``."""
+    from evalkit.records._files import write_file
+
+    write_file(Path(path), card_json(card), force=force)

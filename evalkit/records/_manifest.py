@@ -32,11 +32,18 @@ from evalkit.io import source_metadata
 from evalkit.records._versions import FileFormat
 
 if TYPE_CHECKING:
+    import polars as pl
     from pydantic import GetCoreSchemaHandler, TypeAdapter
     from pydantic_core import CoreSchema
 
+    from evalkit.io import Table
+
 MANIFEST_FORMAT_VERSION = 1
 MANIFEST_FORMAT = FileFormat("split manifest", MANIFEST_FORMAT_VERSION)
+MANIFEST_FILE = "manifest.json"
+"""The manifest's name in a split folder."""
+ASSIGNMENTS_FILE = "assignments.parquet"
+"""The assignments' name in a split folder (one row per item: id, group, split)."""
 READ_HINT = "pass the manifest.json that evalkit split wrote"
 
 # The settings of evalkit.records._base.Persisted, as pydantic reads them from a dataclass.
@@ -381,6 +388,32 @@ def manifest_from_json(data: object, source: object) -> SplitManifest:
         raise MalformedFile(f"{source}: key {where}: {first['msg']}; {READ_HINT}") from None
 
 
+def _manifest_path(path: str | os.PathLike[str]) -> Path:
+    file = Path(path)
+    return file / MANIFEST_FILE if file.is_dir() else file
+
+
+def read_manifest_document(
+    path: str | os.PathLike[str], *, hint: str = READ_HINT, what: str = "manifest"
+) -> tuple[bytes, Any]:
+    """The bytes of a manifest and its JSON value, its version checked when it states one.
+
+    For the readers that take a hand-written manifest too (``{"splits": …}``
+    naming a folder's split files, the gate's look at a gold file's split):
+    they use what they find and ignore the rest. :func:`read_manifest` reads
+    the whole model. ``hint`` ends a version error; ``what`` names the file
+    in an error reading it.
+    """
+    from evalkit.io import parse_json, read_bytes
+
+    file = _manifest_path(path)
+    data = read_bytes(file, what)
+    value = parse_json(data, str(file))
+    if isinstance(value, dict) and MANIFEST_FORMAT.key in value:
+        value = MANIFEST_FORMAT.upgrade(value, file, hint)
+    return data, value
+
+
 def read_manifest(path: str | os.PathLike[str]) -> SplitManifest:
     """``manifest.json`` of a split folder (or the file itself), checked as written.
 
@@ -389,7 +422,28 @@ def read_manifest(path: str | os.PathLike[str]) -> SplitManifest:
     """
     from evalkit.io import load_json
 
-    file = Path(path)
-    if file.is_dir():
-        file = file / "manifest.json"
+    file = _manifest_path(path)
     return manifest_from_json(load_json(file, "manifest"), file)
+
+
+def write_manifest(
+    path: str | os.PathLike[str], manifest: SplitManifest, *, force: bool = False
+) -> None:
+    """Write ``manifest.json`` (:func:`manifest_text`) atomically at ``path``."""
+    from evalkit.records._files import write_file
+
+    write_file(Path(path), manifest_text(manifest).encode("utf-8"), force=force)
+
+
+def read_assignments(path: str | os.PathLike[str]) -> Table:
+    """An ``assignments.parquet`` given to ``split --freeze`` (any table the input layer reads)."""
+    from evalkit.io import read_table
+
+    return read_table(Path(path), name="freeze")
+
+
+def write_assignments(path: str | os.PathLike[str], assignments: pl.DataFrame) -> None:
+    """Write ``assignments.parquet`` (one row per item: id, group, split) at ``path``."""
+    from evalkit.io import write_table
+
+    write_table(assignments, Path(path), "parquet")

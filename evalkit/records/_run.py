@@ -8,6 +8,8 @@ Schema is committed in ``docs/schemas/``.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Literal
 
 from evalkit.io import source_field
@@ -295,3 +297,49 @@ class ReloadReport(_Model):
     """Every file whose pinned sha256 was verified before loading."""
     verdict: Literal["pass", "fail"]
     """``pass`` when ``match_rate`` is at least ``min_match``."""
+
+
+def run_json(run: RunRecord) -> str:
+    """The text of ``run.json``: indented, keys in model order, a final newline."""
+    return run.model_dump_json(indent=2) + "\n"
+
+
+def read_run(run_dir: str | os.PathLike[str]) -> RunRecord:
+    """``run.json`` of a run folder, refusing a folder that ``generate`` did not write."""
+    from pydantic import ValidationError
+
+    from evalkit.errors import MalformedFile, UnreadableFile
+    from evalkit.io import load_json
+
+    folder = Path(run_dir)
+    if not folder.is_dir():
+        raise UnreadableFile(f"{folder}: no such folder; pass the folder evalkit generate wrote")
+    path = folder / RUN_FILE
+    if not path.is_file():
+        raise UnreadableFile(
+            f"{folder}: holds no {RUN_FILE}; pass the folder evalkit generate wrote"
+        )
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise MalformedFile(f"{path}: expected a JSON object, found {type(data).__name__}")
+    data = RUN_FORMAT.upgrade(data, path, "run evalkit generate again")
+    try:
+        return RunRecord.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top)"
+        raise UnreadableFile(f"{path}: key {where}: {first['msg']}") from None
+
+
+def peek_run(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """A run folder's ``run.json`` read tolerantly (``{}`` when it cannot be), for its paths."""
+    from evalkit.records._files import peek_object
+
+    return peek_object(Path(run_dir) / RUN_FILE)
+
+
+def write_run(path: str | os.PathLike[str], run: RunRecord, *, force: bool = False) -> None:
+    """Write ``run.json`` (:func:`run_json`) atomically at ``path``."""
+    from evalkit.records._files import write_file
+
+    write_file(Path(path), run_json(run).encode("utf-8"), force=force)

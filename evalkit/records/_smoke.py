@@ -8,7 +8,10 @@ in the plan. Fields are added, never renamed or removed without bumping
 
 from __future__ import annotations
 
-from typing import Literal
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
 
 from evalkit.io import source_field
 from evalkit.records._base import Persisted
@@ -209,3 +212,54 @@ class SmokeReport(_Model):
     verdict: Literal["pass", "fail"]
     """pass: every step's loss is finite, the reload reproduces the trained logits, and (with
     ``resume``) the checkpoint resumes the run."""
+
+
+def _not_a_report(path: Path, why: str) -> Exception:
+    from evalkit.errors import MalformedFile
+
+    return MalformedFile(
+        f"{path}: not a report of evalkit smoke ({why}); pass the JSON report smoke wrote"
+    )
+
+
+def read_smoke_document(
+    path: str | os.PathLike[str], refuse: Callable[[Path, str], Exception] = _not_a_report
+) -> tuple[dict[str, Any], SmokeReport]:
+    """A smoke report's document (brought up to date) and its model; ``refuse`` says why not.
+
+    ``refuse(path, why)`` is the error for a file that is not a smoke report
+    (a caller names its own option in it); a newer version is refused by
+    :data:`SMOKE_FORMAT` in one line.
+    """
+    from pydantic import ValidationError
+
+    from evalkit.io import load_json
+
+    file = Path(path)
+    data = load_json(file)
+    if not isinstance(data, dict) or "verdict" not in data or "settings" not in data:
+        raise refuse(file, "no verdict or settings")
+    data = SMOKE_FORMAT.upgrade(data, file, "pass the JSON report smoke wrote")
+    try:
+        return data, SmokeReport.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise refuse(file, f"{where}: {first['msg']}") from None
+
+
+def read_smoke(path: str | os.PathLike[str]) -> SmokeReport:
+    """A smoke report (``smoke --json FILE``), its version checked."""
+    return read_smoke_document(path)[1]
+
+
+def smoke_json(report: SmokeReport) -> str:
+    """The text of a smoke report: indented, keys in model order, a final newline."""
+    return report.model_dump_json(indent=2) + "\n"
+
+
+def write_smoke(path: str | os.PathLike[str], report: SmokeReport, *, force: bool = False) -> None:
+    """Write a smoke report (:func:`smoke_json`) atomically at ``path``."""
+    from evalkit.records._files import write_file
+
+    write_file(Path(path), smoke_json(report).encode("utf-8"), force=force)

@@ -14,7 +14,9 @@ except precision, which is 0.0 when a class is never predicted
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationError
 
@@ -24,8 +26,16 @@ from evalkit.records._base import Persisted
 from evalkit.records._card import CARD_FORMAT, AdapterCard
 from evalkit.records._versions import FileFormat
 
+if TYPE_CHECKING:
+    from evalkit.io import Table
+
 FORMAT_VERSION = 1
 SUMMARY_FORMAT = FileFormat("score summary", FORMAT_VERSION)
+SUMMARY_FILE = "summary.json"
+"""The summary's name in a result folder (its marker: a folder holding one is a result)."""
+EXAMPLES_FILE = "examples.parquet"
+"""The per-example verdicts' name in a result folder (beside :data:`SUMMARY_FILE`)."""
+READ_HINT = "re-run evalkit score to write a complete result"
 
 
 class _Model(Persisted):
@@ -322,3 +332,91 @@ def read_summary_data(data: dict[str, Any], source: object, hint: str) -> ScoreS
         return ScoreSummary.model_validate(data)
     except ValidationError as error:
         raise MalformedFile(f"{source}: {first_error(error)}; {hint}") from error
+
+
+def summary_json(summary: ScoreSummary) -> bytes:
+    """The bytes of ``summary.json``: indented, keys in model order, a final newline."""
+    import orjson
+
+    data = summary.model_dump(mode="json")
+    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+def summary_from_bytes(
+    data: bytes, source: object, hint: str = READ_HINT
+) -> tuple[dict[str, Any], ScoreSummary]:
+    """A ``summary.json``'s bytes read: its document (brought up to date) and its model.
+
+    The document is what the file writes (the figures are verified as it
+    writes them); an unparsable file, one that is not an object, a newer
+    version or a key the model refuses is a :class:`~evalkit.errors.MalformedFile`
+    naming ``source`` and ending with ``hint``.
+    """
+    from evalkit.io import DocumentError, parse_json
+
+    try:
+        raw = parse_json(data, str(source))
+    except DocumentError as error:
+        raise MalformedFile(f"{error.message}; {hint}") from error
+    if not isinstance(raw, dict):
+        raise MalformedFile(f"{source}: expected a JSON object; {hint}")
+    raw = SUMMARY_FORMAT.upgrade(raw, source, hint)
+    return raw, read_summary_data(raw, source, hint)
+
+
+def summary_path(path: str | os.PathLike[str]) -> Path:
+    """The ``summary.json`` of a result folder (or the file itself)."""
+    file = Path(path)
+    return file / SUMMARY_FILE if file.is_dir() else file
+
+
+def read_summary_document(
+    path: str | os.PathLike[str], hint: str = READ_HINT
+) -> tuple[dict[str, Any], ScoreSummary]:
+    """``summary.json`` of a result folder (or the file): its document and its model."""
+    from evalkit.errors import UnreadableFile
+    from evalkit.io import read_bytes
+
+    file = summary_path(path)
+    if not file.is_file():
+        raise UnreadableFile(f"{file}: no such file; pass a folder written by evalkit score")
+    return summary_from_bytes(read_bytes(file, "JSON file"), file, hint)
+
+
+def read_summary(path: str | os.PathLike[str], hint: str = READ_HINT) -> ScoreSummary:
+    """``summary.json`` of a result folder (or the file itself), its version checked."""
+    return read_summary_document(path, hint)[1]
+
+
+def peek_summary(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """A result folder's summary read tolerantly (``{}`` when it cannot be), for its paths."""
+    from evalkit.records._files import peek_object
+
+    return peek_object(Path(folder) / SUMMARY_FILE)
+
+
+def write_summary(
+    path: str | os.PathLike[str], summary: ScoreSummary, *, force: bool = False
+) -> None:
+    """Write ``summary.json`` (:func:`summary_json`) atomically at ``path``."""
+    from evalkit.records._files import write_file
+
+    write_file(Path(path), summary_json(summary), force=force)
+
+
+def read_examples(path: str | os.PathLike[str]) -> Table:
+    """``examples.parquet`` of a result, as read (the feature checks its columns and rows)."""
+    from evalkit.errors import UnreadableFile
+    from evalkit.io import read_table
+
+    file = Path(path)
+    if not file.is_file():
+        raise UnreadableFile(f"{file}: no such file; pass a folder written by evalkit score")
+    return read_table(file, name="examples", fmt="parquet")
+
+
+def write_examples(path: str | os.PathLike[str], data: bytes, *, force: bool = False) -> None:
+    """Write ``examples.parquet``'s bytes (as the scorer encoded them) atomically at ``path``."""
+    from evalkit.records._files import write_file
+
+    write_file(Path(path), data, force=force)

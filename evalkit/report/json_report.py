@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from evalkit.records._compare import CandidateReport, ComparisonReport
+from evalkit.records._compare_files import report_json
 
 
 def render_json(report: CandidateReport | ComparisonReport) -> str:
     """Indented JSON of the report; the same report always gives the same text."""
-    return report.model_dump_json(indent=2) + "\n"
+    return report_json(report)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 def score_report_files(summary: ScoreSummary) -> dict[str, bytes]:
     """``report.html``: the result's figures as charts, one self-contained page."""
+    from evalkit.records._compare_files import REPORT_HTML_FILE
     from evalkit.report.html.score import render_score_html
 
-    return {"report.html": render_score_html(summary).encode("utf-8")}
+    return {REPORT_HTML_FILE: render_score_html(summary).encode("utf-8")}

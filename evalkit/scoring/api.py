@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     from evalkit.scoring.write import ExtraFiles
 
 
-RESULT_MARKER = "summary.json"
-
-
 def ledger_off(values: dict[str, Any]) -> dict[str, Any]:
     """``ledger=False``, the spelling of ``no_ledger=True`` before it was one."""
     if values.get("ledger") is False:
@@ -52,6 +49,7 @@ def _score_files(
     """What a score reads and writes, checked before anything is read: ``out`` replaces none."""
     from evalkit.io import CommandFiles
     from evalkit.provenance.ledger import default_ledger
+    from evalkit.records._summary import SUMMARY_FILE
 
     gold, predictions = tables
     files = CommandFiles(force=force)
@@ -59,7 +57,7 @@ def _score_files(
     files.reads(*(path for path in (given.card, given.adapter) if is_path(path)))
     if not given.no_ledger:  # the ledger this look goes to, or would go to
         files.reads(given.ledger or (default_ledger(gold) if is_path(gold) else None))
-    files.writes(out, option="out", marker=RESULT_MARKER).check()
+    files.writes(out, option="out", marker=SUMMARY_FILE).check()
     return files
 
 

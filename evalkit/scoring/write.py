@@ -90,14 +90,6 @@ def record_look(
     return summary.model_copy(update={"look": reference}), look
 
 
-def summary_json(summary: ScoreSummary) -> bytes:
-    """The bytes of ``summary.json``: indented, keys in model order, a final newline."""
-    import orjson
-
-    data = summary.model_dump(mode="json")
-    return orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n"
-
-
 @dataclass(frozen=True)
 class PublishedScore:
     """A result folder as written: where, its summary, and its look in the ledger."""
@@ -126,7 +118,13 @@ def publish_score(
     """
     import hashlib
 
-    from evalkit.records._summary import LookRef
+    from evalkit.records._summary import (
+        EXAMPLES_FILE,
+        SUMMARY_FILE,
+        LookRef,
+        write_examples,
+        write_summary,
+    )
 
     folder = Path(out)
     look = None
@@ -139,7 +137,7 @@ def publish_score(
     sources = [Path(path) for path in inputs if path is not None]
     with atomic_directory(folder, force, inputs=sources) as staging:
         examples = examples_parquet(result.examples)
-        (staging / "examples.parquet").write_bytes(examples)
+        write_examples(staging / EXAMPLES_FILE, examples)
         digest = hashlib.sha256(examples).hexdigest()
         if recorded is not None and digest != result.summary.examples_sha256:
             raise ArtifactChanged(
@@ -158,7 +156,7 @@ def publish_score(
                 raise error.wrapped(after=f"; {folder} was not written") from error
             reference = LookRef(line=look.line, sha256=look.entry["sha256"])
             summary = summary.model_copy(update={"look": reference})
-        (staging / "summary.json").write_bytes(summary_json(summary))
+        write_summary(staging / SUMMARY_FILE, summary)
     return PublishedScore(folder, summary, look)
 
 

@@ -29,6 +29,7 @@ from evalkit.records._manifest import (
     SplitManifest,
     SplitOptions,
     TextInfo,
+    read_assignments,
 )
 from evalkit.splitting.assign import assign_groups, items_problem
 from evalkit.splitting.freeze import frozen_rows
@@ -431,7 +432,7 @@ def _grouping(
     n_groups = int(row_group.max()) + 1
     pinned, freezing = None, None
     if options.freeze is not None:
-        assignments = read_table(Path(options.freeze), name="freeze")
+        assignments = read_assignments(options.freeze)
         row_frozen = frozen_rows(frame, assignments, options.group, options.id, options.names)
         pinned, n_frozen, conflicts = pin_frozen(row_group, row_frozen, n_groups)
         freezing = Freezing(

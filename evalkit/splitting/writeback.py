@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalkit.io import Table, TableFormat, atomic_directory, check_writable, write_table
-from evalkit.records._manifest import SplitManifest, manifest_text
+from evalkit.records._manifest import (
+    ASSIGNMENTS_FILE,
+    MANIFEST_FILE,
+    SplitManifest,
+    write_assignments,
+    write_manifest,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,7 +54,7 @@ def write_split(
     path = manifest.input.path
     inputs = [Path(path)] if path is not None else []
     table, rows = source if source is not None else (None, None)
-    with atomic_directory(Path(out), force, inputs=inputs, marker="manifest.json") as staging:
+    with atomic_directory(Path(out), force, inputs=inputs, marker=MANIFEST_FILE) as staging:
         for name, frame in frames.items():
             target = staging / f"{name}.{fmt}"
             if fmt == "jsonl" and table is not None and rows is not None:
@@ -57,6 +63,6 @@ def write_split(
                 target.write_bytes(table.jsonl(rows[name]))
             else:
                 write_table(frame, target, fmt)
-        write_table(assignments, staging / "assignments.parquet", "parquet")
-        (staging / "manifest.json").write_text(manifest_text(manifest), encoding="utf-8")
+        write_assignments(staging / ASSIGNMENTS_FILE, assignments)
+        write_manifest(staging / MANIFEST_FILE, manifest)
     return manifest
