@@ -356,11 +356,11 @@ sharegpt_conversation = st.lists(
 def test_sharegpt_normalising_is_idempotent_and_keeps_the_order(
     value: list[dict[str, Any]],
 ) -> None:
-    from evalkit.chat.roles import SHAREGPT_ROLES
+    from evalkit.chat.sharegpt import SHAREGPT
 
     once = normalize_value(value)
     assert once.shape == "sharegpt"
-    assert once.pairs == [(SHAREGPT_ROLES[m["from"]], m["value"]) for m in value]
+    assert once.pairs == [(SHAREGPT.roles[m["from"]], m["value"]) for m in value]
     again = normalize_value([{"role": role, "content": text} for role, text in once.pairs])
     assert again.messages == once.messages
 

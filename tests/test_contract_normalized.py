@@ -6,7 +6,8 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalkit.contract.match import field_match, normalized_equal_column
+from evalkit.contract.match import field_match
+from evalkit.contract.match_values import normalized_equal_column
 from evalkit.contract.model import FieldSpec
 from evalkit.contract.parse import ABSENT, ARRAY, NULL, NUMBER, STRING
 
@@ -29,9 +30,9 @@ STRINGS = [
 
 def _both(frame: pl.DataFrame) -> tuple[list[bool], list[bool]]:
     """Matches computed by the full expression and with the precomputed column."""
-    full = field_match(SPEC, 0, "gold", pl.String, "fields.x", None)
+    full = field_match(SPEC, 0, "gold", pl.String, "fields.x")
     column = normalized_equal_column(frame, "gold", 0)
-    fast = field_match(SPEC, 0, "gold", pl.String, "fields.x", None, column)
+    fast = field_match(SPEC, 0, "gold", pl.String, "fields.x", {"normalized_equal": column})
     return frame.select(full).to_series().to_list(), frame.select(fast).to_series().to_list()
 
 

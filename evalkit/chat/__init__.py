@@ -4,10 +4,12 @@ Fine-tuning data is mostly conversations: OpenAI/TRL ``messages`` (``{role,
 content}``, content a string or a list of parts, tool calls, training flags),
 ShareGPT ``conversations`` (``{from, value}``, ``function_call`` and
 ``observation`` turns), TRL's prompt-completion pair, Alpaca's instruction,
-input and output; beside them a ``system`` and a ``tools`` column.
-:func:`read_chat` turns a text option's column(s) into a :class:`ChatColumn`,
-whatever the shape; :func:`template_conversations` gives what a chat template
-receives for each conversation. The other packages (splitting, leakage,
+input and output; beside them a ``system`` and a ``tools`` column. Each
+such source form is a dialect registered in :mod:`evalkit.chat.dialects`
+(:func:`register_dialect` adds one). :func:`read_chat` turns a text
+option's column(s) into a :class:`ChatColumn`, whatever the shape;
+:func:`template_conversations` gives what a chat template receives for each
+conversation. The other packages (splitting, leakage,
 scoring, tokens, model) use them and never parse messages themselves.
 
 The names load when first used (:mod:`evalkit._lazy`): ``evalkit prompts
@@ -24,6 +26,11 @@ if TYPE_CHECKING:
     from evalkit.chat.column import ChatColumn as ChatColumn
     from evalkit.chat.column import read_chat as read_chat
     from evalkit.chat.column import require_compared_roles as require_compared_roles
+    from evalkit.chat.dialect import ColumnsDialect as ColumnsDialect
+    from evalkit.chat.dialect import ColumnsRead as ColumnsRead
+    from evalkit.chat.dialect import MessageDialect as MessageDialect
+    from evalkit.chat.dialects import DIALECTS as DIALECTS
+    from evalkit.chat.dialects import register_dialect as register_dialect
     from evalkit.chat.normalize import ConversationProblem as ConversationProblem
     from evalkit.chat.normalize import Message as Message
     from evalkit.chat.normalize import Normalized as Normalized
@@ -43,6 +50,11 @@ __getattr__, __dir__, __all__ = lazy_exports(
         "ChatColumn": "evalkit.chat.column",
         "read_chat": "evalkit.chat.column",
         "require_compared_roles": "evalkit.chat.column",
+        "ColumnsDialect": "evalkit.chat.dialect",
+        "ColumnsRead": "evalkit.chat.dialect",
+        "MessageDialect": "evalkit.chat.dialect",
+        "DIALECTS": "evalkit.chat.dialects",
+        "register_dialect": "evalkit.chat.dialects",
         "ConversationProblem": "evalkit.chat.normalize",
         "Message": "evalkit.chat.normalize",
         "Normalized": "evalkit.chat.normalize",

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evalkit.chat.dialect import ColumnReader, ColumnsDialect, ColumnsRead, NormalizedColumn
 from evalkit.chat.dtypes import call_dtype, conversation_dtype
-from evalkit.chat.frame import NormalizedColumn
 from evalkit.errors import InvalidTable, UnknownColumn
 
 if TYPE_CHECKING:
@@ -71,8 +71,12 @@ def _message(role: str, content: pl.Expr) -> pl.Expr:
     )
 
 
-def read_alpaca(table: Table, names: Sequence[str]) -> NormalizedColumn:
-    """The three columns as one conversation per row: user (instruction, input), assistant."""
+def read_alpaca(
+    table: Table, names: Sequence[str], read_column: ColumnReader | None = None
+) -> ColumnsRead:
+    """The three columns as one conversation per row: user (instruction, input), assistant.
+
+    The columns are text, checked here (``read_column`` is not needed)."""
     import polars as pl
 
     _check_columns(table, names)
@@ -96,4 +100,16 @@ def read_alpaca(table: Table, names: Sequence[str]) -> NormalizedColumn:
         .cast(conversation_dtype())
     )
     series = frame.select(conversation.alias(names[0]))[names[0]]
-    return NormalizedColumn(series, 0, "messages")
+    return ColumnsRead(
+        "conversation", ALPACA_NAME, normalized=NormalizedColumn(series, 0, "messages")
+    )
+
+
+ALPACA_NAME = "alpaca"
+ALPACA = ColumnsDialect(
+    name=ALPACA_NAME,
+    label="Alpaca",
+    columns=3,
+    parts=ALPACA_PARTS,
+    read=read_alpaca,
+)

@@ -1,10 +1,11 @@
 """A text option's column(s), read as text or as normalised conversations.
 
 Every command that takes ``--text COL`` reads it through :func:`read_chat`,
-which recognises the shape from the values (a text column, role/content
-messages, ShareGPT from/value messages, either as JSON text in a CSV or
-Parquet column; two columns for TRL's prompt-completion form; three for
-Alpaca's instruction, input and output), validates every conversation,
+which recognises the dialect (:mod:`evalkit.chat.dialects`) from the values
+(a text column, role/content messages, ShareGPT from/value messages, either
+as JSON text in a CSV or Parquet column) or from the number of columns (two
+for TRL's prompt-completion form, three for Alpaca's instruction, input and
+output), validates every conversation,
 puts the ``system`` column's prompt first and reads the ``tools`` column,
 and returns a :class:`ChatColumn` that gives what each command needs: the
 text compared for duplicates (chosen roles, tool calls included), lengths
@@ -19,10 +20,11 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from evalkit import params
-from evalkit.chat.alpaca import read_alpaca
+from evalkit.chat.dialect import ColumnsRead, Kind
+from evalkit.chat.dialects import columns_dialect
 from evalkit.chat.extras import (
     DEFAULT_SYSTEM,
     DEFAULT_TOOLS,
@@ -30,7 +32,6 @@ from evalkit.chat.extras import (
     resolve_column,
     with_system,
 )
-from evalkit.chat.frame import NormalizedColumn
 from evalkit.chat.reading import read_column
 from evalkit.chat.roles import DEFAULT_COMPARED_ROLES, ROLES, Role
 from evalkit.chat.texts import TURN_SEPARATOR, joined_texts, message_chars, message_text
@@ -41,9 +42,6 @@ if TYPE_CHECKING:
 
     from evalkit.io import Table, TableLike
 
-Kind = Literal["text", "conversation"]
-ColumnShape = Literal["text", "messages", "sharegpt", "alpaca"]
-
 
 @dataclass(frozen=True)
 class ChatColumn:
@@ -53,8 +51,9 @@ class ChatColumn:
     """The columns read: one, (prompt, completion), or Alpaca's (instruction, input, output)."""
     kind: Kind
     """``text`` (plain strings) or ``conversation`` (lists of messages)."""
-    shape: ColumnShape
-    """How the (first) column is written: ``text``, ``messages``, ``sharegpt`` or ``alpaca``."""
+    shape: str
+    """How the (first) column is written: ``text``, or the dialect's name (``messages``,
+    ``sharegpt``, ``alpaca``; :mod:`evalkit.chat.dialects`)."""
     texts: tuple[pl.Series, ...]
     """``kind == "text"``: one String series per column."""
     conversations: pl.Series | None
@@ -287,39 +286,17 @@ def _text_columns(columns: str | Sequence[str]) -> tuple[str, ...]:
     return params.text_columns(columns, "text")
 
 
-def _conversation_columns(table: Table, names: tuple[str, ...]) -> tuple[str, Any]:
-    """("text", text series) or ("conversation", (shape, conversations, prompt turns, …))."""
-    import polars as pl
-
-    if len(names) == 3:
-        return "conversation", ("alpaca", read_alpaca(table, names), None)
+def _conversation_columns(table: Table, names: tuple[str, ...]) -> ColumnsRead:
+    """The ``--text`` columns read: by the dialect registered for that many columns, or
+    one column alone (text, or conversations in a message dialect)."""
+    dialect = columns_dialect(len(names))
+    if dialect is not None:
+        return dialect.read(table, names, read_column)
     table.require_columns(names)
-    read = [read_column(table, name) for name in names]
-    kinds = {kind for kind, _ in read}
-    if len(kinds) > 1:
-        text_column = next(n for n, (k, _) in zip(names, read, strict=True) if k == "text")
-        chat_column = next(n for n, (k, _) in zip(names, read, strict=True) if k != "text")
-        raise InvalidConversation(
-            f"{table.label}: {{text}} {text_column} holds text but {{text}} {chat_column} holds "
-            "conversations; give two text columns or two conversation columns",
-            refs=["text"],
-        )
-    if kinds == {"text"}:
-        return "text", tuple(value for _, value in read)
-    parts: list[NormalizedColumn] = [value for _, value in read]  # type: ignore[misc]
-    if len(parts) == 1:
-        return "conversation", (parts[0].shape, parts[0], None)
-    joined = pl.select(
-        pl.concat_list(pl.lit(parts[0].conversations), pl.lit(parts[1].conversations))
-    ).to_series()
-    merged = NormalizedColumn(
-        joined,
-        sum(part.skipped_parts for part in parts),
-        parts[0].shape,
-        retyped=any(part.retyped for part in parts),
-        json_text=any(part.json_text for part in parts),
-    )
-    return "conversation", (parts[0].shape, merged, parts[0].conversations.list.len())
+    kind, value = read_column(table, names[0])
+    if kind == "text":
+        return ColumnsRead("text", "text", texts=(value,))  # type: ignore[arg-type]
+    return ColumnsRead("conversation", value.shape, normalized=value)  # type: ignore[arg-type]
 
 
 def _check_argument_texts(conversations: pl.Series, table: Table, column: str) -> None:
@@ -409,8 +386,8 @@ def read_chat(
             table = replace(table, label=source)
     names = _text_columns(columns)
     frame, source = table.frame, table.label
-    kind, read = _conversation_columns(table, names)
-    if kind == "text":
+    read = _conversation_columns(table, names)
+    if read.kind == "text":
         for parameter, given in (("system", system), ("tools", tools)):
             if given is not None:
                 raise ParameterError(
@@ -419,8 +396,9 @@ def read_chat(
                     f"{' '.join(names)} holds plain text",
                     refs=["text"],
                 )
-        return ChatColumn(names, "text", "text", read, None, None, 0)
-    shape, normalized, prompt_turns = read
+        return ChatColumn(names, "text", "text", read.texts, None, None, 0)
+    normalized, prompt_turns = read.normalized, read.prompt_turns
+    assert normalized is not None, "a conversation read has its conversations"
     conversations = normalized.conversations
     _check_argument_texts(conversations, table, names[0])
     system_column = resolve_column(frame, system, DEFAULT_SYSTEM, "system", source)
@@ -441,7 +419,7 @@ def read_chat(
     return ChatColumn(
         columns=names,
         kind="conversation",
-        shape=shape,
+        shape=read.shape,
         texts=(),
         conversations=conversations.alias(names[0]),
         prompt_turns=prompt_turns.alias("prompt_turns") if prompt_turns is not None else None,

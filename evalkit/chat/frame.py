@@ -8,9 +8,10 @@ vectorised passes instead of a Python loop over a million messages. It covers
 the column types that JSON and Parquet files of chat data produce (role/from
 and text as strings; content as a string or a list of ``{type, text}`` parts;
 tool calls whose arguments are text, as the API writes them; ``weight`` and
-``training`` flags). Anything else (arguments written as objects, ShareGPT
-``function_call`` turns) raises :class:`Unclean` and the caller falls back
-to the reference normaliser (:mod:`evalkit.chat.normalize`), value by value.
+``training`` flags). Anything else (arguments written as objects, a
+dialect's call turns such as ShareGPT's ``function_call``) raises
+:class:`Unclean` and the caller falls back to the reference normaliser
+(:mod:`evalkit.chat.normalize`), value by value.
 Whatever path runs, a malformed conversation is reported with the reference
 normaliser's own words (:class:`BadRow` only says which row).
 """
@@ -18,9 +19,10 @@ normaliser's own words (:class:`BadRow` only says which row).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalkit.chat.dialect import NormalizedColumn
+from evalkit.chat.dialects import default_message_dialect, message_dialect, message_dialects
 from evalkit.chat.dtypes import CONTENT, ROLE, call_dtype, conversation_dtype
 from evalkit.chat.frame_fields import (
     Unclean,
@@ -31,15 +33,7 @@ from evalkit.chat.frame_fields import (
     flag_columns,
     struct_fields,
 )
-from evalkit.chat.normalize import (
-    FUNCTION_CALL,
-    SHAPE_KEYS,
-    SHAPE_ROLES,
-    ConversationProblem,
-    Normalized,
-    Shape,
-    normalize_value,
-)
+from evalkit.chat.normalize import ConversationProblem, Normalized, normalize_value
 
 if TYPE_CHECKING:
     import polars as pl
@@ -59,28 +53,12 @@ MESSAGE_FIELDS = (ROLE, CONTENT, "tool_calls", "tool_call_id", "name", "train", 
 
 
 class BadRow(Exception):
-    """The first row (0-based) whose conversation is malformed, and the column's shape."""
+    """The first row (0-based) whose conversation is malformed, and the column's dialect."""
 
-    def __init__(self, row: int, shape: Shape | None) -> None:
+    def __init__(self, row: int, shape: str | None) -> None:
         super().__init__(row)
         self.row = row
         self.shape = shape
-
-
-@dataclass(frozen=True)
-class NormalizedColumn:
-    """A column of conversations in evalkit's form."""
-
-    conversations: pl.Series
-    """One list of messages per row, typed :func:`conversation_dtype`."""
-    skipped_parts: int
-    """Content parts that are not text (images, audio), over the whole column."""
-    shape: Shape
-    """How the column wrote its messages."""
-    retyped: bool = False
-    """Read value by value because the frame's column had converted values."""
-    json_text: bool = False
-    """Read from text holding each conversation's JSON (a CSV or Parquet string column)."""
 
 
 def _message_fields(series: pl.Series) -> dict[str, Any]:
@@ -161,20 +139,20 @@ def normalize_column(series: pl.Series) -> NormalizedColumn:
     messages = messages.unnest("message").with_columns(
         null_message=missing_message, index=pl.Series("index", index)
     )
-    role, sender = field(fields, "role"), field(fields, "from")
-    found = (
-        pl.when(role.is_not_null())
-        .then(pl.lit("messages"))
-        .when(sender.is_not_null())
-        .then(pl.lit("sharegpt"))
-    )
+    # Each message's dialect: the first whose role key it has (as recognise_message).
+    found: Any = None
+    for each in message_dialects():
+        has_key = field(fields, each.role_key).is_not_null()
+        found = (pl.when(has_key) if found is None else found.when(has_key)).then(pl.lit(each.name))
     first_found = messages.head(1).select(found).item() if messages.height else None
-    shape: Shape = "sharegpt" if first_found == "sharegpt" else "messages"
-    name = role if shape == "messages" else sender
-    if shape == "sharegpt" and messages.select((name == FUNCTION_CALL).any()).item():
+    dialect = message_dialect(first_found) if first_found else default_message_dialect()
+    shape = dialect.name
+    name = field(fields, dialect.role_key)
+    turns = list(dialect.call_turns)
+    if turns and messages.select(name.is_in(turns).any()).item():
         raise Unclean  # a call written as JSON text in the value: parsed value by value
-    mapped = name.replace_strict(SHAPE_ROLES[shape], default=None, return_dtype=pl.String)
-    text, content_problem, skipped = content_columns(fields, SHAPE_KEYS[shape][1])
+    mapped = name.replace_strict(dict(dialect.roles), default=None, return_dtype=pl.String)
+    text, content_problem, skipped = content_columns(fields, dialect.content_key)
     calls, call_problem = call_columns(fields, mapped)
     train, flag_problem = flag_columns(fields, mapped)
     problem = (
@@ -227,7 +205,7 @@ def normalize_values(values: Sequence[Any], name: str = "") -> NormalizedColumn:
     """
     import polars as pl
 
-    shape: Shape | None = None
+    shape: str | None = None
     rows: list[list[dict[str, Any]]] = []
     skipped = 0
     for row, value in enumerate(values):
@@ -239,4 +217,4 @@ def normalize_values(values: Sequence[Any], name: str = "") -> NormalizedColumn:
         rows.append([message.row() for message in normalized.messages])
         skipped += normalized.skipped_parts
     series = pl.Series(name, rows, dtype=conversation_dtype())
-    return NormalizedColumn(series, skipped, shape or "messages")
+    return NormalizedColumn(series, skipped, shape or default_message_dialect().name)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalkit.chat.dialects import content_keys, role_keys
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -89,10 +91,10 @@ def check_types(fields: dict[str, Any]) -> None:
     """Raise :class:`Unclean` when a message field has a type the expressions do not cover."""
     import polars as pl
 
-    for key in ("role", "from", "tool_call_id", "name"):
+    for key in (*role_keys(), "tool_call_id", "name"):
         if key in fields and not is_text(fields[key]):
             raise Unclean
-    for key in ("content", "value"):
+    for key in content_keys():
         if key in fields and not (is_text(fields[key]) or parts_fields(fields[key]) is not None):
             raise Unclean
     if "tool_calls" in fields:

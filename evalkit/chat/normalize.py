@@ -1,20 +1,22 @@
 """One conversation value -> normalised messages: the reference semantics.
 
-A conversation is a list of messages. Each message is either
-``{role, content}`` (OpenAI chat fine-tuning files, TRL ``messages``) or
-``{from, value}`` (ShareGPT ``conversations``); a column holds one shape or
-the other, never both. ``content`` is a string or a list of parts
+A conversation is a list of messages, each written in one registered message
+dialect (:mod:`evalkit.chat.dialects`): ``{role, content}`` (OpenAI chat
+fine-tuning files, TRL ``messages``), ``{from, value}`` (ShareGPT
+``conversations``); a column holds one dialect, never two. ``content`` is a
+string or a list of parts
 ``[{type: "text", text: …}, …]``: the text parts are concatenated, as the chat
 templates of multimodal families do, and other parts (images, audio) are
 skipped and counted. LLaMA-Factory's parts ``{type, value}`` read as it reads
 them: ``text`` joined, ``reasoning`` the message's reasoning, ``tool_call``
 (``{name, arguments}`` as JSON text) a tool call; its per-message
-``loss_weight`` is the training flag (0: not trained on). An assistant message that only calls tools
-(``content: null`` beside ``tool_calls``) has empty text. Besides its text a
+``loss_weight`` is the training flag (0: not trained on). An assistant
+message that only calls tools (``content: null`` beside ``tool_calls``) has
+empty text. Besides its text a
 message keeps what templates and APIs need (:mod:`evalkit.chat.calls`): its
 tool calls, the ``tool_call_id`` it answers, its ``name`` and its training
-flag; a ShareGPT ``function_call`` turn becomes an assistant message that
-calls tools.
+flag; a dialect's call turn (ShareGPT's ``function_call``) becomes an
+assistant message that calls tools.
 
 This module works on Python values, one conversation at a time. The column
 reader (:mod:`evalkit.chat.frame`) does the same work on whole polars columns;
@@ -24,7 +26,7 @@ tests hold the two to the same result on every input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from evalkit.chat.calls import (
     ToolCall,
@@ -34,29 +36,20 @@ from evalkit.chat.calls import (
     tool_calls,
     train_flag,
 )
-from evalkit.chat.roles import MESSAGE_ROLES, ROLES, SHAREGPT_ROLES, Role
+from evalkit.chat.dialect import MessageDialect
+from evalkit.chat.dialects import message_dialect, message_dialects, recognise_message
+from evalkit.chat.roles import Role
 from evalkit.chat.values import ConversationProblem, described, json_kind, short
 
 __all__ = [
-    "SHAPE_KEYS",
-    "SHAPE_ROLES",
     "ConversationProblem",
     "Message",
     "Normalized",
-    "Shape",
     "ToolCall",
     "described",
     "json_kind",
     "normalize_value",
 ]
-
-Shape = Literal["messages", "sharegpt"]
-SHAPE_KEYS: dict[Shape, tuple[str, str]] = {
-    "messages": ("role", "content"),
-    "sharegpt": ("from", "value"),
-}
-SHAPE_ROLES: dict[Shape, dict[str, Role]] = {"messages": MESSAGE_ROLES, "sharegpt": SHAREGPT_ROLES}
-FUNCTION_CALL = "function_call"
 
 
 @dataclass(frozen=True)
@@ -95,33 +88,13 @@ class Normalized:
 
     messages: list[Message]
     skipped_parts: int
-    shape: Shape
+    shape: str
+    """The message dialect's name (:mod:`evalkit.chat.dialects`)."""
 
     @property
     def pairs(self) -> list[tuple[Role, str]]:
         """(role, text) of every message."""
         return [(message.role, message.content) for message in self.messages]
-
-
-def shape_keys(shape: Shape) -> str:
-    """``{role, content}`` or ``{from, value}``: how a shape is named in messages."""
-    return "{" + ", ".join(SHAPE_KEYS[shape]) + "}"
-
-
-def message_shape(message: dict[str, Any]) -> Shape | None:
-    """The shape a message is written in, from its keys (None: neither)."""
-    if message.get("role") is not None:
-        return "messages"
-    if message.get("from") is not None:
-        return "sharegpt"
-    return None
-
-
-def unknown_role_reason(name: str, shape: Shape) -> str:
-    """The reason given for a role name outside the shape's map."""
-    known = ", ".join(sorted(SHAPE_ROLES[shape]))
-    key = SHAPE_KEYS[shape][0]
-    return f"unknown {key} {name!r}; use one of {known} (normalised to {', '.join(ROLES)})"
 
 
 @dataclass(frozen=True)
@@ -178,9 +151,9 @@ def parts_content(parts: list[Any], index: int) -> Content:
     return Content("".join(texts), skipped, "".join(reasoning) or None, tuple(calls))
 
 
-def message_content(message: dict[str, Any], shape: Shape, index: int) -> Content:
+def message_content(message: dict[str, Any], dialect: MessageDialect, index: int) -> Content:
     """The content of one message: its text, skipped parts, reasoning and part calls."""
-    key = SHAPE_KEYS[shape][1]
+    key = dialect.content_key
     content = message.get(key)
     if isinstance(content, str):
         return Content(content)
@@ -200,15 +173,15 @@ def message_content(message: dict[str, Any], shape: Shape, index: int) -> Conten
 
 
 def _message(
-    message: dict[str, Any], shape: Shape, name: str, role: Role, index: int
+    message: dict[str, Any], dialect: MessageDialect, name: str, role: Role, index: int
 ) -> tuple[Message, int]:
     """One message in evalkit's form, and the non-text content parts it skipped."""
-    if shape == "sharegpt" and name == FUNCTION_CALL:
-        calls = function_call_turn(message.get("value"), index)
+    if name in dialect.call_turns:
+        calls = function_call_turn(message.get(dialect.content_key), index)
         content = Content("")
     else:
         calls = tool_calls(message, role, index)
-        content = message_content(message, shape, index)
+        content = message_content(message, dialect, index)
         if content.calls:
             if role != "assistant":
                 raise ConversationProblem(
@@ -228,10 +201,19 @@ def _message(
     return normalized, content.skipped
 
 
-def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:
+def _no_role_key() -> str:
+    first, *others = message_dialects()
+    nor = ", ".join(f"{other.label}'s {other.role_key!r}" for other in others)
+    return (
+        f"has no {first.role_key!r}" + (f" (nor {nor})" if nor else "")
+        + f"; each message needs {first.role_key} and {first.content_key}"
+    )  # fmt: skip
+
+
+def normalize_value(value: Any, expected: str | None = None) -> Normalized:
     """Normalise one conversation, or raise :class:`ConversationProblem` saying why not.
 
-    ``expected`` is the shape the rest of the column uses (a column holds one).
+    ``expected`` is the dialect the rest of the column uses (a column holds one).
     """
     if not isinstance(value, list | tuple):
         raise ConversationProblem(
@@ -240,7 +222,7 @@ def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:
         )
     if not value:
         raise ConversationProblem("is an empty list; a conversation needs at least one message")
-    shape = expected
+    dialect = message_dialect(expected) if expected is not None else None
     messages: list[Message] = []
     skipped = 0
     for index, message in enumerate(value):
@@ -250,30 +232,27 @@ def normalize_value(value: Any, expected: Shape | None = None) -> Normalized:
                 '{"role": ..., "content": ...}',
                 index,
             )
-        found = message_shape(message)
+        found = recognise_message(message)
         if found is None:
+            raise ConversationProblem(_no_role_key(), index)
+        if dialect is None:
+            dialect = found
+        elif found != dialect:
             raise ConversationProblem(
-                "has no 'role' (nor ShareGPT's 'from'); each message needs role and content",
+                f"is written {found.keys} but the column's messages are "
+                f"{dialect.keys}; use one shape per column",
                 index,
             )
-        if shape is None:
-            shape = found
-        elif found != shape:
-            raise ConversationProblem(
-                f"is written {shape_keys(found)} but the column's messages are "
-                f"{shape_keys(shape)}; use one shape per column",
-                index,
-            )
-        name = message[SHAPE_KEYS[shape][0]]
-        role = SHAPE_ROLES[shape].get(name) if isinstance(name, str) else None
+        name = message[dialect.role_key]
+        role = dialect.roles.get(name) if isinstance(name, str) else None
         if role is None:
-            raise ConversationProblem(unknown_role_reason(str(name), shape), index)
-        normalized, parts_skipped = _message(message, shape, name, role, index)
+            raise ConversationProblem(dialect.unknown_role(str(name)), index)
+        normalized, parts_skipped = _message(message, dialect, name, role, index)
         messages.append(normalized)
         skipped += parts_skipped
-    assert shape is not None
+    assert dialect is not None
     check_answers(
         [m.role for m in messages], [m.tool_calls for m in messages],
         [m.tool_call_id for m in messages],
     )  # fmt: skip
-    return Normalized(messages, skipped, shape)
+    return Normalized(messages, skipped, dialect.name)

@@ -17,15 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from evalkit.chat.frame import (
-    BadRow,
-    NormalizedColumn,
-    Unclean,
-    normalize_column,
-    normalize_values,
-)
+from evalkit.chat.dialect import Kind, NormalizedColumn
+from evalkit.chat.dialects import described_message_dialects, role_keys
+from evalkit.chat.frame import BadRow, Unclean, normalize_column, normalize_values
 from evalkit.chat.normalize import normalize_value
 from evalkit.chat.values import ConversationProblem
 from evalkit.errors import InvalidConversation, InvalidTable
@@ -34,9 +30,6 @@ if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.io import Table
-
-Kind = Literal["text", "conversation"]
-# A text value that may be a conversation polars turned into JSON text.
 
 
 def problem_error(column: str, where: str, problem: ConversationProblem) -> InvalidConversation:
@@ -126,7 +119,8 @@ def json_conversations(
     series: pl.Series, column: str, locate: Callable[[int], str]
 ) -> list[Any] | None:
     """The values of a text column as conversations, when its non-empty values are the JSON
-    text of lists of messages (objects with ``role`` or ``from``); None for a text column.
+    text of lists of messages (objects with a message dialect's role key: ``role``,
+    ``from``); None for a text column.
 
     A column of text never pays for the parse: it is text when no value starts
     like a JSON list. A column whose rows are mostly message lists and where
@@ -142,6 +136,7 @@ def json_conversations(
     present = present.filter(present.str.strip_chars() != "")
     if not len(present) or not present.str.strip_chars_start().str.starts_with("[").any():
         return None
+    keys = role_keys()
     parsed: dict[str, Any] = {}
     bad: dict[str, str] = {}
     for text in present.unique(maintain_order=True).to_list():
@@ -151,8 +146,7 @@ def json_conversations(
             bad[text] = f"is not JSON ({str(error).split(':')[0]})"
             continue
         if not isinstance(value, list) or not all(
-            isinstance(message, dict) and ("role" in message or "from" in message)
-            for message in value
+            isinstance(message, dict) and any(key in message for key in keys) for message in value
         ):
             bad[text] = "is not the JSON of a list of messages"
             continue
@@ -204,5 +198,5 @@ def read_column(table: Table, column: str) -> tuple[Kind, pl.Series | Normalized
         return "conversation", _from_series(series, column, table.where)
     raise InvalidTable(
         f"{table.label}: column {column!r} holds {dtype} values; a text option needs text, or "
-        "conversations (lists of {role, content} or {from, value} messages)"
+        f"conversations (lists of {described_message_dialects()} messages)"
     )

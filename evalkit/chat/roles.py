@@ -1,11 +1,10 @@
-"""The roles of a normalised conversation, and how each chat shape names them.
+"""The roles of a normalised conversation.
 
 Every conversation evalkit reads ends up with four roles, the ones chat
-templates know: ``system``, ``user``, ``assistant``, ``tool``. ShareGPT files
-name speakers differently (``human``/``gpt``; the assistant's own tool call
-as ``function_call``, the tool's answer as ``observation`` or ``tool``), so
-each shape has its own map onto those four. A name outside the map is an
-error, never guessed.
+templates know: ``system``, ``user``, ``assistant``, ``tool``. Each message
+dialect (:mod:`evalkit.chat.dialects`) maps its own speaker names onto those
+four (ShareGPT's ``human``/``gpt``, ``function_call``, ``observation``); a
+name outside its map is an error, never guessed.
 """
 
 from __future__ import annotations
@@ -17,30 +16,6 @@ from evalkit.errors import ParameterError
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: Final[tuple[Role, ...]] = ("system", "user", "assistant", "tool")
-
-# role/content messages (OpenAI chat fine-tuning files, TRL ``messages``).
-# ``developer`` is OpenAI's newer name for the system turn.
-MESSAGE_ROLES: Final[dict[str, Role]] = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "assistant": "assistant",
-    "tool": "tool",
-}
-# from/value messages (ShareGPT ``conversations``, axolotl, LLaMA-Factory).
-# ``function_call`` is the assistant's call (LLaMA-Factory's ``function_tag``, its
-# Role.FUNCTION, trained on like any assistant turn); ``observation`` the tool's
-# answer (``observation_tag``): src/llamafactory/data/parser.py and converter.py.
-SHAREGPT_ROLES: Final[dict[str, Role]] = {
-    "system": "system",
-    "human": "user",
-    "user": "user",
-    "gpt": "assistant",
-    "assistant": "assistant",
-    "tool": "tool",
-    "function_call": "assistant",
-    "observation": "tool",
-}
 
 # The turns compared for duplicates by default: a system prompt shared by
 # every example must never make two examples look alike.

@@ -2,7 +2,9 @@
 
 Public entry points (also re-exported from :mod:`evalkit`):
 :func:`load_contract`, :class:`Contract`, :func:`contract_fingerprint`,
-:func:`normalized_contract`. They are imported lazily, so that a parsing
+:func:`normalized_contract`; the matcher registry (:class:`Matcher`,
+:func:`register_matcher`, :data:`MATCHERS`, :class:`FieldColumns`) is the
+extension point for a new ``match:`` rule. They are imported lazily, so that a parsing
 worker (which needs only :mod:`evalkit.contract.parse`) does not load pydantic.
 """
 
@@ -12,6 +14,10 @@ from evalkit._lazy import lazy_exports
 
 _EXPORTS = {
     "Contract": "evalkit.contract.model",
+    "FieldColumns": "evalkit.contract.matchers",
+    "MATCHERS": "evalkit.contract.matchers",
+    "Matcher": "evalkit.contract.matchers",
+    "register_matcher": "evalkit.contract.matchers",
     "contract_fingerprint": "evalkit.contract.fingerprint",
     "load_contract": "evalkit.contract.load",
     "normalized_contract": "evalkit.contract.fingerprint",

@@ -9,26 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalkit.contract.match_values import normalize_text
 from evalkit.contract.parse import ABSENT, EMPTY, MISSING, STRING, UNKNOWN_LABEL
 
 if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.contract.model import Contract
-
-
-def normalize_text(expression: pl.Expr) -> pl.Expr:
-    """The ``normalized`` matcher's form of a string: NFKC, lower case, whitespace collapsed.
-
-    One polars expression applied to gold and prediction alike, so both
-    sides go through the same code.
-    """
-    return (
-        expression.str.normalize("NFKC")
-        .str.to_lowercase()
-        .str.replace_all(r"\s+", " ")
-        .str.strip_chars()
-    )
 
 
 def label_key(expression: pl.Expr, extract: str) -> pl.Expr:

@@ -11,10 +11,12 @@ without anyone noticing. The JSON Schema of this model is committed as
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, model_validator
+from pydantic_core import PydanticCustomError
 
+from evalkit.contract.matchers import MATCHERS, matcher_names
 from evalkit.contract.tool_names import (
     ARGUMENT_PREFIX,
     FUNCTION_CLASS,
@@ -137,13 +139,33 @@ class OutputSpec(_Strict):
         return self
 
 
+def _registered_matcher(value: Any) -> str:
+    """A ``match`` value: a registered matcher's name (pydantic's Literal error otherwise)."""
+    if isinstance(value, str) and value in MATCHERS:
+        return value
+    names = [repr(name) for name in matcher_names()]
+    expected = " or ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
+class _MatcherSchema:
+    """The JSON Schema of ``match``: the registered names, read when the schema is made."""
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> dict[str, Any]:
+        return {"enum": list(matcher_names()), "type": "string"}
+
+
+MatcherName = Annotated[str, PlainValidator(_registered_matcher), _MatcherSchema()]
+"""The name of a registered matcher (:data:`evalkit.contract.matchers.MATCHERS`)."""
+
+
 class FieldSpec(_Strict):
     """One predicted key compared with one gold column."""
 
     gold: str | None = None
     """The gold column holding the expected value (required, except with ``parse:
     tool_calls``, where the gold value is the gold call's own ``name`` or argument)."""
-    match: Literal["exact", "normalized", "number", "set"] = "exact"
+    match: MatcherName = "exact"
     """``exact``: equal JSON values; ``normalized``: strings equal after Unicode
     NFKC, lower-casing and whitespace collapsing; ``number``: numbers within
     ``tolerance``; ``set``: lists equal as sets (or F1 at least ``min_f1``).
@@ -159,18 +181,23 @@ class FieldSpec(_Strict):
     def _explicit_defaults(cls, data: Any) -> Any:
         # The normalised contract spells out every default that decides a verdict.
         if isinstance(data, dict):
-            if data.get("match") == "number" and data.get("tolerance") is None:
-                data = {**data, "tolerance": 0.0}
-            if data.get("match") == "set" and data.get("min_f1") is None:
-                data = {**data, "min_f1": 1.0}
+            name = data.get("match")
+            rule = MATCHERS.get(name) if isinstance(name, str) else None
+            if rule is not None and rule.option is not None:
+                option, default = rule.option
+                if data.get(option) is None:
+                    data = {**data, option: default}
         return data
 
     @model_validator(mode="after")
     def _check_options(self) -> FieldSpec:
-        if self.tolerance is not None and self.match != "number":
-            raise ValueError("'tolerance' is for match: number")
-        if self.min_f1 is not None and self.match != "set":
-            raise ValueError("'min_f1' is for match: set")
+        # An option belongs to one matcher; set for another it would be silently ignored.
+        for rule in MATCHERS.values():
+            if rule.option is None:
+                continue
+            option = rule.option[0]
+            if getattr(self, option) is not None and self.match != rule.name:
+                raise ValueError(f"'{option}' is for match: {rule.name}")
         return self
 
 
@@ -325,7 +352,7 @@ class Contract(_Strict):
                     f"{key}.gold: with parse: tool_calls the gold value is the gold call's own "
                     f"{'name' if name == NAME_FIELD else 'argument'}; leave 'gold' out"
                 )
-            if name == NAME_FIELD and spec.match in ("number", "set"):
+            if name == NAME_FIELD and not MATCHERS[spec.match].compares_names:
                 raise ValueError(f"{key}: a function name is text; use match: exact or normalized")
 
     @property

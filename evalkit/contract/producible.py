@@ -16,11 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from evalkit.contract.matchers import matcher
 from evalkit.contract.model import Contract
 
 JSON_TYPES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
-# The JSON types a matcher can match a non-null gold value with.
-NEEDED_TYPES = {"number": {"integer", "number"}, "set": {"array"}}
 _MAX_REF_DEPTH = 32
 
 
@@ -153,7 +152,8 @@ def unproducible_fields(contract: Contract) -> list[tuple[str, str]]:
         if refused is not None:
             problems.append((name, f"the schema admits no key {name!r}: {refused}"))
             continue
-        needed = NEEDED_TYPES.get(spec.match)
+        rule = matcher(spec.match)
+        needed = rule.output_types
         allowed = allowed_types(subschema, schema)
         if allowed is None:
             continue
@@ -161,7 +161,9 @@ def unproducible_fields(contract: Contract) -> list[tuple[str, str]]:
             problems.append((name, f"the schema allows key {name!r} no value but null"))
         elif needed is not None and not needed & allowed:
             shown = ", ".join(sorted(allowed))
-            wanted = "a number" if spec.match == "number" else "an array"
-            why = f"match: {spec.match} needs {wanted}, but the schema allows {name!r} only {shown}"
+            why = (
+                f"match: {spec.match} needs {rule.needs}, but the schema allows {name!r} "
+                f"only {shown}"
+            )
             problems.append((name, why))
     return problems

@@ -6,8 +6,9 @@ matcher (the rules of :mod:`evalkit.contract.match`: a null or absent gold
 value expects null or an absent key; ``exact`` equal JSON values, ``1 ==
 1.0``; ``normalized`` strings equal after NFKC, lower-casing and whitespace
 collapsing; ``number`` within ``tolerance``; ``set`` lists as sets, F1 at
-least ``min_f1``), every other argument exactly (present on both sides with
-equal canonical JSON, or absent on both). With ``correct`` a list of fields,
+least ``min_f1``: each registered matcher's ``value_match``), every other
+argument exactly (present on both sides with equal canonical JSON, or absent
+on both). With ``correct`` a list of fields,
 only those decide.
 
 The lists of calls match under ``calls``: ``ordered``/``one`` position by
@@ -26,25 +27,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import orjson
-
-from evalkit.contract.match import FLOAT_SLACK
+from evalkit.contract.match_values import json_bytes as _text
+from evalkit.contract.match_values import normalize_text
+from evalkit.contract.matchers import matcher
 
 if TYPE_CHECKING:
     from evalkit.contract.model import Contract, FieldSpec
 
 _ABSENT = object()
-_SORT = orjson.OPT_SORT_KEYS
 REST = "\x00rest"
 """The pseudo-field of everything no field names (the name when unlisted, other arguments)."""
-
-
-def _text(value: Any) -> bytes:
-    return orjson.dumps(value, option=_SORT)
-
-
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float)
 
 
 @dataclass(frozen=True)
@@ -66,9 +58,13 @@ class CallRules:
             contract.output.calls != "set",
         )
 
+    def scored_fields(self) -> list[str]:
+        """Fields whose matcher scores each value (an ``f1.<field>`` column)."""
+        return [name for name, spec in self.fields.items() if matcher(spec.match).reports_f1]
+
     def normalized_fields(self) -> list[str]:
         """Fields whose matcher normalises strings (their strings are normalised in bulk)."""
-        return [name for name, spec in self.fields.items() if spec.match == "normalized"]
+        return [name for name, spec in self.fields.items() if matcher(spec.match).normalizes]
 
     def value_match(
         self, spec: FieldSpec, predicted: Any, gold: Any, normal: dict[str, str]
@@ -78,14 +74,7 @@ class CallRules:
             return predicted is _ABSENT or predicted is None
         if predicted is _ABSENT:
             return False
-        if spec.match == "number":
-            tolerance = spec.tolerance or 0.0
-            return _is_number(predicted) and abs(predicted - gold) <= tolerance + FLOAT_SLACK
-        if spec.match == "set":
-            return (set_f1(predicted, gold) or 0.0) >= (spec.min_f1 or 1.0)
-        if spec.match == "normalized" and type(predicted) is str and type(gold) is str:
-            return predicted == gold or normal[predicted] == normal[gold]
-        return _text(predicted) == _text(gold)
+        return matcher(spec.match).value_match(spec, predicted, gold, normal)
 
     def pair(
         self, predicted: dict[str, Any], gold: dict[str, Any], normal: dict[str, str]
@@ -117,17 +106,6 @@ class CallRules:
         return all(fields[name] for name in self.correct) and (fields[REST] or not self.all_correct)
 
 
-def set_f1(predicted: Any, gold: Any) -> float | None:
-    """F1 of two lists compared as sets of JSON values (None when either is not a list)."""
-    if type(predicted) is not list or type(gold) is not list:
-        return None
-    left = {_text(item) for item in predicted}
-    right = {_text(item) for item in gold}
-    if not left and not right:
-        return 1.0
-    return 2 * len(left & right) / (len(left) + len(right))
-
-
 def perfect_matching(size: int, edge: Callable[[int, int], bool]) -> bool:
     """Whether every left item pairs with its own right item along ``edge`` (Kuhn's algorithm)."""
     owner: list[int | None] = [None] * size
@@ -152,7 +130,7 @@ class CallsVerdict(NamedTuple):
     fields: dict[str, bool]
     """Per contract field: did it match across the calls (under ``calls``'s pairing)?"""
     f1: dict[str, float | None]
-    """Per ``set`` field: its F1 averaged over the calls taken in order (null: no pairs)."""
+    """Per scored (``set``) field: its F1 averaged over the calls in order (null: no pairs)."""
 
 
 def compare_calls(
@@ -163,15 +141,16 @@ def compare_calls(
 ) -> CallsVerdict:
     """The content verdict of predicted calls against gold calls (both non-empty)."""
     names = list(rules.fields)
-    set_fields = [name for name in names if rules.fields[name].match == "set"]
+    scored = rules.scored_fields()
     if len(predicted) != len(gold):
-        return CallsVerdict(False, dict.fromkeys(names, False), dict.fromkeys(set_fields))
+        return CallsVerdict(False, dict.fromkeys(names, False), dict.fromkeys(scored))
     grid = [[rules.pair(p, g, normal) for g in gold] for p in predicted]
     f1: dict[str, float | None] = {}
-    for name in set_fields:
+    for name in scored:
         key = name[10:]
+        score = matcher(rules.fields[name].match).value_score
         scores = [
-            set_f1(p["arguments"].get(key), g["arguments"].get(key))
+            score(p["arguments"].get(key), g["arguments"].get(key))
             for p, g in zip(predicted, gold, strict=True)
         ]
         f1[name] = sum(s or 0.0 for s in scores) / len(scores)
@@ -196,12 +175,10 @@ def normalized_strings(
     """Every string a ``normalized`` field compares, normalised once in bulk.
 
     The normalisation is the polars expression the ``normalized`` matcher
-    applies to columns (:func:`evalkit.contract.labels.normalize_text`), so
+    applies to columns (:func:`evalkit.contract.match_values.normalize_text`), so
     both paths share one definition (Unicode lower-casing included).
     """
     import polars as pl
-
-    from evalkit.contract.labels import normalize_text
 
     wanted = rules.normalized_fields()
     if not wanted:

@@ -192,15 +192,15 @@ def _content(rows: pl.DataFrame, valid: pl.Series, contract: Contract) -> dict[s
 
     rules = CallRules.of(contract)
     names = list(contract.fields)
-    set_fields = [name for name in names if contract.fields[name].match == "set"]
+    scored_fields = rules.scored_fields()
     expects = rows[GOLD_CALLS] != "[]"
     equal = (rows["calls"] == rows[GOLD_CALLS]).fill_null(False)
-    decided = valid & (~expects | (equal & (not set_fields)))
+    decided = valid & (~expects | (equal & (not scored_fields)))
     slow = valid & ~decided
     correct = decided.clone()
     fields = {name: decided.clone() for name in names}
     f1: dict[str, pl.Series] = {
-        name: pl.repeat(None, rows.height, dtype=pl.Float64, eager=True) for name in set_fields
+        name: pl.repeat(None, rows.height, dtype=pl.Float64, eager=True) for name in scored_fields
     }
     if slow.any():
         pairs = rows.filter(slow).select("calls", GOLD_CALLS)
@@ -219,7 +219,7 @@ def _content(rows: pl.DataFrame, valid: pl.Series, contract: Contract) -> dict[s
             ),
             *(
                 pl.Series(f"f{i}", [v.f1[n] for v in verdicts], dtype=pl.Float64)
-                for i, n in enumerate(set_fields)
+                for i, n in enumerate(scored_fields)
             ),
         )
         found = pairs.join(table, on=["calls", GOLD_CALLS], how="left", maintain_order="left")
@@ -227,7 +227,7 @@ def _content(rows: pl.DataFrame, valid: pl.Series, contract: Contract) -> dict[s
         correct = correct.scatter(positions, found["c"])
         for index, name in enumerate(names):
             fields[name] = fields[name].scatter(positions, found[f"m{index}"])
-        for index, name in enumerate(set_fields):
+        for index, name in enumerate(scored_fields):
             f1[name] = f1[name].scatter(positions, found[f"f{index}"])
     columns = {"content_correct": correct}
     columns |= {f"match.{name}": series for name, series in fields.items()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalkit.contract.matchers import matcher
 from evalkit.records._summary import (
     ClassStats,
     ConfusionCell,
@@ -64,7 +65,7 @@ def field_stats(examples: pl.DataFrame, contract: Contract) -> dict[str, FieldSt
     for name, spec in contract.fields.items():
         matched = int(examples[f"match.{name}"].sum())
         mean_f1 = None
-        if spec.match == "set":
+        if matcher(spec.match).reports_f1:
             scores = examples.filter(pl.col("format_valid"))[f"f1.{name}"].fill_null(0.0)
             mean_f1 = ratio(float(scores.sum()), valid)
         result[name] = FieldStats(

@@ -15,14 +15,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from evalkit.contract.labels import parse_labels
-from evalkit.contract.match import (
-    field_match,
-    nested_equal_column,
-    normalized_equal_column,
-    predicted_class,
-    set_f1_column,
-    slice_mask,
-)
+from evalkit.contract.match import field_match, predicted_class, slice_mask
+from evalkit.contract.matchers import matcher
 from evalkit.contract.parse import (
     INVALID_JSON,
     MISSING,
@@ -93,19 +87,15 @@ def _expressions(rows: pl.DataFrame, contract: Contract) -> list[tuple[str, pl.E
         assert spec.gold is not None, "fields of parse: json and label name their gold column"
         gold_column = GOLD_PREFIX + spec.gold
         dtype = rows.schema[gold_column]
-        f1 = set_f1_column(rows, gold_column, index) if spec.match == "set" else None
-        normalized = nested = None
-        if spec.match == "normalized" and dtype == pl.String:
-            normalized = normalized_equal_column(rows, gold_column, index)
-        if spec.match in ("exact", "normalized") and isinstance(dtype, pl.List | pl.Struct):
-            nested = nested_equal_column(rows, gold_column, index)
+        rule = matcher(spec.match)
+        computed = rule.columns(rows, gold_column, index, dtype)
         is_label = contract.output.parse == "label"
         expression = field_match(
-            spec, index, gold_column, dtype, f"fields.{name}", f1, normalized, nested, is_label
+            spec, index, gold_column, dtype, f"fields.{name}", computed, is_label
         )
         matches.append((f"fields.{name}", expression.alias(f"match.{name}")))
-        if f1 is not None:
-            f1_columns.append((f"fields.{name}", pl.lit(f1).alias(f"f1.{name}")))
+        if rule.reports_f1:
+            f1_columns.append((f"fields.{name}", pl.lit(computed["f1"]).alias(f"f1.{name}")))
     by_name = dict(zip(contract.fields, (expression for _, expression in matches), strict=True))
     correct = pl.all_horizontal([by_name[name] for name in contract.correct_fields])
     class_name = contract.class_field

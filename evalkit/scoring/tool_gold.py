@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from evalkit.contract.matchers import Matcher, matcher
 from evalkit.contract.tool_names import FUNCTION_CLASS
 from evalkit.contract.tool_rules import (
     ToolCatalog,
@@ -190,15 +191,14 @@ def _calls_from_answers(
 
 
 def _field_problem(
-    contract: Contract, arguments: dict[str, Any], wanted: dict[str, str]
+    contract: Contract, arguments: dict[str, Any], wanted: dict[str, Matcher]
 ) -> tuple[str, Any] | None:
-    """(field, value) of a gold value a ``number``/``set`` field's matcher cannot compare."""
-    for key, match in wanted.items():
+    """(field, value) of a gold value its field's matcher cannot compare (``number``, ``set``)."""
+    for key, rule in wanted.items():
         value = arguments.get(key)
         if value is None:
             continue
-        fits = type(value) in (int, float) if match == "number" else type(value) is list
-        if not fits:
+        if not rule.gold_value_fits(value):
             return key, value
     return None
 
@@ -218,10 +218,10 @@ def _gold_keys(
     fields' matchers can compare; ``calls: one`` allows one call.
     """
     mode = contract.output.calls or "set"
-    wanted: dict[str, str] = {
-        name[len("arguments.") :]: spec.match
+    wanted: dict[str, Matcher] = {
+        name[len("arguments.") :]: matcher(spec.match)
         for name, spec in contract.fields.items()
-        if name != "name" and spec.match in ("number", "set")
+        if name != "name" and matcher(spec.match).gold_kinds is not None
     }
     validated: set[tuple[str, str]] = set()
     checks: dict[tuple[str, str], Any] = {}  # (tools, name) -> is_valid
@@ -249,8 +249,8 @@ def _gold_keys(
             if wanted and (problem := _field_problem(contract, arguments, wanted)) is not None:
                 key, value = problem
                 raise InvalidContract(
-                    f"{_where(label, ids, row)}: fields.arguments.{key}: match: {wanted[key]} "
-                    f"compares {'a number' if wanted[key] == 'number' else 'a list'}, but gold "
+                    f"{_where(label, ids, row)}: fields.arguments.{key}: match: {wanted[key].name} "
+                    f"compares {wanted[key].gold_value}, but gold "
                     f"call {number} ({name}) has {value!r}; fix the gold or use match: exact"
                 )
             seen = (digest, text)
