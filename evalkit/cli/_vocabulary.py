@@ -238,7 +238,8 @@ def json_option(help: str) -> Callable[[F], F]:
 class Output:
     """Where a command's words go, given ``--json`` and ``--quiet``.
 
-    The JSON report goes to its file, or to stdout for ``--json -``; then the
+    The JSON report goes to its file (written by the command's library call,
+    ``json=``), or to stdout for ``--json -`` (:meth:`print_json`); then the
     summary and the paths go to stderr, so that stdout holds the JSON alone.
     With ``quiet`` the summary is left out and the written paths are printed.
     """
@@ -263,17 +264,10 @@ class Output:
             return None
         return "stdout" if self.json_to_stdout else str(self.json_path)
 
-    def write_json(self, text: str | bytes) -> None:
-        """Write the JSON report where ``--json`` says (atomically for a file)."""
-        if self.json_path is None:
-            return
-        data = text.encode("utf-8") if isinstance(text, str) else text
+    def print_json(self, text: str | bytes) -> None:
+        """Print the JSON report for ``--json -`` (a ``--json`` file is the library call's)."""
         if self.json_to_stdout:
-            click.echo(data, nl=False)
-            return
-        from evalkit.io import atomic_write_bytes
-
-        atomic_write_bytes(self.json_path, data)
+            click.echo(text.encode("utf-8") if isinstance(text, str) else text, nl=False)
 
     def say(self, text: str) -> None:
         """Print a summary line (not with ``quiet``)."""

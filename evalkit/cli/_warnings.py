@@ -37,3 +37,26 @@ def library_warnings() -> Iterator[None]:
 
         warnings.showwarning = show
         yield
+
+
+@contextlib.contextmanager
+def deferred_warnings() -> Iterator[list[str]]:
+    """Collect each :class:`EvalkitWarning` the block raises as its line, to print later.
+
+    For a warning that speaks of what the command prints after the call (``gate``:
+    "the verdict above stands"): the command prints the lines after its summary.
+    """
+    naming = line_naming(click.get_current_context(silent=True))
+    lines: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", EvalkitWarning)
+        shown = warnings.showwarning
+
+        def show(message: Any, category: Any, *rest: Any, **keywords: Any) -> None:
+            if isinstance(message, EvalkitWarning):
+                lines.append(f"evalkit: warning: {message.named(naming)}")
+            else:
+                shown(message, category, *rest, **keywords)
+
+        warnings.showwarning = show
+        yield lines

@@ -69,14 +69,12 @@ def audit_command(
       evalkit audit corpus/ --id id --text messages --engine ray \\
         --ray-address head-node:6379 --json audit.json
     """
-    from evalkit.io import CommandFiles
     from evalkit.leakage.api import audit
     from evalkit.report.audit_summary import render_audit_summary
 
     output = Output(json_path, quiet)
-    CommandFiles(force=force).reads(*files).writes(output.json_file, option="--json").check()
-    report = audit(list(files), params, progress=not quiet)
-    output.write_json(report.model_dump_json(indent=2) + "\n")
+    report = audit(list(files), params, progress=not quiet, json=output.json_file, force=force)
+    output.print_json(report.model_dump_json(indent=2) + "\n")
     output.say(render_audit_summary(report, output.json_name))
     output.wrote([json_path])
     click.get_current_context().exit(1 if report.leak else 0)

@@ -66,30 +66,21 @@ def card_command(
     card is still written), 2 bad input (not an adapter folder, a corrupt
     weights file, an existing --json file without --force).
     """
-    from evalkit.io import CommandFiles
-    from evalkit.provenance.card import adapter_card, card_json
-    from evalkit.provenance.checkpoint import is_checkpoint
+    from evalkit.provenance.card import card_json
+    from evalkit.provenance.cards import card
+    from evalkit.provenance.checkpoint import checkpoint_json
+    from evalkit.records import CheckpointCard
     from evalkit.report.card_summary import render_card_summary
-
-    output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads(adapter_dir, params.base, params.training)
-    files.writes(output.json_file, option="--json").check()
-    if is_checkpoint(adapter_dir):
-        _checkpoint(adapter_dir, params, output, json_path)
-    card = adapter_card(adapter_dir, params)
-    output.write_json(card_json(card))
-    output.say(render_card_summary(card, output.json_name))
-    output.wrote([json_path])
-    click.get_current_context().exit(1 if card.errors else 0)
-
-
-def _checkpoint(folder: Path, params: CardParams, output: Output, json_path: Path | None) -> None:
-    """The card of a Trainer checkpoint: resumable (exit 0) or not (exit 1)."""
-    from evalkit.provenance.checkpoint import checkpoint_card, checkpoint_json
     from evalkit.report.checkpoint_summary import render_checkpoint_summary
 
-    card = checkpoint_card(folder, params)
-    output.write_json(checkpoint_json(card))
-    output.say(render_checkpoint_summary(card, output.json_name))
+    output = Output(json_path, quiet)
+    found = card(adapter_dir, params, json=output.json_file, force=force)
+    if isinstance(found, CheckpointCard):
+        output.print_json(checkpoint_json(found))
+        output.say(render_checkpoint_summary(found, output.json_name))
+        output.wrote([json_path])
+        click.get_current_context().exit(0 if found.resumable else 1)
+    output.print_json(card_json(found))
+    output.say(render_card_summary(found, output.json_name))
     output.wrote([json_path])
-    click.get_current_context().exit(0 if card.resumable else 1)
+    click.get_current_context().exit(1 if found.errors else 0)

@@ -73,41 +73,22 @@ def compare_command(
       evalkit compare runs/baseline runs/cand-a runs/cand-b --out reports/
     """
     from evalkit.comparison.api import compare
-    from evalkit.comparison.outputs import flip_outputs
-    from evalkit.comparison.recorded import result_inputs
-    from evalkit.io import CommandFiles, atomic_directory, atomic_write_text
-    from evalkit.records._compare_files import (
-        JUNIT_FILE,
-        REPORT_FILE,
-        REPORT_HTML_FILE,
-        REPORT_MARKDOWN_FILE,
-        write_report,
-    )
-    from evalkit.report.html.compare import render_comparison_html
+    from evalkit.report.comparison_files import COMPARE_FILES
     from evalkit.report.json_report import render_json
-    from evalkit.report.junit import render_junit
-    from evalkit.report.markdown import render_comparison_markdown
 
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads_all(result_inputs([baseline, *candidates]))
-    files.reads(params.ledger).writes(out, option="--out", marker=REPORT_FILE)
-    files.writes(output.json_file, option="--json").check()
-    report = compare(baseline, *candidates, params=params)
+    report = compare(
+        baseline,
+        *candidates,
+        params=params,
+        out=out,
+        json=output.json_file,
+        render=COMPARE_FILES,
+        force=force,
+    )
     for candidate in report.candidates:
         warn_unpaired(candidate)
-    for candidate in report.candidates:
-        if candidate.test_set is not None:
-            files.reads(candidate.test_set.ledger)  # the ledger the verdicts read
-    files.check()
-    report_json = render_json(report)
-    if out is not None:
-        with atomic_directory(out, force, inputs=files.inputs, marker=REPORT_FILE) as staging:
-            write_report(staging / REPORT_FILE, report)
-            atomic_write_text(staging / REPORT_MARKDOWN_FILE, render_comparison_markdown(report))
-            html = render_comparison_html(report, flip_outputs(report.candidates))
-            atomic_write_text(staging / REPORT_HTML_FILE, html)
-            atomic_write_text(staging / JUNIT_FILE, render_junit(report.candidates))
-    output.write_json(report_json)
+    output.print_json(render_json(report))
     for entry, candidate in zip(report.ranking, report.candidates, strict=True):
         output.say(f"{entry.rank}. " + "\n".join(verdict_lines(candidate)))
     output.say(f"Decision: {report.decision.reason}")

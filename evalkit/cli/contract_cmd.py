@@ -83,12 +83,9 @@ def schema_command(out: Path | None, force: bool, quiet: bool) -> None:
       evalkit contract schema --out contracts/contract.schema.json --force
     """
     from evalkit.contract.schema import contract_json_schema_text
-    from evalkit.io import CommandFiles, atomic_write_text
 
-    text = contract_json_schema_text()
+    text = contract_json_schema_text(out=out, force=force)
     if out is None:
         click.echo(text, nl=False)
         return
-    CommandFiles(force=force).writes(out, option="--out").check()
-    atomic_write_text(out, text)
     Output(quiet=True).wrote([out])  # the path is the whole summary, quiet or not

@@ -70,40 +70,30 @@ def gate_command(
     Example:
       evalkit gate runs/baseline runs/candidate --junit gate.xml --html gate.html
     """
+    from evalkit.cli._warnings import deferred_warnings
     from evalkit.cli._workflow_guard import emit_command, under_github_actions
     from evalkit.comparison.api import gate
-    from evalkit.comparison.recorded import result_inputs
-    from evalkit.io import CommandFiles, atomic_write_text
+    from evalkit.report.comparison_files import GATE_FILES
     from evalkit.report.github import error_annotations
     from evalkit.report.json_report import render_json
-    from evalkit.report.junit import render_junit
-    from evalkit.report.markdown import render_candidate_markdown
 
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads_all(result_inputs([baseline, candidate]))
-    files.reads(params.ledger)
-    for option, path in (("--junit", junit), ("--markdown", markdown), ("--html", html),
-                         ("--json", output.json_file)):  # fmt: skip
-        files.writes(path, option=option)
-    files.check()
-    outputs = files.outputs
-    report = gate(baseline, candidate, params)
+    outputs = [path for path in (junit, markdown, html, output.json_file) if path is not None]
+    with deferred_warnings() as later:
+        report = gate(
+            baseline,
+            candidate,
+            params,
+            junit=junit,
+            markdown=markdown,
+            html=html,
+            json=output.json_file,
+            step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+            render=GATE_FILES,
+            force=force,
+        )
     warn_unpaired(report)
-    if report.test_set is not None:
-        files.reads(report.test_set.ledger)  # the ledger the verdict read
-    files.check()
-    markdown_text = render_candidate_markdown(report)
-    if junit is not None:
-        atomic_write_text(junit, render_junit([report]))
-    if markdown is not None:
-        atomic_write_text(markdown, markdown_text)
-    output.write_json(render_json(report))
-    if html is not None:
-        from evalkit.comparison.outputs import flip_outputs
-        from evalkit.report.html.candidate import render_candidate_html
-
-        found = flip_outputs([report])[report.candidate.name]
-        atomic_write_text(html, render_candidate_html(report, found))
+    output.print_json(render_json(report))
     for line in verdict_lines(report):
         output.say(line)
     for path in outputs:
@@ -112,15 +102,6 @@ def gate_command(
     if under_github_actions():
         for line in error_annotations(report):
             emit_command(line)
-    step_summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if step_summary:
-        try:
-            with open(step_summary, "a", encoding="utf-8") as handle:
-                handle.write(markdown_text + "\n")
-        except OSError as error:  # the verdict stands; a summary is a courtesy
-            click.echo(
-                f"evalkit: warning: cannot append to $GITHUB_STEP_SUMMARY ({error.strerror}: "
-                f"{step_summary}); the verdict above stands",
-                err=True,
-            )
+    for line in later:
+        click.echo(line, err=True)
     click.get_current_context().exit(0 if report.verdict == "pass" else 1)

@@ -46,19 +46,12 @@ def ledger_command(path: Path, json_path: Path | None, force: bool, quiet: bool)
     Exit codes: 0 reported (whatever the states; `gate` with
     require_fresh_test enforces), 2 no such ledger or bad input.
     """
-    from evalkit.io import LEDGER_NAME, CommandFiles
-    from evalkit.provenance.ledger_state import read_ledger, resolve_ledger
+    from evalkit.provenance.ledger_state import ledger_report
     from evalkit.report.ledger_summary import render_ledger
 
-    # A folder only says where the ledger is: the ledger in it is what is read.
-    given = path / LEDGER_NAME if path.is_dir() else path
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads(given).writes(output.json_file, option="--json")
-    files.check()
-    ledger, gold_sha256 = resolve_ledger(path)
-    files.reads(ledger).check()
-    report = read_ledger(ledger, gold_sha256)
-    output.write_json(report.model_dump_json(indent=2) + "\n")
+    report = ledger_report(path, json=output.json_file, force=force)
+    output.print_json(report.model_dump_json(indent=2) + "\n")
     output.say(render_ledger(report))
     if output.json_file is not None:
         output.say(f"wrote {json_path}")

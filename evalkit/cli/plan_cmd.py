@@ -82,15 +82,11 @@ def plan_command(
       evalkit plan --config examples/plan/llama-2-7b --train-tokens 20000000 \\
         --epochs 2 --eval-examples 500 --eval-new-tokens 256 --runs 2 --window 7d
     """
-    from evalkit.io import CommandFiles
     from evalkit.plan.api import plan
     from evalkit.report.plan_table import render_plan
 
     output = Output(json_path, quiet)
-    CommandFiles(force=force).reads(config, time.tokens_report, time.measured).writes(
-        output.json_file, option="--json"
-    ).check()
-    result = plan(config, params, time=time)
-    output.write_json(result.model_dump_json(indent=2) + "\n")
+    result = plan(config, params, time=time, json=output.json_file, force=force)
+    output.print_json(result.model_dump_json(indent=2) + "\n")
     output.say(render_plan(result, output.json_name))
     output.wrote([json_path])

@@ -55,16 +55,19 @@ def reload_check_command(
     changed.
     """
     from evalkit.cli import debug_enabled
-    from evalkit.cli._files import run_inputs
-    from evalkit.io import CommandFiles
     from evalkit.model.reload import reload_check
     from evalkit.report.model_summary import render_reload_summary
 
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads_all(run_inputs(run_dir)).reads(params.merged)
-    files.writes(output.json_file, option="--json").check()
-    report = reload_check(run_dir, params, progress=not quiet, debug=debug_enabled())
-    output.write_json(report.model_dump_json(indent=2) + "\n")
+    report = reload_check(
+        run_dir,
+        params,
+        progress=not quiet,
+        debug=debug_enabled(),
+        json=output.json_file,
+        force=force,
+    )
+    output.print_json(report.model_dump_json(indent=2) + "\n")
     output.say(render_reload_summary(report))
     output.wrote([json_path])
     click.get_current_context().exit(0 if report.verdict == "pass" else 1)

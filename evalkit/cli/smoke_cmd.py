@@ -87,15 +87,20 @@ def smoke_command(
     not below --steps).
     """
     from evalkit.cli import debug_enabled
-    from evalkit.io import CommandFiles
     from evalkit.model.smoke import smoke
     from evalkit.report.smoke_summary import render_smoke_summary
 
     output = Output(json_path, quiet)
-    files = CommandFiles(force=force).reads(base, data, params.tokenizer, params.trainer_args)
-    files.writes(output.json_file, option="--json").check()
-    report = smoke(base, data, params, progress=not quiet, debug=debug_enabled())
-    output.write_json(report.model_dump_json(indent=2) + "\n")
+    report = smoke(
+        base,
+        data,
+        params,
+        progress=not quiet,
+        debug=debug_enabled(),
+        json=output.json_file,
+        force=force,
+    )
+    output.print_json(report.model_dump_json(indent=2) + "\n")
     output.say(render_smoke_summary(report))
     output.wrote([json_path])
     click.get_current_context().exit(0 if report.verdict == "pass" else 1)

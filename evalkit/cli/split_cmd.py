@@ -76,15 +76,6 @@ def split_command(
         --stratify category --id ticket_id --text messages --near-dup 0.8 \
         --sizes 840,180,180 --seed 7
     """
-    from evalkit.io import CommandFiles, hash_early, resolve_hf_split
-    from evalkit.records._manifest import MANIFEST_FILE
-
-    freeze = params.freeze
-    files = CommandFiles(force=force).reads(input_file, freeze, params.tokenizer)
-    files.writes(out, option="--out", marker=MANIFEST_FILE).check()
-    table = resolve_hf_split(input_file, params.hf_split)
-    hash_early([table, *([freeze] if freeze is not None else [])])  # beside the imports
-
     from evalkit.cli import heavy_imports
 
     # Its matrix products (class vectors of a few hundred groups) use one BLAS thread.
@@ -92,10 +83,14 @@ def split_command(
         from evalkit.report.split_summary import render_split_summary
         from evalkit.splitting.api import split
 
-    result = split(input_file, params)
-    written = result.write(
-        out, fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet", force=force
+    result = split(
+        input_file,
+        params,
+        out=out,
+        fmt="jsonl" if fmt == "jsonl" else "csv" if fmt == "csv" else "parquet",
+        force=force,
     )
+    assert result.written is not None  # written with out
     output = Output(quiet=quiet)
-    output.say(render_split_summary(written, str(out)))
+    output.say(render_split_summary(result.written, str(out)))
     output.wrote([out])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -10,8 +9,6 @@ import click
 from evalkit.cli._params import params_options
 from evalkit.cli._vocabulary import Command, Output, json_option, quiet_option
 from evalkit.tokens.options import TokensParams
-
-DEFAULT_HTML_SAMPLE = 5
 
 
 @click.command("tokens", cls=Command)
@@ -82,24 +79,24 @@ def tokens_command(
         --seq-len 512 --json tokens.json --html tokens.html
     """
     from evalkit.errors import UsageError
-    from evalkit.io import CommandFiles, atomic_write_text
+    from evalkit.report.html.tokens import tokens_page
     from evalkit.report.tokens_summary import render_tokens_summary
     from evalkit.tokens.api import check_tokens
 
     if params.sample is not None and html_path is None:
         raise UsageError("--sample: the sampled examples are shown in --html FILE; give it too")
     output = Output(json_path, quiet)
-    command_files = CommandFiles(force=force).reads(*files, tokenizer)
-    command_files.writes(output.json_file, option="--json")
-    command_files.writes(html_path, option="--html").check()
-    sample = (DEFAULT_HTML_SAMPLE if params.sample is None else params.sample) if html_path else 0
-    result = check_tokens(list(files), replace(params, sample=sample), tokenizer=tokenizer)
+    result = check_tokens(
+        list(files),
+        params,
+        tokenizer=tokenizer,
+        json=output.json_file,
+        html=html_path,
+        html_page=tokens_page,
+        force=force,
+    )
     report = result.report
-    output.write_json(report.model_dump_json(indent=2) + "\n")
-    if html_path is not None:
-        from evalkit.report.html.tokens import render_tokens_html
-
-        atomic_write_text(html_path, render_tokens_html(report, result.samples))
+    output.print_json(report.model_dump_json(indent=2) + "\n")
     output.say(
         render_tokens_summary(report, output.json_name, str(html_path) if html_path else None)
     )

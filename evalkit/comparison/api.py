@@ -42,6 +42,9 @@ from evalkit.records._compare import (
 from evalkit.records._summary import SUMMARY_FILE
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from evalkit.comparison.publish import Renderers
     from evalkit.scoring.result import ScoreResult
 
     ResultLike: TypeAlias = ScoredResult | ScoreResult | str | os.PathLike[str]
@@ -208,6 +211,14 @@ def gate(
     candidate: ResultLike,
     params: GateParams | None = None,
     /,
+    *,
+    junit: str | os.PathLike[str] | None = None,
+    markdown: str | os.PathLike[str] | None = None,
+    html: str | os.PathLike[str] | None = None,
+    json: str | os.PathLike[str] | None = None,
+    step_summary: str | os.PathLike[str] | None = None,
+    render: Renderers | None = None,
+    force: bool = False,
     **options: Any,
 ) -> CandidateReport:
     """Compare a candidate with the baseline example by example and judge the contract's gate.
@@ -223,8 +234,38 @@ def gate(
     ``params`` (a :class:`~evalkit.comparison.options.GateParams`, the
     command's options) or the same fields as keywords.
     The report's ``verdict`` is ``fail`` when any rule fails in any scope.
+
+    ``junit``, ``markdown``, ``html`` and ``json`` write the report there too,
+    each as ``render`` (parameter -> a function of the report giving its
+    text; ``evalkit.report.comparison_files.GATE_FILES`` is the command's)
+    renders it, as ``evalkit gate`` writes them (which is this call):
+    atomically, never over an input (the results, what they record, the
+    ledger read), and over existing files only with ``force``, checked before
+    the results are read. ``step_summary`` (a CI step summary file) gets the
+    Markdown report appended; a refusal there is an
+    :class:`~evalkit.errors.EvalkitWarning`, not an error.
     """
+    from evalkit.comparison.publish import append_step_summary, declared, renderers, write_files
+
     given = GateParams.build(params, options)
+    outputs = {"junit": junit, "markdown": markdown, "html": html, "json": json}
+    chosen = renderers(render, outputs, step_summary=step_summary)
+    if not any(outputs.values()):
+        report = _gate(baseline, candidate, given)
+    else:
+        files = declared([baseline, candidate], given.ledger, outputs, force=force)
+        report = _gate(baseline, candidate, given)
+        if report.test_set is not None:
+            files.reads(report.test_set.ledger)  # the ledger the verdict read
+        files.check()
+        write_files(report, outputs, chosen)
+    if step_summary:
+        append_step_summary(step_summary, chosen["markdown"](report))
+    return report
+
+
+def _gate(baseline: ResultLike, candidate: ResultLike, given: GateParams) -> CandidateReport:
+    """The gate of ``candidate`` against ``baseline`` under ``given`` (see :func:`gate`)."""
     base, cand = _load(baseline), _load(candidate)
     check_compatible(base, cand)  # before the ledger: its state is the gold file's
     findings = ledger_findings([base, cand], given.ledger)
@@ -238,6 +279,10 @@ def compare(
     baseline: ResultLike,
     *candidates: ResultLike | CompareParams,
     params: CompareParams | None = None,
+    out: str | os.PathLike[str] | None = None,
+    json: str | os.PathLike[str] | None = None,
+    render: Renderers | None = None,
+    force: bool = False,
     **options: Any,
 ) -> ComparisonReport:
     """Compare one or more candidates with the baseline, rank them and decide.
@@ -257,12 +302,51 @@ def compare(
     The options are ``params`` (a :class:`~evalkit.comparison.options.CompareParams`,
     the command's options; given last among the results, or as ``params=``)
     or the same fields as keywords.
+
+    ``out`` writes a folder of the report's files, and ``json`` the report
+    alone, each file as ``render`` (file name -> a function of the report
+    giving its text; ``evalkit.report.comparison_files.COMPARE_FILES`` is the
+    command's: report.json, report.md, report.html, junit.xml; ``json`` is
+    its ``report.json``) renders it, as ``evalkit compare`` writes them (which
+    is this call): atomically, never over an input (the results, what they
+    record, the ledgers read), and over an existing file or folder (one
+    holding ``report.json``) only with ``force``, checked before the results
+    are read.
     """
+    from evalkit.comparison.publish import (
+        COMPARE_MARKER,
+        declared,
+        folder_renderers,
+        write_files,
+        write_folder,
+    )
+
     if candidates and isinstance(candidates[-1], CompareParams):
         if params is not None:
             raise TypeError("compare() got two CompareParams: pass one")
         params, candidates = candidates[-1], candidates[:-1]
     given = CompareParams.build(params, options)
+    if out is None and json is None:
+        return _compare(baseline, candidates, given)
+    chosen = folder_renderers(render, out=out, json=json)
+    outputs = {"out": out, "json": json}
+    results = [baseline, *candidates]
+    files = declared(results, given.ledger, outputs, force=force, marker={"out": COMPARE_MARKER})
+    report = _compare(baseline, candidates, given)
+    for candidate in report.candidates:
+        if candidate.test_set is not None:
+            files.reads(candidate.test_set.ledger)  # the ledger the verdicts read
+    files.check()
+    if out is not None:
+        write_folder(report, out, chosen, force=force, inputs=files.inputs)
+    write_files(report, {"json": json}, {"json": chosen[COMPARE_MARKER]})
+    return report
+
+
+def _compare(
+    baseline: ResultLike, candidates: Sequence[object], given: CompareParams
+) -> ComparisonReport:
+    """The comparison of ``candidates`` with ``baseline`` under ``given`` (see :func:`compare`)."""
     if not candidates:
         raise UsageError("no candidate given; pass at least one result folder to compare")
     base = _load(baseline)

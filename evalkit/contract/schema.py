@@ -7,6 +7,7 @@ them without evalkit.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
@@ -21,8 +22,20 @@ def contract_json_schema() -> dict[str, Any]:
     }
 
 
-def contract_json_schema_text() -> str:
-    """The schema as stable, indented JSON text with a final newline."""
+def contract_json_schema_text(
+    *, out: str | os.PathLike[str] | None = None, force: bool = False
+) -> str:
+    """The schema as stable, indented JSON text with a final newline.
+
+    With ``out`` it is written there too, as ``evalkit contract schema --out``
+    writes it (which is this call): atomically, over an existing file only
+    with ``force``.
+    """
     import json
 
-    return json.dumps(contract_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    from evalkit.io import ReportFile
+
+    target = ReportFile.checked(out, force=force, option="out")
+    text = json.dumps(contract_json_schema(), indent=2, ensure_ascii=False) + "\n"
+    target.write(text)
+    return text

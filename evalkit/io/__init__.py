@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     from evalkit.io._padding import same_value, strip_padding
     from evalkit.io._table import SourceKind, Table, read_table, require_columns
     from evalkit.io._writes import (
+        ReportFile,
         atomic_directory,
         atomic_write_bytes,
         atomic_write_text,
@@ -119,6 +120,7 @@ _EXPORTS: dict[str, str] = {
     "require_regular_file": "evalkit.io._files",
     "special_kind": "evalkit.io._files",
     "atomic_write_bytes": "evalkit.io._writes",
+    "ReportFile": "evalkit.io._writes",
     "atomic_write_text": "evalkit.io._writes",
     "write_table": "evalkit.io._writes",
     "check_writable": "evalkit.io._writes",

@@ -49,7 +49,16 @@ class _Output:
 
     @property
     def name(self) -> str:
-        return self.option or "the output"
+        """How a message names this output: a parameter as a ref (``{json}``: ``json`` from
+        Python, ``--json`` on the command line), a flag as written, or "the output"."""
+        if self.option is None:
+            return "the output"
+        return "{" + self.option + "}" if self.option.isidentifier() else self.option
+
+    @property
+    def refs(self) -> list[str]:
+        """The parameter this output's name refers to (none for a flag or no name)."""
+        return [self.option] if self.option is not None and self.option.isidentifier() else []
 
 
 def _resolved(path: Path) -> Path:
@@ -136,7 +145,10 @@ class CommandFiles:
     ) -> CommandFiles:
         """Declare an output file, or an output folder (``folder``, or a ``marker`` to hold).
 
-        None is skipped, so optional options can be passed as they are.
+        ``option`` names it in the messages: a library parameter (``json``) is
+        a ref, so the command line says ``--json`` and Python ``json``; a flag
+        (``--json``) is kept as written. None is skipped, so optional options
+        can be passed as they are.
         """
         if path is not None:
             self._outputs.append(_Output(Path(path), option, marker, folder or marker is not None))
@@ -166,14 +178,16 @@ class CommandFiles:
 def _check_distinct(first: _Output, second: _Output) -> None:
     if _same(first.path, second.path):
         raise UsageError(
-            f"{second.path}: {first.name} and {second.name} name the same path, so one would "
-            "overwrite the other; give each output its own path"
+            f"{second.path}: {first.name} and {second.name} name the same path, so one "
+            "would overwrite the other; give each output its own path",
+            refs=[*first.refs, *second.refs],
         )
     for outer, inner in ((first, second), (second, first)):
         if _within(inner.path, outer.path):
             raise UsageError(
-                f"{inner.path}: {inner.name} lies inside {outer.name} {outer.path}, which "
-                "replaces it; give each output its own path"
+                f"{inner.path}: {inner.name} lies inside {outer.name} "
+                f"{outer.path}, which replaces it; give each output its own path",
+                refs=[*inner.refs, *outer.refs],
             )
 
 

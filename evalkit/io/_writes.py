@@ -245,3 +245,37 @@ def atomic_directory(
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+class ReportFile:
+    """The file a library call writes its report to (``json=``), as its command's ``--json``.
+
+    Made with :meth:`checked` before the work starts, so a conflict (an
+    output that is an input, an existing file without ``force``) costs
+    nothing; :meth:`write` then writes the report atomically. With no path
+    both do nothing, so a call writes only when asked to.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = None if path is None else Path(path)
+
+    @classmethod
+    def checked(
+        cls,
+        path: str | os.PathLike[str] | None,
+        *,
+        force: bool,
+        inputs: Iterable[str | os.PathLike[str] | None] = (),
+        option: str = "json",
+    ) -> ReportFile:
+        """The report file ``path``, refused now if writing it later would lose something."""
+        if path is not None:
+            from evalkit.io._outputs import CommandFiles
+
+            CommandFiles(force=force).reads_all(inputs).writes(path, option=option).check()
+        return cls(path)
+
+    def write(self, data: str | bytes) -> None:
+        """Write ``data`` (text as UTF-8) to the file, atomically; nothing without a path."""
+        if self.path is not None:
+            atomic_write_bytes(self.path, data.encode("utf-8") if isinstance(data, str) else data)

@@ -58,6 +58,8 @@ def audit(
     *,
     progress: bool = False,
     ray: RayOptions | None = None,
+    json: str | os.PathLike[str] | None = None,
+    force: bool = False,
     **values: Any,
 ) -> AuditReport:
     """Audit the splits of a dataset for leakage; ``report.leak`` says whether any was found.
@@ -94,10 +96,30 @@ def audit(
     ``params`` is such an object, and keyword arguments build one (or change
     ``params``' fields): ``audit(["train.jsonl", "test.jsonl"], id_column="id",
     text_column="text")``. ``progress`` shows progress bars on stderr.
+
+    With ``json`` the report is written there too, as ``evalkit audit --json``
+    writes it (which is this call): atomically, never over an input, and over
+    an existing file only with ``force`` (checked before anything is read).
     """
     given = AuditParams.build(params, values)
     if isinstance(inputs, str | os.PathLike):
         inputs = [Path(inputs)]  # one folder written by evalkit split (text is no file list)
+    from evalkit.io import ReportFile, is_path
+
+    read = inputs.values() if isinstance(inputs, Mapping) else inputs
+    target = ReportFile.checked(json, force=force, inputs=filter(is_path, read))
+    report = _audit(inputs, given, progress, ray)
+    target.write(report.model_dump_json(indent=2) + "\n")
+    return report
+
+
+def _audit(
+    inputs: Sequence[Path | str] | Mapping[str, TableLike],
+    given: AuditParams,
+    progress: bool,
+    ray: RayOptions | None,
+) -> AuditReport:
+    """The audit of ``inputs`` under ``given`` (see :func:`audit`)."""
     id_column, text_columns, roles = given.id_column, list(given.text_column), given.roles
     group, stratify, near_dup, seed = given.group, given.stratify, given.threshold, given.seed
     system, tools, within, engine = given.system, given.tools, given.within, given.engine

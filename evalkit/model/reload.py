@@ -10,6 +10,7 @@ N seeded control examples and compares their token ids with
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,8 @@ def reload_check(
     *,
     progress: bool = False,
     debug: bool = False,
+    json: str | os.PathLike[str] | None = None,
+    force: bool = False,
     **values: Any,
 ) -> ReloadReport:
     """Reload what ``run_dir/run.json`` pins in a new process and compare tokens.
@@ -44,15 +47,32 @@ def reload_check(
     ids is at least ``min_match``.
     ``params`` is a :class:`~evalkit.model.options.ReloadCheckParams` (the
     command's options), or its fields as keywords.
+
+    With ``json`` the report is written there too, as ``evalkit reload-check
+    --json`` writes it (which is this call): atomically, never over the run
+    folder, a file or folder its ``run.json`` pins, or ``merged``, and over
+    an existing file only with ``force`` (checked before anything loads).
     """
+    from evalkit.io import ReportFile
+
+    given = ReloadCheckParams.build(params, values)
+    read = [*run_inputs(Path(run_dir)), given.merged]
+    target = ReportFile.checked(json, force=force, inputs=read)
+    report = _reload_check(Path(run_dir), given, progress, debug)
+    target.write(report.model_dump_json(indent=2) + "\n")
+    return report
+
+
+def _reload_check(
+    folder: Path, given: ReloadCheckParams, progress: bool, debug: bool
+) -> ReloadReport:
+    """The reload check of the run in ``folder`` (see :func:`reload_check`)."""
     from evalkit.model.backends import require_backend
     from evalkit.model.folders import check_model_folder
     from evalkit.model.fresh import run_worker
     from evalkit.model.pins import merged_pins, verify_pins
     from evalkit.records._run import read_run
 
-    given = ReloadCheckParams.build(params, values)
-    folder = Path(run_dir)
     run = read_run(folder)
     backend = given.backend or run.backend
     require_backend(backend)
@@ -89,3 +109,30 @@ def reload_check(
             WORKER_MODULE, request, Path(scratch), what="reload", log=log, debug=debug
         )
     return ReloadReport.model_validate(report)
+
+
+def _recorded(value: Any, folder: Path) -> list[Path]:
+    """A path a file recorded: as written (relative to the working folder) and from ``folder``."""
+    if not isinstance(value, str) or not value:
+        return []
+    path = Path(value)
+    return [path] if path.is_absolute() else [path, folder / path]
+
+
+def run_inputs(run_dir: Path) -> list[Path]:
+    """What a reload check reads: the run folder and every folder and file its run.json pins.
+
+    Read cheaply and tolerantly, for checking an output against them before
+    the run is read for real: a ``run.json`` that cannot be read here is
+    reported by :func:`reload_check` itself, in its own words.
+    """
+    from evalkit.records._run import PREDICTIONS_FILE, RUN_FILE, TOKENS_FILE, peek_run
+
+    record = peek_run(run_dir)
+    found = [run_dir / name for name in (RUN_FILE, PREDICTIONS_FILE, TOKENS_FILE)]
+    found.append(run_dir)
+    for key in ("base", "adapter", "tokenizer", "data"):
+        block = record.get(key)
+        if isinstance(block, dict):
+            found += _recorded(block.get("path"), run_dir)
+    return found

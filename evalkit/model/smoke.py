@@ -11,6 +11,7 @@ wrong with the input is found before the model loads.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +100,8 @@ def smoke(
     *,
     progress: bool = False,
     debug: bool = False,
+    json: str | os.PathLike[str] | None = None,
+    force: bool = False,
     **values: Any,
 ) -> SmokeReport:
     """Run ``steps`` real optimizer steps of ``method`` on ``data`` and measure every phase.
@@ -121,14 +124,31 @@ def smoke(
     killed after checkpoint K then resumed, each in a fresh process.
     Bad input raises an ``EvalkitError`` (exit 2) before the model loads; a
     failed step or reload is in the report (``verdict`` ``fail``).
+
+    With ``json`` the report is written there too, as ``evalkit smoke --json``
+    writes it (which is this call): atomically, never over an input, and over
+    an existing file only with ``force`` (checked before the model loads).
     """
+    from evalkit.io import ReportFile, is_path
+
+    given = SmokeParams.build(params, values)
+    read = (base, data, given.tokenizer, given.trainer_args)
+    target = ReportFile.checked(json, force=force, inputs=filter(is_path, read))
+    report = _smoke(base, data, given, progress, debug)
+    target.write(report.model_dump_json(indent=2) + "\n")
+    return report
+
+
+def _smoke(
+    base: Path | str, data: TableLike, given: SmokeParams, progress: bool, debug: bool
+) -> SmokeReport:
+    """The smoke run of ``given`` (see :func:`smoke`)."""
     from evalkit.io import FRAME_SOURCE
     from evalkit.model.generate import device_record
     from evalkit.model.memory import NOTES
     from evalkit.model.resume import plan_resume, run_resume_check
     from evalkit.model.smoke_run import run_phases
 
-    given = SmokeParams.build(params, values)
     check_trainer_args(given)
     columns = list(given.text)
     prepared = prepare(base, one_table(data, given.hf_split), given)

@@ -7,6 +7,7 @@ No torch: the plan is arithmetic, so it runs anywhere before a GPU is rented.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,8 @@ def plan(
     /,
     *,
     time: TimeRequest | None = None,
+    json: str | os.PathLike[str] | None = None,
+    force: bool = False,
     **options: Any,
 ) -> PlanResult:
     """Plan the GPU memory of loading, training, evaluating and exporting a model.
@@ -231,7 +234,17 @@ def plan(
     gradient checkpointing), and ``eval_tokens`` to ``seq_len``. ``time`` (a
     :class:`~evalkit.plan.time_api.TimeRequest`: the tokens of an epoch, the
     evaluation's work, a smoke report, a campaign) adds ``result.time``.
+
+    With ``json`` the plan is written there too, as ``evalkit plan --json``
+    writes it (which is this call): atomically, never over the config or a
+    file ``time`` reads, and over an existing file only with ``force``.
     """
+    from evalkit.io import ReportFile
+
     given = PlanParams.build(params, options)
+    read = (config, *((time.tokens_report, time.measured) if time is not None else ()))
+    target = ReportFile.checked(json, force=force, inputs=read)
     shape = load_model_shape(Path(config))
-    return plan_shape(shape, resolve_options(shape, given), time)
+    result = plan_shape(shape, resolve_options(shape, given), time)
+    target.write(result.model_dump_json(indent=2) + "\n")
+    return result

@@ -267,6 +267,32 @@ def read_ledger(path: str | os.PathLike[str], gold_sha256: str | None = None) ->
     return report_of(scan_ledger(path), gold_sha256)
 
 
+def ledger_report(
+    path: str | os.PathLike[str] = ".",
+    *,
+    json: str | os.PathLike[str] | None = None,
+    force: bool = False,
+) -> LedgerReport:
+    """The looks recorded in the ledger ``path`` names: ``evalkit ledger``'s one call.
+
+    ``path`` is a ledger file, the folder holding one, or a gold file (then
+    its ledger, that gold file's lines only). With ``json`` the report is
+    written there too, as ``evalkit ledger --json`` writes it: atomically,
+    never over the ledger, and over an existing file only with ``force``.
+    """
+    from evalkit.io import ReportFile
+
+    given = Path(path)
+    # A folder only says where the ledger is: the ledger in it is what is read.
+    named = given / LEDGER_NAME if given.is_dir() else given
+    ReportFile.checked(json, force=force, inputs=[named])
+    ledger, gold_sha256 = resolve_ledger(given)
+    target = ReportFile.checked(json, force=force, inputs=[named, ledger])
+    report = read_ledger(ledger, gold_sha256)
+    target.write(report.model_dump_json(indent=2) + "\n")
+    return report
+
+
 def gold_state(ledger: Path, gold_sha256: str) -> GoldState:
     """The state of one gold file's test set in a ledger (``fresh`` when no line names it)."""
     return read_ledger(ledger, gold_sha256).gold[gold_sha256]

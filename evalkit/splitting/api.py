@@ -10,6 +10,7 @@ caller can inspect a split before anything touches the disk.
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from evalkit.errors import NO_VALUE, InfeasibleSplit, ParameterError, Ref, Usage
 from evalkit.io import TableFormat, is_path, read_table
 from evalkit.options import takes
 from evalkit.records._manifest import (
+    MANIFEST_FILE,
     Freezing,
     InputInfo,
     Merging,
@@ -70,6 +72,8 @@ class SplitResult:
     as each row's JSON text (``manifest.json_text_columns`` names them)."""
     assignments: pl.DataFrame
     manifest: SplitManifest
+    written: SplitManifest | None = None
+    """The manifest as written into ``out`` (``split(..., out=DIR)``; None: not written)."""
 
     @property
     def record(self) -> SplitManifest:
@@ -151,6 +155,9 @@ def split(
     /,
     *,
     ray: RayOptions | None = None,
+    out: str | os.PathLike[str] | None = None,
+    fmt: TableFormat = "parquet",
+    force: bool = False,
     **values: Any,
 ) -> SplitResult:
     """Split ``data`` (a table file, or a polars, pandas or pyarrow frame) into named parts,
@@ -180,8 +187,30 @@ def split(
     The options are the fields of :class:`~evalkit.splitting.options.SplitParams`:
     ``params`` is such an object, and keyword arguments build one (or change
     ``params``' fields): ``split(data, group=["g"], sizes=[8, 2], names=["a", "b"])``.
+
+    With ``out`` the split is written there too, as :meth:`SplitResult.write`
+    writes it (``fmt``, ``force``) and ``evalkit split --out`` does (which is
+    this call); the folder is checked first, before anything is read (never an
+    input, replaced only with ``force``, and only a folder a split wrote), and
+    ``result.written`` is the manifest as written.
     """
     given = SplitParams.build(params, values)
+    if out is None:
+        return _split(data, given, ray)
+    from evalkit.io import CommandFiles, hash_early, resolve_hf_split
+
+    files = CommandFiles(force=force).reads(data if is_path(data) else None)
+    files.reads(given.freeze, given.tokenizer)
+    files.writes(out, option="out", marker=MANIFEST_FILE).check()
+    if is_path(data):  # the hashes start now, beside the reading and the assignment
+        table = resolve_hf_split(Path(data), given.hf_split)
+        hash_early([table, *([given.freeze] if given.freeze is not None else [])])
+    result = _split(data, given, ray)
+    return replace(result, written=result.write(Path(out), fmt=fmt, force=force))
+
+
+def _split(data: TableLike, given: SplitParams, ray: RayOptions | None) -> SplitResult:
+    """The split of ``data`` under ``given`` (see :func:`split`)."""
     group, sizes, ratios, seed = given.group, given.sizes, given.ratios, given.seed
     id_column, text, roles, stratify = given.id_column, given.text, given.roles, given.stratify
     tokenizer, system, tools = given.tokenizer, given.system, given.tools

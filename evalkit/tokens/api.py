@@ -8,8 +8,9 @@ samples for the HTML page.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,10 @@ from evalkit.tokens.samples import Sample, build_samples, sample_rows
 from evalkit.tokens.stats import supervised_ratio, token_counts, truncation
 
 NEED_TEMPLATE: tuple[CheckName, ...] = ("render_parity", "double_bos", "stop_token", "pad_is_eos")
+
+
+# Examples per split the HTML page shows when ``sample`` is not given.
+DEFAULT_HTML_SAMPLE = 5
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,10 @@ def check_tokens(
     /,
     *,
     tokenizer: Path | str,
+    json: str | os.PathLike[str] | None = None,
+    html: str | os.PathLike[str] | None = None,
+    html_page: Callable[[TokensResult], str] | None = None,
+    force: bool = False,
     **values: Any,
 ) -> TokensResult:
     """Check the splits in ``files`` as the model will see them through ``tokenizer``.
@@ -181,8 +190,47 @@ def check_tokens(
     none) are kept, drawn with ``seed``, for the HTML page. Raises an
     ``EvalkitError`` for bad input; a problem the checks find is in the
     report, not raised.
+
+    With ``json`` the report is written there too, and with ``html`` the page
+    ``html_page`` renders from the result (``sample`` then defaults to
+    5 per split), as ``evalkit tokens --json --html`` writes
+    them (which is this call): atomically, never over an input, and over
+    existing files only with ``force`` (checked before anything is read).
     """
+    from evalkit.errors import ParameterError
+    from evalkit.io import CommandFiles, ReportFile
+
     given = TokensParams.build(params, values)
+    if html is not None and html_page is None:
+        raise ParameterError(
+            "html_page", "is needed to write {html}: pass the page's renderer", refs=["html"]
+        )
+    if html is not None and given.sample is None:
+        given = replace(given, sample=DEFAULT_HTML_SAMPLE)
+    command = CommandFiles(force=force).reads(*_paths(files), tokenizer)
+    command.writes(json, option="json").writes(html, option="html").check()
+    result = _check_tokens(files, given, tokenizer)
+    ReportFile(json).write(result.report.model_dump_json(indent=2) + "\n")
+    if html is not None and html_page is not None:
+        ReportFile(html).write(html_page(result))
+    return result
+
+
+def _paths(files: Splits) -> list[str | os.PathLike[str]]:
+    """The files and folders among ``files`` (frames are read from memory)."""
+    from evalkit.io import is_path
+
+    if isinstance(files, Mapping):
+        return [table for table in files.values() if is_path(table)]
+    if is_path(files):
+        return [files]
+    if isinstance(files, Sequence):
+        return [table for table in files if is_path(table)]
+    return []
+
+
+def _check_tokens(files: Splits, given: TokensParams, tokenizer: Path | str) -> TokensResult:
+    """The tokens check of ``files`` under ``given`` (see :func:`check_tokens`)."""
     columns = list(given.text)
     id_column, system, tools = given.id_column, given.system, given.tools
     max_seq_length, truncation_mode = given.max_seq_length, given.truncation_mode

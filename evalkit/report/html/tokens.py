@@ -14,6 +14,7 @@ where the prompt leaves the training sequence is outlined in both columns
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from evalkit.records._tokens import CheckResult, Quantiles, TokenCounts, TokensReport
 from evalkit.report.html.page import (
@@ -29,6 +30,9 @@ from evalkit.report.html.page import (
     verdict_box,
 )
 from evalkit.tokens.samples import Sample, ShownToken
+
+if TYPE_CHECKING:
+    from evalkit.tokens.api import TokensResult
 
 COUNTED = ("prompt", "answer", "total")
 TONES: dict[str, Tone] = {"pass": "pass", "fail": "fail", "warn": "warn", "skip": "note"}
@@ -206,3 +210,8 @@ def render_tokens_html(report: TokensReport, samples: Sequence[Sample]) -> str:
         footer=f"evalkit {report.evalkit_version}; the same inputs give the same page.",
         css=TOKEN_CSS,
     )
+
+
+def tokens_page(result: TokensResult) -> str:
+    """The page of a tokens check (passed to :func:`evalkit.check_tokens` as ``html_page``)."""
+    return render_tokens_html(result.report, result.samples)
