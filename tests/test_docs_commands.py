@@ -47,7 +47,8 @@ from evalkit.cli import cli, main
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(
-    r"(?:^<!--\s*run(?P<run>(?:\s+after:[^\n]*?)?)\s*-->[ \t]*\n)?"
+    r"(?:^<!--\s*(?P<run>run)(?P<slow>\s+slow)?"
+    r"(?:\s+after:(?P<after>(?:(?!-->).)*?))?\s*-->[ \t]*\n)?"
     r"^```(?P<lang>[\w-]*)[^\n]*\n(?P<body>.*?)^```[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
@@ -91,8 +92,9 @@ class Block:
     line: int
     body: str
     run: bool
-    after: str | None
+    after: list[str]  # setup lines, run first
     prompted: bool
+    slow: bool = False
     commands: list[Command] = field(default_factory=list)
     shell_lines: list[tuple[str, str, int | None]] = field(default_factory=list)
 
@@ -182,7 +184,7 @@ def parse_line(text: str) -> tuple[list[list[str]], bool, bool]:
 
 
 def _stated_exit(text: str) -> int | None:
-    match = re.search(r"#\s*exit (\d+)", text)
+    match = re.search(r"#.*?\bexit (\d+)", text)
     return int(match.group(1)) if match else None
 
 
@@ -197,8 +199,11 @@ def blocks_of(text: str, page: str) -> list[Block]:
         first_line = text.count("\n", 0, fence.start("lang")) + 2
         prompted = any(line.startswith("$ ") for line in body.split("\n"))
         run = fence.group("run") is not None
-        after = (fence.group("run") or "").strip().removeprefix("after:").strip() or None
-        block = Block(page, first_line, body, run, after, prompted)
+        setup = (fence.group("after") or "").split("\n")
+        after = [
+            line.strip() for line in setup if line.strip() and not line.strip().startswith("#")
+        ]
+        block = Block(page, first_line, body, run, after, prompted, bool(fence.group("slow")))
         logical = list(_logical_lines(body, prompted))
         for position, (offset, line) in enumerate(logical):
             if (prompted and not line.startswith("$ ")) or not line.strip("$ ").split("#")[0]:
@@ -394,7 +399,8 @@ evalkit: error: Invalid value for '--near-dup': must be a Jaccard threshold in (
 got 1.5 (see 'evalkit split --help')
 ```
 
-<!-- run after: mkdir x -->
+<!-- run slow after: mkdir x
+     touch x/y -->
 ```sh
 evalkit tokens SPLIT --tokenizer DIR --text messages [--seq-len N] [--loss assistant|completion]
 ```
@@ -407,9 +413,9 @@ tokens output
 
 def test_the_extractor_reads_prompts_continuations_pipes_and_synopses() -> None:
     blocks = blocks_of(PLANTED, "planted.md")
-    assert [(block.line, block.run, block.after) for block in blocks] == [
-        (3, False, None),
-        (16, True, "mkdir x"),
+    assert [(block.line, block.run, block.slow, block.after) for block in blocks] == [
+        (3, False, False, []),
+        (17, True, True, ["mkdir x", "touch x/y"]),
     ]
     split, score, gate, bad, tokens = [c for block in blocks for c in block.commands]
     assert (split.line, split.argvs, split.output) == (
@@ -478,8 +484,13 @@ def test_a_planted_bad_line_fails_naming_page_and_line(line: str, complaint: str
 # -- the marked blocks run ---------------------------------------------------------------
 
 
+TIMESTAMP = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
 def _normalised(text: str, folder: Path) -> list[str]:
+    """``text``'s lines, trailing spaces, the run's folder and its clock times left out."""
     text = text.replace(str(folder) + os.sep, "").replace(str(folder), ".")
+    text = TIMESTAMP.sub("<time>", text)
     lines = [line.rstrip() for line in text.rstrip().splitlines()]
     while lines and not lines[0]:
         lines.pop(0)
@@ -539,11 +550,12 @@ LOADS_MODELS = {"tokens", "smoke", "generate", "reload-check"}
 
 def _run_param(page: Path) -> object:
     commands = [c for block in _marked_blocks(page) for c in block.commands]
-    afters = [parse_line(block.after)[0] for block in _marked_blocks(page) if block.after]
+    afters = [parse_line(line)[0] for block in _marked_blocks(page) for line in block.after]
     names = {argv[0] for c in commands for argv in c.argvs if argv} | {
         argv[0] for argvs in afters for argv in argvs if argv
     }
-    marks = [pytest.mark.slow] if names & LOADS_MODELS else []
+    slow = names & LOADS_MODELS or any(block.slow for block in _marked_blocks(page))
+    marks = [pytest.mark.slow] if slow else []
     return pytest.param(page, id=_page_name(page), marks=marks)
 
 
@@ -571,12 +583,12 @@ def test_the_marked_blocks_of_the_page_run_as_shown(
 def _run_block(block: Block, folder: Path) -> list[str]:
     """Run a marked block in ``folder``: what differs from the page, one entry a command."""
     where = f"{block.page}:{block.line}"
-    if block.after:
-        argvs, _, shell = parse_line(block.after)
-        ran = _run_in_shell(block.after, folder) if shell else _run_in_process(argvs[0])
+    for line in block.after:
+        argvs, _, shell = parse_line(line)
+        ran = _run_in_process(argvs[0]) if argvs and not shell else _run_in_shell(line, folder)
         code, printed = ran
         if code != 0:
-            return [f"{where}: the setup {block.after!r} exits {code}:\n{printed}"]
+            return [f"{where}: the setup {line!r} exits {code}:\n{printed}"]
     if not block.prompted and len(block.commands) != len(block.shell_lines):
         code, printed = _run_in_shell(block.body, folder)  # a script: for loops, diff
         return [f"{where}: the block exits {code}:\n{printed}"] if code else []
