@@ -5,22 +5,24 @@ a bare line in a block without prompts) is parsed against the real click
 command line, without running it: an unknown command, an unknown option, a
 bad choice or a deprecated spelling fails, naming the page and the line. The
 shell around a command is read as a shell would (``\\`` continuations,
-``# comments``, ``VAR=value`` prefixes, pipes, ``;``, redirections). Synopsis
-lines (``[--seq-len N]``, ``keep_start|keep_end``) are parsed once per
-alternative; an upper-case placeholder (``FILE``, ``DIR``, ``N``) or ``<...>``
-stands for a value of the option's type. A line elided with ``…`` may leave a
-required option out. A line whose shown output is ``evalkit: error: ...`` may
-fail to parse, but only with the error the page shows.
+``# comments``, ``VAR=value`` prefixes, pipes, ``;``, redirections). A usage
+line (``[--seq-len N]``, ``keep_start|keep_end``) has every option it names
+and every choice it lists checked. An upper-case placeholder (``FILE``,
+``DIR``, ``N``), ``<...>`` or ``$var`` stands for any value. A line elided with
+``…`` may leave a required option out. A line whose shown output is
+``evalkit: error: ...`` may fail to parse, but only with the error the page
+shows.
 
 A block marked ``<!-- run -->`` on the line before its fence runs, top to
 bottom with the page's other marked blocks (like the cells of a notebook), in a
 temporary folder holding a copy of ``examples/`` and ``contracts/``;
-``<!-- run after: CMD -->`` runs the shell line CMD first (setup the page does
-not show). Each command's exit code must be the one the page states (``#
-exit 1`` on the line, ``$ echo $?`` and the code after it, ``evalkit: error:``
-for 2; else 0), and its shown output, lines after a ``$`` command or the plain
-block right after a bare one, must be what it prints (see
-:func:`output_matches`). docs/development.md documents the markers.
+``<!-- run after: CMD -->`` runs setup lines first that the page does not show
+(one command a line), ``<!-- run slow ... -->`` makes the page's test slow.
+Each command's exit code must be the one the page states (``# exit 1`` on the
+line, ``$ echo $?`` and the code after it, ``evalkit: error:`` for 2; else 0),
+and its shown output, lines after a ``$`` command or the plain block right
+after a bare one, must be what it prints (see :func:`output_matches`).
+docs/development.md documents the markers.
 """
 
 from __future__ import annotations
@@ -57,7 +59,6 @@ SEPARATORS = {"|", "||", "&&", ";", "&"}
 REDIRECT = re.compile(r"^\d*(>>?|<)(&\d+)?")
 PLACEHOLDER = re.compile(r"^(?:[A-Z][A-Z0-9_]*|<[^>]*>|\$\w+|\$\{\w+\})$")
 ELISION = {"…", "..."}
-PROSE_GROUP = re.compile(r"\[[a-z][^\[\]]*\]")  # [memory options …]: words, not options
 
 
 @dataclass
@@ -155,16 +156,6 @@ def _evalkit_argv(segment: list[str]) -> list[str] | None:
     return words[1:] if words and words[0] == "evalkit" else None
 
 
-def _alternatives(argv: list[str]) -> list[list[str]]:
-    """A synopsis line once per alternative: ``a|b`` gives one argv with a, one with b."""
-    first = [word.split("|")[0] if "|" in word else word for word in argv]
-    variants = [first]
-    for position, word in enumerate(argv):
-        for choice in word.split("|")[1:] if "|" in word else []:
-            variants.append([*first[:position], choice, *first[position + 1 :]])
-    return variants
-
-
 def parse_line(text: str) -> tuple[list[list[str]], bool, bool]:
     """The argvs of the ``evalkit`` commands of one shell line, whether it is elided
     (``…``), and whether it needs a shell to run (anything but one plain command)."""
@@ -186,6 +177,30 @@ def parse_line(text: str) -> tuple[list[list[str]], bool, bool]:
 def _stated_exit(text: str) -> int | None:
     match = re.search(r"#.*?\bexit (\d+)", text)
     return int(match.group(1)) if match else None
+
+
+def _output_after(logical: list[tuple[int, str]], position: int) -> str:
+    """What a prompted block shows after the command at ``position``, up to the next prompt."""
+    shown = []
+    for _, later in logical[position + 1 :]:
+        if later.startswith("$ "):
+            break
+        shown.append(later)
+    return "\n".join(shown)
+
+
+def _output_block(text: str, fences: list[re.Match[str]], index: int) -> str | None:
+    """The plain block right after fence ``index`` (nothing but blank lines between): the
+    output of a bare command; None when there is none."""
+    if index + 1 >= len(fences):
+        return None
+    fence, following = fences[index], fences[index + 1]
+    if text[fence.end() : following.start()].strip() or following.group("run") is not None:
+        return None
+    output = following.group("body")
+    if following.group("lang") not in ("", "text") or re.search(r"^\$ |^evalkit\s", output, re.M):
+        return None
+    return output
 
 
 def blocks_of(text: str, page: str) -> list[Block]:
@@ -212,14 +227,7 @@ def blocks_of(text: str, page: str) -> list[Block]:
             if not prompted and not re.match(r"^\s*(\w+=\S*\s+)*evalkit\s", line):
                 block.shell_lines.append((command_text, "", None))
                 continue
-            output = ""
-            if prompted:  # what follows, up to the next prompt
-                rest = []
-                for _, later in logical[position + 1 :]:
-                    if later.startswith("$ "):
-                        break
-                    rest.append(later)
-                output = "\n".join(rest)
+            output = _output_after(logical, position) if prompted else ""
             try:
                 argvs, elided, shell = parse_line(command_text)
             except ValueError as error:  # shlex: an unbalanced quote
@@ -236,19 +244,11 @@ def blocks_of(text: str, page: str) -> list[Block]:
             command.output, command.exit_code, command.shell = output, exit_code, shell
             block.commands.append(command)
             block.shell_lines.append((command_text, output, exit_code))
-        if not prompted and len(block.commands) == 1 and index + 1 < len(fences):
-            following = fences[index + 1]
-            adjacent = not text[fence.end() : following.start()].strip()
-            if (
-                adjacent
-                and following.group("lang") in ("", "text")
-                and following.group("run") is None
-            ):
-                output = following.group("body")
-                if not re.search(r"^\$ |^evalkit\s", output, re.MULTILINE):
-                    block.commands[0].output = output
-                    command_text, _, exit_code = block.shell_lines[-1]
-                    block.shell_lines[-1] = (command_text, output, exit_code)
+        output = _output_block(text, fences, index)
+        if not prompted and len(block.commands) == 1 and output is not None:
+            block.commands[0].output = output
+            command_text, _, exit_code = block.shell_lines[-1]
+            block.shell_lines[-1] = (command_text, output, exit_code)
         if block.commands or block.run:
             blocks.append(block)
     return blocks
@@ -376,6 +376,11 @@ def test_the_docs_show_many_commands() -> None:
     commands = [command for page in PAGES for command in _page_commands(page)]
     assert len(commands) >= 90, len(commands)
     assert sum(1 for page in PAGES if _page_commands(page)) >= 20
+    # and the run markers: a marker the reader misses would leave its block untested
+    marked = [block for page in PAGES for block in _marked_blocks(page)]
+    assert len(marked) >= 20 and all(block.commands for block in marked), len(marked)
+    stray = [page.name for page in PAGES if "<!-- run" in FENCE.sub("", page.read_text())]
+    assert not stray, f"a run marker not on the line before a fence: {stray}"
 
 
 # -- the extractor and the parser on planted lines ---------------------------------------
