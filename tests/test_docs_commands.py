@@ -59,6 +59,7 @@ SEPARATORS = {"|", "||", "&&", ";", "&"}
 REDIRECT = re.compile(r"^\d*(>>?|<)(&\d+)?")
 PLACEHOLDER = re.compile(r"^(?:[A-Z][A-Z0-9_]*|<[^>]*>|\$\w+|\$\{\w+\})$")
 ELISION = {"…", "..."}
+SHELL_WORDS = {"do", "then", "else", "time"}  # before a command: for ...; do evalkit ...
 
 
 @dataclass
@@ -151,7 +152,7 @@ def _segments(tokens: list[str]) -> list[list[str]]:
 
 def _evalkit_argv(segment: list[str]) -> list[str] | None:
     words = list(segment)
-    while words and re.match(r"^[A-Za-z_]\w*=", words[0]):  # VAR=value evalkit ...
+    while words and (re.match(r"^[A-Za-z_]\w*=", words[0]) or words[0] in SHELL_WORDS):
         words.pop(0)
     return words[1:] if words and words[0] == "evalkit" else None
 
@@ -187,6 +188,15 @@ def _output_after(logical: list[tuple[int, str]], position: int) -> str:
             break
         shown.append(later)
     return "\n".join(shown)
+
+
+def _echoed_exit(logical: list[tuple[int, str]], position: int, stated: int | None) -> int | None:
+    """The exit code a ``$ echo $?`` right after the command at ``position`` shows."""
+    following = [n for n in range(position + 1, len(logical)) if logical[n][1].startswith("$ ")]
+    if following and logical[following[0]][1].strip() == "$ echo $?":
+        echoed = logical[following[0] + 1][1].strip() if following[0] + 1 < len(logical) else ""
+        return int(echoed) if echoed.isdigit() else stated
+    return stated
 
 
 def _output_block(text: str, fences: list[re.Match[str]], index: int) -> str | None:
@@ -233,9 +243,8 @@ def blocks_of(text: str, page: str) -> list[Block]:
             except ValueError as error:  # shlex: an unbalanced quote
                 raise AssertionError(f"{page}:{first_line + offset}: {error}") from None
             exit_code = _stated_exit(command_text)
-            if prompted and position + 1 < len(logical) and logical[position + 1][1] == "$ echo $?":
-                echoed = logical[position + 2][1] if position + 2 < len(logical) else ""
-                exit_code = int(echoed) if echoed.strip().isdigit() else exit_code
+            if prompted:
+                exit_code = _echoed_exit(logical, position, exit_code)
             if not argvs:
                 block.shell_lines.append((command_text, output, exit_code))
                 continue
@@ -399,6 +408,10 @@ $ cat p.jsonl | GITHUB_ACTIONS=true evalkit score --contract C --gold G --pred /
     --out s -q 2>/dev/null
 $ evalkit gate a b   # exit 1
 FAIL
+$ evalkit gate a c
+FAIL
+$ echo $?
+1
 $ evalkit split data.jsonl --out split --group g --near-dup 1.5
 evalkit: error: Invalid value for '--near-dup': must be a Jaccard threshold in (0, 1], \
 got 1.5 (see 'evalkit split --help')
@@ -420,9 +433,9 @@ def test_the_extractor_reads_prompts_continuations_pipes_and_synopses() -> None:
     blocks = blocks_of(PLANTED, "planted.md")
     assert [(block.line, block.run, block.slow, block.after) for block in blocks] == [
         (3, False, False, []),
-        (17, True, True, ["mkdir x", "touch x/y"]),
+        (21, True, True, ["mkdir x", "touch x/y"]),
     ]
-    split, score, gate, bad, tokens = [c for block in blocks for c in block.commands]
+    split, score, gate, echoed, bad, tokens = [c for block in blocks for c in block.commands]
     assert (split.line, split.argvs, split.output) == (
         3,
         [
@@ -445,13 +458,14 @@ def test_the_extractor_reads_prompts_continuations_pipes_and_synopses() -> None:
     assert score.argvs == [
         ["score", "--contract", "C", "--gold", "G", "--pred", "/dev/stdin", "--out", "s", "-q"]
     ]
-    assert (gate.expected_exit(), split.expected_exit(), bad.expected_exit()) == (1, 0, 2)
+    assert [c.expected_exit() for c in (gate, echoed, split, bad)] == [1, 1, 0, 2]
+    assert echoed.output == "FAIL"
     assert tokens.synopsis and tokens.argvs == [
         ["tokens", "SPLIT", "--tokenizer", "DIR", "--text", "messages", "[--seq-len", "N]",
          "[--loss", "assistant|completion]"],
     ]  # fmt: skip
     assert tokens.output == "tokens output\n"
-    for command in (split, score, gate, bad, tokens):
+    for command in (split, score, gate, echoed, bad, tokens):
         check_command(command)
 
 
