@@ -88,7 +88,7 @@ def main() -> None:
         chat = ROOT / "examples" / "tickets" / "tickets_chat.jsonl"
         with chat.open(encoding="utf-8") as source:
             data.write_text("".join(next(source) for _ in range(args.n)), encoding="utf-8")
-        options = {"id_column": "ticket_id", "text_columns": ["messages"]}
+        options = {"id_column": "ticket_id", "text": ["messages"]}
 
         def batched() -> None:
             model_generate(BASE, data, adapter=ADAPTER, max_new_tokens=args.max_new_tokens,

@@ -106,7 +106,7 @@ def main() -> None:
     timings = []
     for _ in range(50):
         started = time.perf_counter()
-        plan(config, method="qlora", eval_batch=64)
+        plan(config, method="qlora", eval_batch_size=64)
         timings.append(time.perf_counter() - started)
     print(f"library plan() in process: median {1000 * statistics.median(timings):.2f} ms")
     python = [sys.executable, "-m", "evalkit"]

@@ -11,6 +11,14 @@ its check and its help text live in one place. The object checks its values
 when it is made, with the checks of :mod:`evalkit.params`, and its errors name
 parameters (``seq_len``); the command line says the same with the flag.
 
+A concept has one Python name on every object and every library function
+(``id_column``, ``text``, ``seq_len``, ``batch_size``, ``eval_batch_size``;
+``tests/test_python_names.py`` holds the table). An older spelling stays
+accepted as a *renamed* keyword (:func:`option`'s ``renamed``): given to the
+object, to its ``build`` or read as an attribute, it means the field and
+warns once (a :class:`DeprecationWarning` naming the new spelling), as the
+command line's deprecated flags print a note.
+
 Stdlib only, and nothing here runs at import time but the class definitions:
 ``evalkit --help`` does not pay for it.
 """
@@ -18,15 +26,18 @@ Stdlib only, and nothing here runs at import time but the class definitions:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import numbers
 import os
+import sys
 import types
 import typing
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Self, TypeVar, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar, get_args, get_origin
 
 from evalkit.errors import ParameterError
 
@@ -46,7 +57,9 @@ class OptionSpec:
     ``--seq-len``); ``secondary`` is the off switch of a boolean pair
     (``--no-kbit-prep``); ``default_help`` says what an unset (``None``) field
     resolves to; ``aliases`` are deprecated spellings, still accepted with a
-    note; ``parse`` turns the command line's word into the field's value (a
+    note; ``renamed`` are the field's deprecated *Python* spellings
+    (``id_col`` of ``id_column``), still accepted with a ``DeprecationWarning``;
+    ``parse`` turns the command line's word into the field's value (a
     comma-separated list, say) and may raise ``ParameterError``; ``cli=False``
     keeps a field out of the command line (a Python-only parameter).
     """
@@ -60,6 +73,7 @@ class OptionSpec:
     parse: Callable[[str], Any] | None = None
     default_help: str | None = None
     aliases: tuple[str, ...] = ()
+    renamed: tuple[str, ...] = ()
     required: bool = False
     cli: bool = True
     path_file: bool = False
@@ -78,6 +92,7 @@ def option(
     parse: Callable[[str], Any] | None = None,
     default_help: str | None = None,
     aliases: tuple[str, ...] = (),
+    renamed: tuple[str, ...] = (),
     cli: bool = True,
     path_file: bool = False,
 ) -> Any:
@@ -96,6 +111,7 @@ def option(
         parse=parse,
         default_help=default_help,
         aliases=aliases,
+        renamed=renamed,
         required=default is dataclasses.MISSING,
         cli=cli,
         path_file=path_file,
@@ -156,8 +172,98 @@ def field_types(cls: type[Params]) -> Mapping[str, FieldType]:
     return _FIELD_TYPES[cls]
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PASSED_THROUGH = (dataclasses.__file__, functools.__file__)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning raised by :func:`warn_renamed` at its caller.
+
+    The first frame outside evalkit (and outside the dataclass machinery that
+    ``dataclasses.replace`` runs): the line of the user's call, wherever in the
+    library the old name was noticed.
+    """
+    frame = sys._getframe(2)  # the caller of warn_renamed
+    level = 2
+    while frame.f_back is not None and (
+        frame.f_code.co_filename.startswith(_PACKAGE) or frame.f_code.co_filename in _PASSED_THROUGH
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def warn_renamed(old: str, new: str, where: str) -> None:
+    """Say once that ``old`` is the deprecated spelling of ``new`` (of ``where``)."""
+    warnings.warn(
+        f"{where}: {old} is deprecated; use {new}",
+        DeprecationWarning,
+        stacklevel=_caller_level(),
+    )
+
+
+def apply_renamed(
+    values: Mapping[str, Any], renamed: Mapping[str, str], where: str
+) -> dict[str, Any]:
+    """``values`` with every deprecated keyword of ``renamed`` (old -> new) given its new name.
+
+    Each old name used warns; an old name given beside its new one is a
+    ``TypeError``, as a keyword given twice is.
+    """
+    out = dict(values)
+    for old, new in renamed.items():
+        if old not in out:
+            continue
+        if new in out:
+            raise TypeError(f"{where}: give {new} only ({old} is its deprecated spelling)")
+        warn_renamed(old, new, where)
+        out[new] = out.pop(old)
+    return out
+
+
+def renamed_keywords(**renamed: str) -> Callable[[F], F]:
+    """Accept the deprecated keyword names of a function: ``@renamed_keywords(id_col="id_column")``.
+
+    An old name given is passed as the new one, with one ``DeprecationWarning``
+    naming the new spelling; the signature shows the new names only.
+    """
+
+    def decorate(function: F) -> F:
+        where = f"{function.__name__}()"
+
+        @functools.wraps(function)
+        def call(*args: Any, **keywords: Any) -> Any:
+            return function(*args, **apply_renamed(keywords, renamed, where))
+
+        return call  # type: ignore[return-value]
+
+    return decorate
+
+
+_RENAMED: dict[type, Mapping[str, str]] = {}
+
+
+def renamed_of(cls: type[Params]) -> Mapping[str, str]:
+    """The deprecated Python spellings of ``cls``'s fields: old name -> field name."""
+    if cls not in _RENAMED:
+        _RENAMED[cls] = {
+            old: field.name for field in dataclasses.fields(cls) for old in spec_of(field).renamed
+        }
+    return _RENAMED[cls]
+
+
+class _ParamsType(type):
+    """Makes a :class:`Params` object from deprecated keyword spellings too (with a warning)."""
+
+    def __call__(cls, *args: Any, **values: Any) -> Any:
+        renamed = renamed_of(cls)  # type: ignore[arg-type]
+        if renamed and not renamed.keys().isdisjoint(values):
+            values = apply_renamed(values, renamed, cls.__name__)
+        return super().__call__(*args, **values)
+
+
 @dataclass(frozen=True, kw_only=True)
-class Params:
+class Params(metaclass=_ParamsType):
     """Base of a command's options object: frozen, keyword-only, checked when made.
 
     Each field's value is checked with its :class:`OptionSpec`'s ``check``
@@ -209,7 +315,7 @@ class Params:
         An unknown keyword is a ``TypeError`` naming the parameters there are,
         as Python says for a function's keywords.
         """
-        values = dict(values or {})
+        values = apply_renamed(values or {}, renamed_of(cls), cls.__name__)
         names = [field.name for field in dataclasses.fields(cls)]
         unknown = sorted(set(values) - set(names))
         if unknown:
@@ -222,6 +328,16 @@ class Params:
         if not isinstance(given, cls):
             raise TypeError(f"expected {cls.__name__}, got {type(given).__name__}")
         return dataclasses.replace(given, **values) if values else given
+
+    if not TYPE_CHECKING:  # a type checker keeps refusing the old names
+
+        def __getattr__(self, name: str) -> Any:
+            """An old field name read as an attribute: the field's value, with a warning."""
+            new = renamed_of(type(self)).get(name)
+            if new is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            warn_renamed(name, new, type(self).__name__)
+            return getattr(self, new)
 
     def changed(self) -> dict[str, Any]:
         """The fields that differ from their defaults (what a user set), in field order."""

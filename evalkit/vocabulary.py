@@ -31,18 +31,25 @@ def near_dup_field(help: str, *, default: float | None = None) -> Any:
     return option(default, metavar="T", check=params.near_dup, help=help)
 
 
-def id_field(help: str, *, required: bool = False, aliases: tuple[str, ...] = ()) -> Any:
-    """``id_column``: the column of ids (``--id COL``), read as written."""
+def id_field(
+    help: str,
+    *,
+    required: bool = False,
+    aliases: tuple[str, ...] = (),
+    renamed: tuple[str, ...] = (),
+) -> Any:
+    """``id_column``: the column of ids (``--id COL``), read as written; ``renamed``: the
+    field's deprecated Python spellings (``score``'s ``id_col``)."""
     if required:
-        return option(flag="--id", metavar="COL", help=help, aliases=aliases)
-    return option(None, flag="--id", metavar="COL", help=help, aliases=aliases)
+        return option(flag="--id", metavar="COL", help=help, aliases=aliases, renamed=renamed)
+    return option(None, flag="--id", metavar="COL", help=help, aliases=aliases, renamed=renamed)
 
 
-def text_field(help: str, *, flag: str | None = None) -> Any:
+def text_field(help: str, *, renamed: tuple[str, ...] = ()) -> Any:
     """``text``: the column(s) of text or conversations (``--text COL``, once to three
-    times); one name may be given as a string in Python. ``flag="--text"`` keeps that
-    spelling for a parameter named otherwise (``generate``'s ``text_columns``)."""
-    return option(metavar="COL", check=params.text_columns, help=help, flag=flag)
+    times); one name may be given as a string in Python. ``renamed``: the field's
+    deprecated Python spellings (``generate``'s ``text_columns``)."""
+    return option(metavar="COL", check=params.text_columns, help=help, renamed=renamed)
 
 
 def system_field() -> Any:

@@ -127,7 +127,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyModels:
         paths["base"],
         paths["data"],
         id_column="ticket_id",
-        text_columns=["messages"],
+        text=["messages"],
         adapter=paths["adapter"],
         max_new_tokens=MAX_NEW_TOKENS,
         batch_size=BATCH_SIZE,

@@ -114,7 +114,7 @@ def test_card_tokens_generate_and_reload_check_hash_alike(
         template_sha256,
     )
 
-    result = generate(tiny.base, tiny.data, id_column="ticket_id", text_columns=["messages"],
+    result = generate(tiny.base, tiny.data, id_column="ticket_id", text=["messages"],
                       tokenizer=folder, max_new_tokens=1, batch_size=10, device="cpu")  # fmt: skip
     result.write(tmp_path / "run")
     pinned = read_run(tmp_path / "run").tokenizer

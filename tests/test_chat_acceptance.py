@@ -105,13 +105,13 @@ def test_audit_finds_the_planted_pairs_and_nothing_else(tmp_path: Path, shape: s
     # Sources and unrelated items in train; copies in test (so every planted pair crosses).
     train = write(tmp_path / "train.jsonl", [i for i in items if i["id"] not in copies], shape)
     test = write(tmp_path / "test.jsonl", [i for i in items if i["id"] in copies], shape)
-    report = audit([train, test], id_column="id", text_column=COLUMN[shape], group=["group"])
+    report = audit([train, test], id_column="id", text=COLUMN[shape], group=["group"])
     found = {(p.a, p.b) for p in [*report.near_duplicates, *report.exact_duplicates]}
     assert found <= set(planted), sorted(found - set(planted))[:5]
     assert len(found) >= 0.95 * len(planted)
     assert report.splits["train"].shape == shape
     # the counterfactual: comparing the shared system prompt floods the report
-    flooded = audit([train, test], id_column="id", text_column=COLUMN[shape],
+    flooded = audit([train, test], id_column="id", text=COLUMN[shape],
                     roles=["system", "user"], near_dup=0.8)  # fmt: skip
     assert len(flooded.near_duplicates) > 10 * len(planted)
 

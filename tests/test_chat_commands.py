@@ -327,7 +327,7 @@ def test_audit_reads_jsonl_the_same_way_on_either_path(
     test = write_jsonl(tmp_path / "test.jsonl", rows(100, day=True))
     assert read_table(train).arrow_typed  # pyarrow path
     assert not read_table(test).arrow_typed  # ISO dates: pyarrow would make timestamps of them
-    options = {"id_column": "id", "text_column": "messages", "group": ["g", "flag"]}
+    options = {"id_column": "id", "text": "messages", "group": ["g", "flag"]}
     from_files = audit([train, test], **options)
     from_frames = audit({"train": read_table(train), "test": read_table(test)}, **options)
     assert from_files.counts.exact_duplicates == 16

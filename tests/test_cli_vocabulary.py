@@ -50,21 +50,21 @@ SCORE_REQUIRED = ["--contract", "c.yaml", "--gold", "g.jsonl", "--pred", "p.json
 # what it sets: a new alias needs a line here.
 ALIAS_LINES = {
     ("card", "--out"): (["adapter", "--out", "c.json"], "json_path", Path("c.json")),
-    ("plan", "--batch"): (["--config", "c.json", "--batch", "2"], "batch", 2),
-    ("plan", "--eval-batch"): (["--config", "c.json", "--eval-batch", "4"], "eval_batch", 4),
+    ("plan", "--batch"): (["--config", "c.json", "--batch", "2"], "batch_size", 2),
+    ("plan", "--eval-batch"): (["--config", "c.json", "--eval-batch", "4"], "eval_batch_size", 4),
     ("smoke", "--batch"): (
         ["--base", "b", "--data", "d.jsonl", "--text", "t", "--batch", "2"],
-        "batch",
+        "batch_size",
         2,
     ),
     ("tokens", "--max-seq-length"): (
         ["d.jsonl", "--tokenizer", "t", "--text", "t", "--max-seq-length", "60"],
-        "max_seq_length",
+        "seq_len",
         60,
     ),
     ("score", "--id-col"): (
         [*SCORE_REQUIRED, "--id-col", "doc.qid"],
-        "id_col",
+        "id_column",
         "doc.qid",
     ),
 }
@@ -231,9 +231,9 @@ def test_library_errors_name_parameters_and_the_cli_names_flags(run_cli) -> None
     from evalkit.plan.api import plan
 
     with pytest.raises(ParameterError) as raised:
-        plan(LLAMA7, batch=0)
-    assert str(raised.value) == "batch must be a positive number of sequences, got 0"
-    assert raised.value.parameter == "batch"
+        plan(LLAMA7, batch_size=0)
+    assert str(raised.value) == "batch_size must be a positive number of sequences, got 0"
+    assert raised.value.parameter == "batch_size"
     result = run_cli("plan", "--config", LLAMA7, "--optimizer", "adamw", "--method", "full",
                      "--r", "8")  # fmt: skip
     assert_one_line_error(result, "evalkit: error: --r applies to lora and qlora")
@@ -243,9 +243,9 @@ def test_library_errors_name_parameters_and_the_cli_names_flags(run_cli) -> None
 
 def test_a_parameter_no_option_sets_keeps_its_name() -> None:
     command = dict(COMMANDS)["plan"]
-    assert flag_of(command, "batch") == "--batch-size"
+    assert flag_of(command, "batch_size") == "--batch-size"
     assert flag_of(command, "max_seq_length") is None
-    assert flag_of(dict(COMMANDS)["tokens"], "max_seq_length") == "--seq-len"
+    assert flag_of(dict(COMMANDS)["tokens"], "seq_len") == "--seq-len"
 
 
 def test_the_shared_checks_refuse_and_accept() -> None:

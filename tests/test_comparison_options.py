@@ -63,7 +63,7 @@ def test_the_shared_options_are_defined_once() -> None:
     shared = _names(ComparisonParams)
     assert shared == ["seed", "resamples", "factors", "allow_base_change", "ledger"]
     assert _names(GateParams) == shared
-    assert _names(CompareParams) == [*shared, "min_gain", "suspect_min_agree", "text_column"]
+    assert _names(CompareParams) == [*shared, "min_gain", "suspect_min_agree", "text"]
     for name in shared:  # the very same field objects, not copies
         inherited = CompareParams.__dataclass_fields__[name].metadata
         assert inherited is ComparisonParams.__dataclass_fields__[name].metadata

@@ -107,7 +107,7 @@ def without_engine(text: str) -> str:
     )
 
 
-AUDIT = {"id_column": "id", "text_column": "messages", "group": ["group"], "stratify": "category"}
+AUDIT = {"id_column": "id", "text": "messages", "group": ["group"], "stratify": "category"}
 
 
 def test_audit_reports_the_same_bytes(ray_cluster: None, splits: list[Path]) -> None:
@@ -308,7 +308,7 @@ def tool_splits(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [folder / "train.jsonl", folder / "val.jsonl", folder / "test.csv"]
 
 
-TOOL_AUDIT = {"id_column": "ticket_id", "text_column": "messages", "group": ["conversation_id"]}
+TOOL_AUDIT = {"id_column": "ticket_id", "text": "messages", "group": ["conversation_id"]}
 
 
 @pytest.mark.parametrize(("near_dup", "within"), [(0.8, True), (None, False)])
@@ -369,8 +369,8 @@ def test_alpaca_columns_and_roles_on_plain_text(
         paths[-1].write_text("".join(json.dumps(r) + "\n" for r in alpaca))
     columns = ["instruction", "input", "output"]
     options: dict[str, Any] = {"id_column": "id", "group": ["group"], "near_dup": 0.8}
-    local = audit(paths, text_column=columns, **options)
-    distributed = audit(paths, text_column=columns, **options, engine="ray", ray=OPTIONS)
+    local = audit(paths, text=columns, **options)
+    distributed = audit(paths, text=columns, **options, engine="ray", ray=OPTIONS)
     assert without_engine(distributed.model_dump_json()) == local.model_dump_json()
     assert local.splits["train"].shape == "alpaca" and local.counts.near_duplicates > 30
     args = [*paths, "--id", "id", "--text", "output", "--roles", "user"]
@@ -422,9 +422,7 @@ def test_a_within_listing_cut_at_its_limit_is_the_same(ray_cluster: None) -> Non
         name: pl.DataFrame({"id": [i for i, _ in items], "text": [t for _, t in items]})
         for name, items in planted().items()
     }
-    local = audit(frames, id_column="id", text_column="text", within=True)
-    distributed = audit(
-        frames, id_column="id", text_column="text", within=True, engine="ray", ray=OPTIONS
-    )
+    local = audit(frames, id_column="id", text="text", within=True)
+    distributed = audit(frames, id_column="id", text="text", within=True, engine="ray", ray=OPTIONS)
     assert local.within_truncated == {"exact": ["train"], "near": ["train"]}
     assert without_engine(distributed.model_dump_json()) == local.model_dump_json()

@@ -185,7 +185,7 @@ def test_an_address_given_is_used(
     env = environment(short_tmp, RAY_ADDRESS=ray.get_runtime_context().gcs_address)
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr  # the copied text
-    local = audit(splits, id_column="id", text_column="text")
+    local = audit(splits, id_column="id", text="text")
     assert json.loads(out.read_text())["counts"] == local.model_dump(mode="json")["counts"]
     assert _jobs() == before + 1
     assert not list(short_tmp.glob("evalkit-ray-*"))  # nothing started here, nothing left
@@ -205,7 +205,7 @@ def test_two_runs_at_once_each_start_a_cluster_of_their_own(
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))  # fmt: skip
     outputs = [run.communicate(timeout=400) for run in runs]
     assert [run.returncode for run in runs] == [1, 1], outputs
-    local = audit(splits, id_column="id", text_column="text").model_dump(mode="json")
+    local = audit(splits, id_column="id", text="text").model_dump(mode="json")
     for number in range(2):
         report = json.loads((tmp_path / f"{number}.json").read_text())
         assert report["options"]["engine"] == "ray"

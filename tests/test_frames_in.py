@@ -119,7 +119,7 @@ def test_audit_of_frames_gives_the_figures_of_the_files(
     for name, part in parts.items():
         files[name] = tmp_path / f"{name}.jsonl"
         part.write_ndjson(files[name])
-    options = {"id_column": "ticket_id", "text_column": "text", "group": ["conversation_id"]}
+    options = {"id_column": "ticket_id", "text": "text", "group": ["conversation_id"]}
     from_files = evalkit.audit([files[n] for n in parts], **options)
     from_frames = evalkit.audit({n: p.to_pandas() for n, p in parts.items()}, **options)
     left, right = from_files.model_dump(mode="json"), from_frames.model_dump(mode="json")

@@ -127,6 +127,6 @@ def test_the_same_column_without_the_bad_row_reads_as_conversations(truncated_cs
         .alias("messages")
     )
     report = evalkit.audit({"train": fixed.head(6), "test": fixed.tail(6)},
-                           id_column="id", text_column="messages")  # fmt: skip
+                           id_column="id", text="messages")  # fmt: skip
     assert report.counts.exact_duplicates > 0
     assert all(split.shape == "messages" and split.json_text for split in report.splits.values())

@@ -66,7 +66,7 @@ def test_planted_pairs_and_conversations_are_found() -> None:
     report = audit(
         {"train": train, "test": test},
         id_column="ticket_id",
-        text_column="text",
+        text="text",
         group=["conversation_id"],
         near_dup=0.8,
     )
@@ -106,7 +106,7 @@ def test_near_pairs_equal_brute_force_on_a_small_set() -> None:
         texts.append(texts[index] + " extra")
     frame = pl.DataFrame({"id": [f"i{n}" for n in range(len(texts))], "text": texts})
     left, right = frame[::2], frame[1::2]
-    report = audit({"left": left, "right": right}, id_column="id", text_column="text", near_dup=0.6)
+    report = audit({"left": left, "right": right}, id_column="id", text="text", near_dup=0.6)
     expected = set()
     for a, ta in left.iter_rows():
         for b, tb in right.iter_rows():
@@ -121,7 +121,7 @@ def test_near_pairs_equal_brute_force_on_a_small_set() -> None:
 def test_normalisation_makes_exact_duplicates() -> None:
     train = pl.DataFrame({"id": [1, 2], "text": ["Where is MY parcel?", "ｆｕｌｌ width"]})
     test = pl.DataFrame({"id": [3, 4], "text": ["where  is my\tparcel?", "full\u00a0WIDTH "]})
-    report = audit({"train": train, "test": test}, id_column="id", text_column="text")
+    report = audit({"train": train, "test": test}, id_column="id", text="text")
     assert [(p.a, p.b) for p in report.exact_duplicates] == [("1", "3"), ("2", "4")]
     assert report.near_duplicates == []
 
@@ -129,7 +129,7 @@ def test_normalisation_makes_exact_duplicates() -> None:
 def test_empty_texts_are_never_duplicates() -> None:
     train = pl.DataFrame({"id": ["a", "b", "c"], "text": ["", None, "  "]})
     test = pl.DataFrame({"id": ["d", "e"], "text": ["", None]})
-    report = audit({"train": train, "test": test}, id_column="id", text_column="text")
+    report = audit({"train": train, "test": test}, id_column="id", text="text")
     assert not report.leak
     assert report.splits["train"].empty_texts == 3
     assert report.splits["test"].empty_texts == 2
@@ -146,7 +146,7 @@ def test_a_group_spanning_three_files(tmp_path: Path) -> None:
     report = audit(
         [tmp_path / "train.jsonl", tmp_path / "val.csv", tmp_path / "test.parquet"],
         id_column="id",
-        text_column="text",
+        text="text",
         group=["conv"],
     )
     assert [leak.model_dump() for leak in report.group_leaks] == [
@@ -160,7 +160,7 @@ def test_composite_group_keys_and_ids_in_several_splits() -> None:
     train = pl.DataFrame({"id": [1, 2], "src": ["a", "a"], "doc": [1, 2], "text": ["p", "q"]})
     test = pl.DataFrame({"id": [2, 3], "src": ["a", "b"], "doc": [1, 2], "text": ["r", "s"]})
     report = audit(
-        {"train": train, "test": test}, id_column="id", text_column="text", group=["src", "doc"]
+        {"train": train, "test": test}, id_column="id", text="text", group=["src", "doc"]
     )
     assert [leak.group for leak in report.group_leaks] == ['["a", "1"]']
     assert [(o.id, o.splits) for o in report.id_overlaps] == [("2", ["train", "test"])]
@@ -169,7 +169,7 @@ def test_composite_group_keys_and_ids_in_several_splits() -> None:
 def test_class_coverage_is_reported_but_is_no_leak() -> None:
     train = pl.DataFrame({"id": [1, 2, 3], "text": ["a", "b", "c"], "y": ["x", "y", "z"]})
     test = pl.DataFrame({"id": [4], "text": ["d"], "y": ["x"]})
-    report = audit({"train": train, "test": test}, id_column="id", text_column="text", stratify="y")
+    report = audit({"train": train, "test": test}, id_column="id", text="text", stratify="y")
     assert report.classes == ["x", "y", "z"]
     assert report.splits["test"].class_counts == {"x": 1, "y": 0, "z": 0}
     assert report.splits["test"].missing_classes == ["y", "z"]
@@ -181,7 +181,7 @@ def test_report_does_not_depend_on_row_order() -> None:
     first = audit(
         {"train": train, "test": test},
         id_column="ticket_id",
-        text_column="text",
+        text="text",
         group=["conversation_id"],
         stratify="category",
     )
@@ -191,7 +191,7 @@ def test_report_does_not_depend_on_row_order() -> None:
             "test": test.sample(fraction=1.0, shuffle=True, seed=6),
         },
         id_column="ticket_id",
-        text_column="text",
+        text="text",
         group=["conversation_id"],
         stratify="category",
     )
@@ -357,7 +357,7 @@ def test_summary_names_missing_classes_and_says_when_clean() -> None:
 
     train = pl.DataFrame({"id": [1, 2], "text": ["alpha beta", "gamma"], "y": ["x", "y"]})
     test = pl.DataFrame({"id": [3], "text": ["delta"], "y": ["x"]})
-    report = audit({"train": train, "test": test}, id_column="id", text_column="text", stratify="y")
+    report = audit({"train": train, "test": test}, id_column="id", text="text", stratify="y")
     summary = render_audit_summary(report)
     assert "warning: split test has no item of class y" in summary
     assert summary.endswith("no leak found")

@@ -160,7 +160,7 @@ def frames() -> dict[str, pl.DataFrame]:
 
 
 def test_within_counts_equal_the_brute_force(frames: dict[str, pl.DataFrame]) -> None:
-    report = audit(frames, id_column="id", text_column="text", within=True)
+    report = audit(frames, id_column="id", text="text", within=True)
     seen_near = 0
     for split, items in planted().items():
         record, exact_pairs, near_pairs = brute_force(items)
@@ -185,14 +185,14 @@ def test_within_counts_equal_the_brute_force(frames: dict[str, pl.DataFrame]) ->
 
 
 def test_without_within_no_pairs_are_listed(frames: dict[str, pl.DataFrame]) -> None:
-    report = audit(frames, id_column="id", text_column="text")
+    report = audit(frames, id_column="id", text="text")
     assert report.within_exact_duplicates is None and report.within_near_duplicates is None
-    listed = audit(frames, id_column="id", text_column="text", within=True)
+    listed = audit(frames, id_column="id", text="text", within=True)
     assert report.within == listed.within  # the counts do not depend on listing the pairs
 
 
 def test_exact_only_reports_exact_repetition(frames: dict[str, pl.DataFrame]) -> None:
-    report = audit(frames, id_column="id", text_column="text", near_dup=None, within=True)
+    report = audit(frames, id_column="id", text="text", near_dup=None, within=True)
     for split, items in planted().items():
         record, exact_pairs, _ = brute_force(items)
         within = report.within[split]
@@ -223,7 +223,7 @@ def test_the_split_manifest_records_the_same_repetition(
     assert made.exit_code == 0, made.stderr
     assert "repetition in train:" in made.stdout
     manifest = json.loads((out / "manifest.json").read_text())
-    report = audit([out], id_column="id", text_column="text")
+    report = audit([out], id_column="id", text="text")
     for split in ("train", "val", "test"):
         assert manifest["within"][split] == report.within[split].model_dump()
         items = pl.read_parquet(out / f"{split}.parquet").select("id", "text").rows()
@@ -279,9 +279,9 @@ def test_conversations_compare_the_chosen_roles(tmp_path: Path) -> None:
             ]
             rows.append({"id": f"{split}{index:02d}", "messages": messages})
         frames[split] = pl.DataFrame(rows)
-    default = audit(frames, id_column="id", text_column="messages")
+    default = audit(frames, id_column="id", text="messages")
     assert default.within["train"].in_near_clusters == 4  # the four repeated user turns
     assert default.within["test"].in_near_clusters == 0
-    with_system = audit(frames, id_column="id", text_column="messages", roles="system,user")
+    with_system = audit(frames, id_column="id", text="messages", roles="system,user")
     assert with_system.within["train"].near_share == 1.0  # the shared prompt dominates
     assert with_system.within["train"].openings[0].text == "you are a helpful triage"

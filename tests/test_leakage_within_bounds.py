@@ -122,7 +122,7 @@ def test_within_lists_the_first_pairs_up_to_the_limit(
         name: pl.DataFrame({"id": [i for i, _ in items], "text": [t for _, t in items]})
         for name, items in splits.items()
     }
-    report = audit(frames, id_column="id", text_column="text", within=True)
+    report = audit(frames, id_column="id", text="text", within=True)
     exact, near, cut = expected(splits)
     assert len(exact["train"]) == len(near["train"]) == LIMIT and cut == {
         "exact": ["train"],
@@ -144,7 +144,7 @@ def test_within_lists_the_first_pairs_up_to_the_limit(
     assert [c.size for c in train.clusters[:2]] == [463, 452]  # variants (with copies), bravo
     assert train.n_clusters == 4 and report.within["val"].in_exact_clusters == 4
     # Without --within: no listing, no limit named.
-    plain = audit(frames, id_column="id", text_column="text")
+    plain = audit(frames, id_column="id", text="text")
     assert plain.within_pairs_limit is None and plain.within_truncated is None
     assert plain.within == report.within
 
@@ -178,7 +178,7 @@ def test_opening_words_is_bounded_before_work_starts(tmp_path: Path, words: int)
     assert "--opening-words" in lines[0] and "must be 1 to 100 words" in lines[0], lines
     if words <= 100_000:  # in this process too, for the library's error
         with pytest.raises(ParameterError, match="opening_words must be 1 to 100 words"):
-            audit(files, id_column="id", text_column="text", opening_words=words)
+            audit(files, id_column="id", text="text", opening_words=words)
 
 
 def test_the_largest_opening_is_counted(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_the_largest_opening_is_counted(tmp_path: Path) -> None:
         "train": pl.DataFrame({"id": ["a", "b", "c"], "text": [text, text + " x", "short"]}),
         "test": pl.DataFrame({"id": ["d"], "text": ["other"]}),
     }
-    report = audit(frames, id_column="id", text_column="text", opening_words=100)
+    report = audit(frames, id_column="id", text="text", opening_words=100)
     assert [(o.text, o.n) for o in report.within["train"].openings] == [
         (" ".join(text.split()[:100]), 2)
     ]

@@ -96,7 +96,7 @@ def test_each_output_column_of_one_file_is_a_look_from_python(data) -> None:
     for k in range(COLUMNS):
         result = evalkit.score(
             data.parent / "v1.yaml", data / "test.parquet", data / "wide.jsonl",
-            output_col=f"out{k}", name=f"c{k}",
+            output_column=f"out{k}", name=f"c{k}",
         )  # fmt: skip
         assert result.look is not None and result.look.new_look
         assert result.look.looks == k + 1
@@ -134,7 +134,9 @@ def test_the_same_answers_in_another_file_or_column_are_one_look(run_cli, data) 
 
 def test_the_same_answers_in_another_file_are_one_look_from_python(data) -> None:
     contract = data.parent / "v1.yaml"
-    first = evalkit.score(contract, data / "test.parquet", data / "wide.jsonl", output_col="out2")
+    first = evalkit.score(
+        contract, data / "test.parquet", data / "wide.jsonl", output_column="out2"
+    )
     copy = evalkit.score(contract, data / "test.parquet", _narrow(data, 2, "copy.csv"))
     assert first.look is not None and copy.look is not None
     assert not copy.look.new_look and copy.look.looks == 1
@@ -252,14 +254,14 @@ def test_score_on_the_command_line_is_evalkit_score(run_cli, data) -> None:
     cli = _score(run_cli, data, "cli", *common, "--no-ledger")
     library = data.parent / "runs" / "library"
     evalkit.score(
-        data.parent / "v1.yaml", data / "test.parquet", data / "wide.jsonl", output_col="out0",
+        data.parent / "v1.yaml", data / "test.parquet", data / "wide.jsonl", output_column="out0",
         name="cli", no_ledger=True, out=library, extra_files=score_report_files,
     )  # fmt: skip
     assert _files(cli) == _files(library)  # byte for byte
     # With the ledger: the same files, but for the look (its own line), and lines alike.
     cli = _score(run_cli, data, "cli-look", *common, "--purpose", "p")
     evalkit.score(
-        data.parent / "v1.yaml", data / "test.parquet", data / "wide.jsonl", output_col="out0",
+        data.parent / "v1.yaml", data / "test.parquet", data / "wide.jsonl", output_column="out0",
         name="cli-look", purpose="p", out=library.with_name("lib-look"),
         extra_files=score_report_files,
     )  # fmt: skip
@@ -303,7 +305,7 @@ def test_a_score_refused_by_its_output_reads_nothing_and_records_no_look(run_cli
     with pytest.raises(OutputExists) as refused:
         evalkit.score(
             data.parent / "v1.yaml", data / "test.parquet", data / "wide.jsonl",
-            output_col="out0", out=data.parent / "taken",
+            output_column="out0", out=data.parent / "taken",
         )  # fmt: skip
     assert "exists already" in str(refused.value)
     assert not (data / LEDGER_NAME).exists()

@@ -50,7 +50,7 @@ def test_the_command_is_evalkit_generate_with_out(run_cli, tiny, tmp_path: Path)
     from evalkit.model.generate import generate
 
     assert run_cli(*_generate(tiny, tmp_path / "cli")).exit_code == 0
-    options = {"id_column": "ticket_id", "text_columns": ["messages"], "adapter": tiny.adapter,
+    options = {"id_column": "ticket_id", "text": ["messages"], "adapter": tiny.adapter,
                "max_new_tokens": 4, "device": "cpu"}  # fmt: skip
     made = generate(tiny.base, tiny.data, out=tmp_path / "library", **options)
     for name in ("predictions.jsonl", "tokens.parquet", "run.json"):

@@ -69,7 +69,7 @@ def test_tokens_equal_generate_batched(tiny: TinyModels, reference_model, refere
 
 
 def test_batch_size_does_not_change_tokens(tiny: TinyModels) -> None:
-    one = generate(tiny.base, tiny.data, id_column="ticket_id", text_columns=["messages"],
+    one = generate(tiny.base, tiny.data, id_column="ticket_id", text=["messages"],
                    adapter=tiny.adapter, max_new_tokens=MAX_NEW_TOKENS, batch_size=1,
                    device="cpu")  # fmt: skip
     assert one.tokens["output_ids"].to_list() == _tokens(tiny.run)["output_ids"].to_list()
@@ -152,7 +152,7 @@ def test_run_json_pins_every_input(tiny: TinyModels) -> None:
 
 
 def test_outputs_are_byte_identical_when_run_again(tiny: TinyModels, tmp_path: Path) -> None:
-    again = generate(tiny.base, tiny.data, id_column="ticket_id", text_columns=["messages"],
+    again = generate(tiny.base, tiny.data, id_column="ticket_id", text=["messages"],
                      adapter=tiny.adapter, max_new_tokens=MAX_NEW_TOKENS,
                      batch_size=BATCH_SIZE, device="cpu")  # fmt: skip
     again.write(tmp_path / "again")
@@ -184,7 +184,7 @@ def test_stop_tokens_end_an_output_in_a_batch(
     config = json.loads((base / "generation_config.json").read_text())
     config["eos_token_id"] = [EOS, stop]
     (base / "generation_config.json").write_text(json.dumps(config))
-    result = generate(base, tiny.data, id_column="ticket_id", text_columns=["messages"],
+    result = generate(base, tiny.data, id_column="ticket_id", text=["messages"],
                       adapter=tiny.adapter, max_new_tokens=MAX_NEW_TOKENS,
                       batch_size=BATCH_SIZE, device="cpu")  # fmt: skip
     model = PeftModel.from_pretrained(
@@ -206,7 +206,7 @@ def test_generation_config_penalties_are_not_applied_and_recorded(
     config = json.loads((base / "generation_config.json").read_text())
     config.update(repetition_penalty=1.5, do_sample=True, temperature=0.7)
     (base / "generation_config.json").write_text(json.dumps(config))
-    result = generate(base, tiny.data, id_column="ticket_id", text_columns=["messages"],
+    result = generate(base, tiny.data, id_column="ticket_id", text=["messages"],
                       adapter=tiny.adapter, max_new_tokens=MAX_NEW_TOKENS,
                       batch_size=BATCH_SIZE, device="cpu")  # fmt: skip
     assert result.tokens["output_ids"].to_list() == _tokens(tiny.run)["output_ids"].to_list()
@@ -219,7 +219,7 @@ def test_base_alone_is_a_prompt_only_baseline(tiny: TinyModels, reference_tokeni
     import torch
     from transformers import AutoModelForCausalLM
 
-    result = generate(tiny.base, tiny.data, id_column="ticket_id", text_columns=["messages"],
+    result = generate(tiny.base, tiny.data, id_column="ticket_id", text=["messages"],
                       max_new_tokens=MAX_NEW_TOKENS, batch_size=BATCH_SIZE,
                       device="cpu")  # fmt: skip
     model = AutoModelForCausalLM.from_pretrained(str(tiny.base), dtype=torch.float32).eval()

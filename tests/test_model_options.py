@@ -83,21 +83,23 @@ def test_smokes_plan_options_are_the_plans_fields() -> None:
     """Flag, check, deprecated spellings and default come from PlanParams; smoke has its words."""
     plan = {field.name: field for field in dataclasses.fields(PlanParams)}
     for field in dataclasses.fields(SmokeParams):
-        if field.name in ("r", "targets", "seq_len", "batch"):
+        if field.name in ("r", "targets", "seq_len", "batch_size"):
             ours, theirs = spec_of(field), spec_of(plan[field.name])
-            assert (ours.flag, ours.check, ours.aliases) == (
+            assert (ours.flag, ours.check, ours.aliases, ours.renamed) == (
                 theirs.flag,
                 theirs.check,
                 theirs.aliases,
+                theirs.renamed,
             )
             assert field.default == plan[field.name].default
-    assert spec_of(plan["batch"]).aliases == ("--batch",)
-    given = SmokeParams(text="m", method="full", seq_len=64, batch=2, grad_checkpointing=True)
+    assert spec_of(plan["batch_size"]).aliases == ("--batch",)
+    assert spec_of(plan["batch_size"]).renamed == ("batch",)
+    given = SmokeParams(text="m", method="full", seq_len=64, batch_size=2, grad_checkpointing=True)
     assert given.plan_params() == PlanParams(
-        method="full", seq_len=64, batch=2, grad_checkpointing=True
+        method="full", seq_len=64, batch_size=2, grad_checkpointing=True
     )
-    with pytest.raises(ParameterError, match=r"^batch must be a positive number of sequences"):
-        SmokeParams(text="m", batch=0)
+    with pytest.raises(ParameterError, match=r"^batch_size must be a positive number of seq"):
+        SmokeParams(text="m", batch_size=0)
 
 
 @pytest.mark.parametrize(
@@ -111,7 +113,7 @@ def test_smokes_plan_options_are_the_plans_fields() -> None:
         (SmokeParams, {"text": "m", "max_new_tokens": 0}, "max_new_tokens must be a positive"),
         (
             GenerateParams,
-            {"id_column": "i", "text_columns": ["m"], "batch_size": 0},
+            {"id_column": "i", "text": ["m"], "batch_size": 0},
             "batch_size must be a positive number of sequences",
         ),
         (
@@ -132,13 +134,13 @@ def test_a_refused_value_names_its_parameter(
 def test_the_conversation_columns_and_paths_are_kept_as_the_library_reads_them() -> None:
     assert SmokeParams(text="messages").text == ("messages",)
     assert SmokeParams(text=["prompt", "completion"]).text == ("prompt", "completion")
-    generate = GenerateParams(id_column="i", text_columns="m", adapter="a", tokenizer="t")  # type: ignore[arg-type]
-    assert generate.text_columns == ("m",)
+    generate = GenerateParams(id_column="i", text="m", adapter="a", tokenizer="t")  # type: ignore[arg-type]
+    assert generate.text == ("m",)
     assert generate.adapter == Path("a") and generate.tokenizer == Path("t")
     assert ReloadCheckParams(merged="m").merged == Path("m")  # type: ignore[arg-type]
     assert CardParams(base="b", training="t.json").base == Path("b")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'id_column'"):
-        GenerateParams(text_columns=("m",))  # type: ignore[call-arg]
+        GenerateParams(text=("m",))  # type: ignore[call-arg]
 
 
 def test_the_model_entries_show_their_options_in_their_signatures() -> None:
@@ -181,7 +183,7 @@ def test_hf_split_is_refused_where_there_is_no_dataset_dict(entry: str, tmp_path
 
     def call(data: object) -> object:
         if entry == "generate":
-            return generate(BASE, data, hf_split="test", id_column="i", text_columns=["m"])
+            return generate(BASE, data, hf_split="test", id_column="i", text=["m"])
         return smoke(BASE, data, text="m", hf_split="test")
 
     frame = pl.DataFrame({"ticket_id": ["a"], "messages": ["x"]})
@@ -202,7 +204,7 @@ def test_generate_and_reload_check_with_the_object_or_keywords_agree(tiny, tmp_p
 
     keywords = {
         "id_column": "ticket_id",
-        "text_columns": ["messages"],
+        "text": ["messages"],
         "adapter": tiny.adapter,
         "max_new_tokens": 4,
         "batch_size": 3,

@@ -97,7 +97,7 @@ def own_run(tiny: TinyModels, tmp_path: Path) -> dict[str, Path]:
     folders = {name: tiny.copy(name, tmp_path) for name in ("base", "adapter")}
     data = tmp_path / "data.jsonl"
     data.write_bytes(tiny.data.read_bytes())
-    result = generate(folders["base"], data, id_column="ticket_id", text_columns=["messages"],
+    result = generate(folders["base"], data, id_column="ticket_id", text=["messages"],
                       adapter=folders["adapter"], max_new_tokens=MAX_NEW_TOKENS,
                       batch_size=BATCH_SIZE, device="cpu")  # fmt: skip
     result.write(tmp_path / "run")

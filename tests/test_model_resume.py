@@ -76,7 +76,7 @@ def _check(tiny: TinyModels, folder: Path, fields: dict[str, Any]) -> dict[str, 
 
     args_file = folder / "args.json"
     args_file.write_text(json.dumps(fields))
-    options = {"seq_len": SEQ_LEN, "batch": BATCH, "steps": STEPS, "device": "cpu"}
+    options = {"seq_len": SEQ_LEN, "batch_size": BATCH, "steps": STEPS, "device": "cpu"}
     check = resume_check(
         tiny.base, tiny.data, text="messages", trainer="hf", resume_at=AT,
         trainer_args=args_file, **options,

@@ -126,7 +126,7 @@ def test_smoke_from_python_with_keywords_runs_what_the_command_ran(
     from evalkit.model.options import SmokeParams
     from evalkit.model.smoke import smoke
 
-    keywords = {"text": "messages", "seq_len": SEQ_LEN, "batch": BATCH, "steps": STEPS}
+    keywords = {"text": "messages", "seq_len": SEQ_LEN, "batch_size": BATCH, "steps": STEPS}
     report = smoke(tiny.base, tiny.data, device="cpu", **keywords).model_dump(mode="json")
     given = SmokeParams(device="cpu", **keywords)  # type: ignore[arg-type]
     assert given == SmokeParams.build(None, {"device": "cpu", **keywords})
@@ -204,9 +204,9 @@ def test_the_bounds_are_the_plan_of_the_settings_that_ran(
         for row in report["batches"][0]
     ]  # fmt: skip
     expected = evalkit.plan(
-        tiny.base, method="lora", r=8, seq_len=SEQ_LEN, batch=BATCH, precision="fp32",
+        tiny.base, method="lora", r=8, seq_len=SEQ_LEN, batch_size=BATCH, precision="fp32",
         optimizer="adamw-foreach", attention="sdpa", grad_checkpointing=False,
-        eval_batch=BATCH, eval_tokens=max(len(p) for p in prompts) + 16, export="adapter",
+        eval_batch_size=BATCH, eval_tokens=max(len(p) for p in prompts) + 16, export="adapter",
     )  # fmt: skip
     assert report["plan"]["phases"] == expected.phases
     for name, phase in report["phases"].items():
@@ -316,7 +316,7 @@ def test_the_same_seed_trains_on_the_same_rows_to_the_same_losses(tiny: TinyMode
 
     def prepared(seed: int) -> Any:
         return prepare(tiny.base, tiny.data, text=["messages"], method="lora", r=None,
-                       targets=None, steps=STEPS, seq_len=SEQ_LEN, batch=BATCH, lr=1e-3,
+                       targets=None, steps=STEPS, seq_len=SEQ_LEN, batch_size=BATCH, lr=1e-3,
                        max_new_tokens=4, grad_checkpointing=False, device="cpu",
                        dtype="auto", seed=seed, tokenizer=None, loss=None)  # fmt: skip
 
@@ -338,7 +338,7 @@ def test_gradient_checkpointing_recomputes_the_same_steps(tiny: TinyModels) -> N
     from evalkit.model.training import enable_checkpointing, new_adapter, to_tensors, train_steps
 
     batches = prepare(tiny.base, tiny.data, text=["messages"], method="lora", r=None,
-                      targets=None, steps=STEPS, seq_len=SEQ_LEN, batch=BATCH, lr=1e-3,
+                      targets=None, steps=STEPS, seq_len=SEQ_LEN, batch_size=BATCH, lr=1e-3,
                       max_new_tokens=4, grad_checkpointing=True, device="cpu", dtype="auto",
                       seed=0, tokenizer=None, loss=None).batches  # fmt: skip
 

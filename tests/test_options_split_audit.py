@@ -86,8 +86,8 @@ def test_audit_with_the_object_or_keywords_gives_the_same_report(tmp_path: Path)
         "train": pl.DataFrame({"id": ["a", "b", "c"], "text": ["one two three four", "x", "y"]}),
         "test": pl.DataFrame({"id": ["d", "e"], "text": ["one two three four", "z"]}),
     }
-    by_keywords = audit(frames, id_column="id", text_column="text", within=True)
-    given = AuditParams(id_column="id", text_column=("text",), within=True)
+    by_keywords = audit(frames, id_column="id", text="text", within=True)
+    given = AuditParams(id_column="id", text=("text",), within=True)
     by_object = audit(frames, given)
     assert by_keywords.model_dump_json() == by_object.model_dump_json()
     assert by_object.leak and by_object.counts.exact_duplicates == 1
@@ -102,7 +102,7 @@ def test_audit_with_the_object_or_keywords_gives_the_same_report(tmp_path: Path)
 
 def test_one_column_as_text_is_a_list_of_one() -> None:
     assert SplitParams(group="g", text="t") == SplitParams(group=["g"], text=["t"])  # type: ignore[arg-type]
-    assert AuditParams(id_column="i", text_column="t").text_column == ("t",)  # type: ignore[arg-type]
+    assert AuditParams(id_column="i", text="t").text == ("t",)  # type: ignore[arg-type]
     assert SplitParams(group=("g",), freeze="a.parquet").freeze == Path("a.parquet")  # type: ignore[arg-type]
 
 
@@ -116,9 +116,9 @@ def test_one_column_as_text_is_a_list_of_one() -> None:
             r"^text must name one column",
         ),
         (lambda: SplitParams(group=("g",), engine="spark"), r"^engine must be one of local, ray"),
-        (lambda: AuditParams(id_column="i", text_column=()), r"^text_column must name one"),
-        (lambda: AuditParams(id_column="i", text_column=("t",), opening_words=0), r"^opening_w"),
-        (lambda: AuditParams(id_column="i", text_column=("t",), near_dup=1.5), r"^near_dup must"),
+        (lambda: AuditParams(id_column="i", text=()), r"^text must name one"),
+        (lambda: AuditParams(id_column="i", text=("t",), opening_words=0), r"^opening_w"),
+        (lambda: AuditParams(id_column="i", text=("t",), near_dup=1.5), r"^near_dup must"),
     ],
 )
 def test_a_value_is_refused_when_the_object_is_made_naming_the_parameter(make, message) -> None:
@@ -130,7 +130,7 @@ def test_ray_address_needs_the_ray_engine_and_joins_the_ray_options() -> None:
     with pytest.raises(ParameterError, match=r"^ray_address needs engine ray$"):
         SplitParams(group=("g",), ray_address="head:6379")
     with pytest.raises(ParameterError, match=r"^ray_address needs engine ray$"):
-        AuditParams(id_column="i", text_column=("t",), ray_address="head:6379")
+        AuditParams(id_column="i", text=("t",), ray_address="head:6379")
     assert with_address(None, "head:6379") == RayOptions(address="head:6379")
     assert with_address(RayOptions(num_cpus=2), "h:1") == RayOptions(address="h:1", num_cpus=2)
     assert with_address(RayOptions(address="h:1"), "h:1") == RayOptions(address="h:1")

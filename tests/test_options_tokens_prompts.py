@@ -70,8 +70,8 @@ def test_the_objects_check_their_values_naming_parameters() -> None:
         TokensParams(text=("a", "b", "c", "d"))
     with pytest.raises(ParameterError, match=r"^text names column 'a' twice$"):
         TokensParams(text=("a", "a"))
-    with pytest.raises(ParameterError, match=r"^max_seq_length must be a positive number of tok"):
-        TokensParams(text="m", max_seq_length=0)
+    with pytest.raises(ParameterError, match=r"^seq_len must be a positive number of tokens"):
+        TokensParams(text="m", seq_len=0)
     with pytest.raises(ParameterError, match=r"^sample must be >= 0 examples per split, got -1"):
         TokensParams(text="m", sample=-1)
     with pytest.raises(ParameterError, match=r"^seed must be a whole number >= 0"):
@@ -94,20 +94,20 @@ def test_check_tokens_takes_its_options_object_or_keywords(tmp_path: Path) -> No
     from evalkit.tokens.api import check_tokens
 
     data = _chat(tmp_path)
-    options = {"text": "messages", "id_column": "ticket_id", "max_seq_length": 200}
+    options = {"text": "messages", "id_column": "ticket_id", "seq_len": 200}
     by_keywords = check_tokens([data], tokenizer=TOKENIZER, sample=2, seed=3, **options)
-    given = TokensParams(text=("messages",), id_column="ticket_id", max_seq_length=200)
+    given = TokensParams(text=("messages",), id_column="ticket_id", seq_len=200)
     by_object = check_tokens([data], given, tokenizer=TOKENIZER, sample=2, seed=3)
     assert by_keywords.report.model_dump() == by_object.report.model_dump()
     assert by_keywords.samples == by_object.samples
     assert by_object.report.options.max_seq_length == 200
     assert by_object.report.options.sample == 2 and len(by_object.samples) == 2
     assert check_tokens([data], given, tokenizer=TOKENIZER).report.options.sample == 0
-    with pytest.raises(TypeError, match="unexpected keyword argument 'seq_len'"):
-        check_tokens([data], tokenizer=TOKENIZER, text="messages", seq_len=200)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'max_length'"):
+        check_tokens([data], tokenizer=TOKENIZER, text="messages", max_length=200)
     signature = inspect.signature(check_tokens)
     assert list(signature.parameters)[:3] == ["files", "params", "tokenizer"]
-    assert signature.parameters["max_seq_length"].default is None
+    assert signature.parameters["seq_len"].default is None
     assert signature.parameters["truncation_mode"].default == "keep_start"
     assert inspect.signature(evalkit.check_tokens) == signature
 

@@ -22,7 +22,7 @@ from evalkit.errors import ParameterError
 @pytest.mark.parametrize(
     ("make", "message"),
     [
-        (lambda: AuditParams(id_column="id", text_column="t", exact_only="no"),
+        (lambda: AuditParams(id_column="id", text="t", exact_only="no"),
          "exact_only must be true or false, got 'no' (str)"),
         (lambda: ScoreParams(no_ledger="false"),
          "no_ledger must be true or false, got 'false' (str)"),
@@ -30,7 +30,7 @@ from evalkit.errors import ParameterError
          "allow_base_change must be true or false, got 'false' (str)"),
         (lambda: SplitParams(group=b"x"), "group must be a list of values (text each), got b'x'"),
         (lambda: SplitParams(group=["g", 3]), "group must be each of its values text, got 3"),
-        (lambda: AuditParams(id_column=None, text_column="t"), "id_column is required"),
+        (lambda: AuditParams(id_column=None, text="t"), "id_column is required"),
     ],
 )  # fmt: skip
 def test_a_value_of_another_type_is_refused_naming_the_parameter(make, message: str) -> None:
@@ -48,10 +48,10 @@ def _splits(tmp_path: Path) -> list[Path]:
 
 def test_audit_with_a_text_flag_still_searches(tmp_path: Path) -> None:
     """The refusal can fail: the same call with a real boolean runs and finds the pair."""
-    report = evalkit.audit(_splits(tmp_path), id_column="id", text_column="t", exact_only=False)
+    report = evalkit.audit(_splits(tmp_path), id_column="id", text="t", exact_only=False)
     assert report.counts.exact_duplicates == 1
     with pytest.raises(ParameterError, match="exact_only must be true or false"):
-        evalkit.audit(_splits(tmp_path), id_column="id", text_column="t", exact_only="no")
+        evalkit.audit(_splits(tmp_path), id_column="id", text="t", exact_only="no")
 
 
 def test_audit_without_an_id_is_a_usage_error_naming_the_flag(run_cli, tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_audit_of_one_folder_given_as_text_reads_the_folder(tmp_path: Path) -> N
                           "t": [f"text number {n % 4} here" for n in range(8)]})  # fmt: skip
     out = tmp_path / "split-out"
     evalkit.split(frame, group="g", id_column="id", sizes=[4, 4], names=["a", "b"]).write(out)
-    as_text = evalkit.audit(str(out), id_column="id", text_column="t")
-    as_list = evalkit.audit([out], id_column="id", text_column="t")
+    as_text = evalkit.audit(str(out), id_column="id", text="t")
+    as_list = evalkit.audit([out], id_column="id", text="t")
     assert as_text.model_dump() == as_list.model_dump()
     assert set(as_text.splits) == {"a", "b"}

@@ -89,7 +89,7 @@ def test_activations_bound_what_autograd_saves(family, method, precision, attent
         r=4 if method == "lora" else None,
         targets=targets,
         seq_len=SEQ,
-        batch=BATCH,
+        batch_size=BATCH,
         precision=precision,
         attention=attention,
     )

@@ -127,7 +127,7 @@ def _smoke(
         settings=SmokeSettings(method="lora", r=8, targets=["q_proj", "v_proj"], seq_len=512,
                                batch=2, lr=1e-4, grad_checkpointing=False, dtype="float32",
                                max_new_tokens=16, seed=0),
-        plan=plan(config, seq_len=512, batch=2), device=device,
+        plan=plan(config, seq_len=512, batch_size=2), device=device,
         memory=MemoryMeasure(kind="process_rss", comparable=False, note="cpu"),
         measured_peak_gb=0.6, phases={}, steps=3, losses=[1.0, 1.0, 1.0], batches=[[0, 1]] * 3,
         targets=[5, 5, 5], trainable_params=1, generation=None, reload=reload,
@@ -176,7 +176,7 @@ def test_the_library_refuses_them_too(tmp_path) -> None:
     request = TimeRequest(train_tokens=1_800_000, eval_examples=120, eval_new_tokens=60, runs=3,
                           window="1d", measured=smoke)  # fmt: skip
     with pytest.raises(ParameterError, match=r"throughput\.train_tokens_per_second"):
-        plan(LLAMA7, seq_len=512, batch=2, eval_tokens=100, time=request)
+        plan(LLAMA7, seq_len=512, batch_size=2, eval_tokens=100, time=request)
 
 
 @pytest.mark.parametrize(

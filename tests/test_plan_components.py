@@ -155,14 +155,14 @@ def test_eager_attention_adds_the_softmax_per_head_and_position(tiny) -> None:
 
 
 def test_step_activations_logits_and_checkpointing(tiny) -> None:
-    options = resolve_options(tiny, method="full", seq_len=32, batch=2)
+    options = resolve_options(tiny, method="full", seq_len=32, batch_size=2)
     saved = activations(tiny, options, dtypes(options))
     tokens = 64
     assert saved.stored == 2 * 2448 * tokens
     assert saved.head == (4 * 64 + 2 * 2 * 64) * tokens  # final norm fp32, normed, head input
     assert saved.logits == 3 * 4 * 100 * tokens  # the log-softmax backward: 3 fp32 copies
     checkpointed = resolve_options(
-        tiny, method="full", seq_len=32, batch=2, grad_checkpointing=True
+        tiny, method="full", seq_len=32, batch_size=2, grad_checkpointing=True
     )
     saved = activations(tiny, checkpointed, dtypes(checkpointed))
     assert saved.stored == 2 * 2 * 64 * tokens  # each layer's bf16 input
@@ -226,7 +226,7 @@ def test_qlora_export_holds_the_whole_base_at_2_bytes_a_parameter() -> None:
 
 
 def test_eval_holds_the_weights_and_the_kv_cache() -> None:
-    result = plan(EXAMPLES / "llama-2-13b", method="qlora", eval_batch=8, eval_tokens=1024)
+    result = plan(EXAMPLES / "llama-2-13b", method="qlora", eval_batch_size=8, eval_tokens=1024)
     terms = result.phase_terms["eval"].terms
     assert terms["kv_cache"] == round(6_710_886_400 / 1e9, 4)
     assert terms["quantized_linears"] == result.phase_terms["load"].terms["quantized_linears"]
@@ -234,7 +234,11 @@ def test_eval_holds_the_weights_and_the_kv_cache() -> None:
 
 def test_13b_qlora_merge_needs_48_gb_and_the_adapter_alone_24() -> None:
     merge = plan(
-        EXAMPLES / "llama-2-13b", method="qlora", export="merge", eval_batch=8, eval_tokens=1024
+        EXAMPLES / "llama-2-13b",
+        method="qlora",
+        export="merge",
+        eval_batch_size=8,
+        eval_tokens=1024,
     )
     assert merge.recommendation.gpu_gb is not None and merge.recommendation.gpu_gb >= 48
     assert merge.recommendation.phase == "export"
@@ -243,7 +247,11 @@ def test_13b_qlora_merge_needs_48_gb_and_the_adapter_alone_24() -> None:
         "to stay on 24 GB"
     )
     adapter = plan(
-        EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch=8, eval_tokens=1024
+        EXAMPLES / "llama-2-13b",
+        method="qlora",
+        export="adapter",
+        eval_batch_size=8,
+        eval_tokens=1024,
     )
     assert adapter.recommendation.gpu_gb == 24
 
@@ -251,10 +259,10 @@ def test_13b_qlora_merge_needs_48_gb_and_the_adapter_alone_24() -> None:
 @pytest.mark.parametrize(
     ("changes", "phase"),
     [
-        ({"method": "qlora", "eval_batch": 1, "eval_tokens": 256}, "export"),
-        ({"method": "qlora", "export": "adapter", "eval_batch": 64}, "eval"),
+        ({"method": "qlora", "eval_batch_size": 1, "eval_tokens": 256}, "export"),
+        ({"method": "qlora", "export": "adapter", "eval_batch_size": 64}, "eval"),
         ({"method": "full"}, "train"),
-        ({"method": "lora", "seq_len": 8192, "export": "adapter", "eval_batch": 1}, "train"),
+        ({"method": "lora", "seq_len": 8192, "export": "adapter", "eval_batch_size": 1}, "train"),
     ],
 )
 def test_the_recommendation_names_the_largest_phase(changes, phase) -> None:
@@ -271,12 +279,16 @@ def test_the_recommendation_names_the_largest_phase(changes, phase) -> None:
 
 
 def test_eval_advice_finds_the_batch_that_fits() -> None:
-    result = plan(EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch=64)
+    result = plan(EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch_size=64)
     advice = result.recommendation.advice
     assert "--eval-batch-size" in advice
     batch = int(advice.split("--eval-batch-size ")[1].split(")")[0])
-    smaller = plan(EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch=batch)
-    larger = plan(EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch=batch + 1)
+    smaller = plan(
+        EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch_size=batch
+    )
+    larger = plan(
+        EXAMPLES / "llama-2-13b", method="qlora", export="adapter", eval_batch_size=batch + 1
+    )
     stay = int(advice.rsplit("to stay on ", 1)[1].split(" ")[0])
     assert smaller.recommendation.gpu_gb == stay
     assert larger.recommendation.gpu_gb is not None and larger.recommendation.gpu_gb > stay

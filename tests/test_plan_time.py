@@ -255,7 +255,7 @@ def _smoke_report(path: Path, config: Path, throughput: Throughput | None = None
         settings=SmokeSettings(method="lora", r=8, targets=["q_proj", "v_proj"], seq_len=512,
                                batch=2, lr=1e-4, grad_checkpointing=False, dtype="float32",
                                max_new_tokens=16, seed=0),
-        plan=plan(config, seq_len=512, batch=2), device=device,
+        plan=plan(config, seq_len=512, batch_size=2), device=device,
         memory=MemoryMeasure(kind="process_rss", comparable=False, note="cpu"),
         measured_peak_gb=0.6, phases={}, steps=3, losses=[1.0, 1.0, 1.0], batches=[[0, 1]] * 3,
         targets=[5, 5, 5], trainable_params=1, generation=None, reload=None,

@@ -83,9 +83,9 @@ def test_lm_eval_samples(case: Path) -> None:
     as_array = case / "samples.json"
     as_array.write_text(json.dumps(samples))
     assert detect_format(as_array) == "lm-eval"
-    table = read_predictions(as_array, default_id="other", id_col="doc.qid")
+    table = read_predictions(as_array, default_id="other", id_column="doc.qid")
     assert table.frame["id"].to_list() == ["q1", "q2", "q3"]
-    by_doc_id = read_predictions(path, default_id="qid", id_col="doc_id")
+    by_doc_id = read_predictions(path, default_id="qid", id_column="doc_id")
     assert by_doc_id.frame["id"].to_list() == ["0", "1", "2"]
     with pytest.raises(UnknownColumn, match=r":1: the record has no id 'doc.ticket_id'"):
         read_predictions(path, default_id="ticket_id")
@@ -114,7 +114,7 @@ def test_hugging_face_save_to_disk_folder(case: Path) -> None:
     table = pa.table({"qid": ["q1", "q2"], "generation": [ANSWER, "nope"]})
     folder = _save_to_disk(case / "hf", table)
     assert detect_format(folder) == "hf"
-    result = score(case / "c.json", case / "gold.parquet", folder, output_col="generation")
+    result = score(case / "c.json", case / "gold.parquet", folder, output_column="generation")
     assert result.examples["error"].to_list() == [None, "no_json", "missing"]
     assert len(result.summary.predictions.sha256) == 64
     (case / "dd").mkdir()
@@ -126,7 +126,7 @@ def test_hugging_face_save_to_disk_folder(case: Path) -> None:
 
 def test_csv_and_parquet_tables(case: Path) -> None:
     pl.DataFrame({"qid": ["q1", "q2"], "text": [ANSWER, ANSWER]}).write_csv(case / "p.csv")
-    result = score(case / "c.json", case / "gold.parquet", case / "p.csv", output_col="text")
+    result = score(case / "c.json", case / "gold.parquet", case / "p.csv", output_column="text")
     assert result.summary.overall.content_correct == 2
     parquet = pl.DataFrame({
         "qid": ["q1", "q2", "q3"],
@@ -140,7 +140,7 @@ def test_csv_and_parquet_tables(case: Path) -> None:
 
 def test_nested_id_path_in_plain_jsonl(case: Path) -> None:
     path = _lines(case / "p.jsonl", [{"meta": {"qid": "q1"}, "output": ANSWER}])
-    table = read_predictions(path, default_id="qid", id_col="meta.qid")
+    table = read_predictions(path, default_id="qid", id_column="meta.qid")
     assert table.frame["id"].to_list() == ["q1"]
 
 

@@ -86,21 +86,21 @@ def test_the_ledger_options_are_defined_once_for_both_commands() -> None:
 
 def test_evalkit_score_takes_its_options_object_or_keywords(files: dict[str, Path]) -> None:
     keywords = evalkit.score(
-        CONTRACT, files["gold"], files["pred"], name="b", id_col="ticket_id", no_ledger=True
+        CONTRACT, files["gold"], files["pred"], name="b", id_column="ticket_id", no_ledger=True
     )
-    given = ScoreParams(name="b", id_col="ticket_id", no_ledger=True)
+    given = ScoreParams(name="b", id_column="ticket_id", no_ledger=True)
     by_object = evalkit.score(CONTRACT, files["gold"], files["pred"], given)
     assert keywords.summary.model_dump() == by_object.summary.model_dump()
     assert keywords.examples.equals(by_object.examples)
     assert keywords.summary.overall.content_correct == 78
     assert keywords.summary.predictions.id_col == "ticket_id"
     # ledger=False, the spelling before no_ledger, is the same call
-    before = evalkit.score(CONTRACT, files["gold"], files["pred"], name="b", id_col="ticket_id",
+    before = evalkit.score(CONTRACT, files["gold"], files["pred"], name="b", id_column="ticket_id",
                            ledger=False)  # fmt: skip
     assert before.summary.model_dump() == keywords.summary.model_dump()
     assert not (files["gold"].parent / LEDGER_NAME).exists()
     signature = inspect.signature(evalkit.score)
-    assert {"id_col", "on_duplicate", "ledger", "no_ledger", "hf_split", "base"} <= set(
+    assert {"id_column", "on_duplicate", "ledger", "no_ledger", "hf_split", "base"} <= set(
         signature.parameters
     )
     assert signature.parameters["pred_format"].default == "auto"
@@ -141,7 +141,7 @@ def test_the_command_line_names_the_flags(run_cli, files: dict[str, Path], tmp_p
 def test_evalkit_rescore_takes_its_options_and_records_its_look(
     files: dict[str, Path], tmp_path: Path
 ) -> None:
-    scored = evalkit.score(CONTRACT, files["gold"], files["pred"], id_col="ticket_id")
+    scored = evalkit.score(CONTRACT, files["gold"], files["pred"], id_column="ticket_id")
     folder = scored.write(tmp_path / "runs" / "baseline")
     ledger = files["gold"].parent / LEDGER_NAME
     assert len(ledger.read_text().splitlines()) == 1

@@ -175,7 +175,7 @@ def test_truncation_counts_match_a_manual_count(folders, chats, split_file, fami
         tokenizer=folders[family],
         text="messages",
         id_column="id",
-        max_seq_length=limit,
+        seq_len=limit,
         truncation_mode=mode,
     )
     cut = result.report.splits["train"].truncation
@@ -210,7 +210,7 @@ def test_keep_end_cuts_only_prompts_and_warns(folders, tmp_path):
         [split],
         tokenizer=folders["chatml"],
         text="messages",
-        max_seq_length=30,
+        seq_len=30,
         truncation_mode="keep_end",
     )
     check = result.report.check("truncation")
@@ -410,7 +410,7 @@ def test_chunks_change_nothing(folders, split_file, monkeypatch):
             tokenizer=folders["turn"],
             text="messages",
             id_column="id",
-            max_seq_length=80,
+            seq_len=80,
             sample=N,
         )
         return result.report.model_dump_json(), result.samples

@@ -241,7 +241,7 @@ def test_reload_check_with_vllm_measures_the_parity_of_an_hf_run(
     for name, value in IN_PROCESS.items():
         monkeypatch.setenv(name, value)
     run = vmodel["root"] / "run-hf"
-    generate(vmodel["base"], vmodel["data"], id_column="ticket_id", text_columns=["messages"],
+    generate(vmodel["base"], vmodel["data"], id_column="ticket_id", text=["messages"],
              adapter=vmodel["adapter"], max_new_tokens=MAX_NEW_TOKENS, batch_size=4,
              device="cpu").write(run)  # fmt: skip
     hf = _tokens(run)["output_ids"].to_list()

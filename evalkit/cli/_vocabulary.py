@@ -144,7 +144,7 @@ def option_of(command: click.Command, parameter: str) -> click.Option | None:
     """The option of ``command`` that sets the library's ``parameter`` (None: none does).
 
     An option's Python name is the parameter it is passed to (``--seq-len``
-    -> ``max_seq_length``), so the option list itself is the table; an option
+    -> ``seq_len``), so the option list itself is the table; an option
     whose Python name differs (``--format`` -> ``fmt``) is also found by its
     flag's own words.
     """

@@ -296,7 +296,7 @@ def compare(
     The report also lists suspect gold labels: items whose gold class the
     baseline and every candidate (at least ``suspect_min_agree`` of them;
     invalid outputs abstain) contradict with the same format-valid answer,
-    with the first words of ``text_column`` of the gold file (default
+    with the first words of ``text`` of the gold file (default
     ``text``, or the contract's conversation column).
 
     The options are ``params`` (a :class:`~evalkit.comparison.options.CompareParams`,
@@ -367,7 +367,7 @@ def _compare(
         [base, *loaded],
         [base.name, *names],
         min_agree=given.suspect_min_agree,
-        text_column=given.text_column,
+        text_column=given.text,
     )
     return ComparisonReport(
         evalkit_version=__version__,

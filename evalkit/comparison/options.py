@@ -118,10 +118,10 @@ class CompareParams(ComparisonParams):
         help="Suspect gold labels: results that must give the same valid answer.",
         default_help="every result; invalid outputs abstain",
     )
-    text_column: str | None = option(
+    text: str | None = option(
         None,
-        flag="--text",
         metavar="COL",
+        renamed=("text_column",),
         help="Gold file column whose first words show each suspect label's input.",
         default_help="text, or the contract's conversation column",
     )

@@ -97,8 +97,8 @@ def read_outputs(folder: Path, summary_sha256: str, ids: Iterable[str]) -> SideO
             path,
             pred_format=predictions.format or "auto",
             default_id=str(id_column),
-            id_col=predictions.id_col,
-            output_col=predictions.output_col,
+            id_column=predictions.id_col,  # summary.json's keys, kept
+            output_column=predictions.output_col,
         )
     except (EvalkitError, OSError) as error:
         return SideOutputs(outputs={}, note=f"{source}: cannot read it again ({error})")

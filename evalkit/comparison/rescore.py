@@ -148,8 +148,8 @@ def compute_rescore(
     given = ScoreParams(
         name=summary.name,
         pred_format=recorded.format or "auto",  # type: ignore[arg-type]
-        id_col=recorded.id_col,
-        output_col=recorded.output_col,
+        id_column=recorded.id_col,  # summary.json's keys, kept
+        output_column=recorded.output_col,
         on_duplicate=_on_duplicate(recorded.on_duplicate),
         workers=workers,
     )

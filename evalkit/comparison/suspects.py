@@ -115,8 +115,8 @@ def _texts(
     if column not in frame.columns:
         listing = ", ".join(frame.columns[:20])
         raise UnknownColumn(
-            f"{path}: no column {column!r} ({{text_column}}); the columns are: {listing}",
-            refs=["text_column"],
+            f"{path}: no column {column!r} ({{text}}); the columns are: {listing}",
+            refs=["text"],
         )
     texts = _column_text(table, column)
     keyed = dict(zip(frame[id_column].cast(str).to_list(), texts, strict=True))

@@ -68,13 +68,13 @@ def audit(
     file stem), folders written by ``evalkit split``, or a mapping of split
     name to table (a polars, pandas or pyarrow frame, or a file). Reports
     groups (``group`` columns) and ids found in several splits, cross-split
-    pairs of items whose normalised ``text_column`` is equal, cross-split
+    pairs of items whose normalised ``text`` is equal, cross-split
     near-duplicate pairs (Jaccard similarity of word 3-shingles >=
     ``near_dup``; None skips the check) and the classes of ``stratify`` per
     split. Raises an ``EvalkitError`` on bad input (a
     missing column names the file and the columns it has).
 
-    ``text_column`` may hold conversations (``{role, content}`` or ShareGPT
+    ``text`` may hold conversations (``{role, content}`` or ShareGPT
     ``{from, value}`` messages, nested or as JSON text), or be two columns
     (prompt and completion) or three (Alpaca's instruction, input, output);
     the text compared is then the ``roles`` turns' content and tool calls
@@ -95,7 +95,7 @@ def audit(
     The options are the fields of :class:`~evalkit.leakage.options.AuditParams`:
     ``params`` is such an object, and keyword arguments build one (or change
     ``params``' fields): ``audit(["train.jsonl", "test.jsonl"], id_column="id",
-    text_column="text")``. ``progress`` shows progress bars on stderr.
+    text="text")``. ``progress`` shows progress bars on stderr.
 
     With ``json`` the report is written there too, as ``evalkit audit --json``
     writes it (which is this call): atomically, never over an input, and over
@@ -120,7 +120,7 @@ def _audit(
     ray: RayOptions | None,
 ) -> AuditReport:
     """The audit of ``inputs`` under ``given`` (see :func:`audit`)."""
-    id_column, text_columns, roles = given.id_column, list(given.text_column), given.roles
+    id_column, text_columns, roles = given.id_column, list(given.text), given.roles
     group, stratify, near_dup, seed = given.group, given.stratify, given.threshold, given.seed
     system, tools, within, engine = given.system, given.tools, given.within, given.engine
     if ray is not None and engine != "ray":

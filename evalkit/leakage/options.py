@@ -50,16 +50,16 @@ def _opening_words(value: object, parameter: str) -> int:
 class AuditParams(Params):
     """The options of a leakage audit (:func:`evalkit.audit`, ``evalkit audit``).
 
-    A single column name is taken for ``text_column`` and ``group`` as well as
+    A single column name is taken for ``text`` and ``group`` as well as
     a list; ``roles`` is comma-separated text or a list of roles; ``near_dup``
     None (or ``exact_only``) skips the near-duplicate search.
     """
 
     id_column: str = id_field("Id column of every split.", required=True)
-    text_column: tuple[str, ...] = option(
-        flag="--text",
+    text: tuple[str, ...] = option(
         metavar="COL",
         check=_columns,
+        renamed=("text_column",),
         help="Text or conversation column (messages, ShareGPT; nested or as JSON text) to "
         "compare; twice for prompt-completion (--text prompt --text completion), three times "
         "for Alpaca (--text instruction --text input --text output).",

@@ -195,7 +195,7 @@ def generate(
     ``path: null`` and ``source: "frame"``, and ``reload-check``, which reads
     the data again, needs the run made from a file). ``params`` is a
     :class:`~evalkit.model.options.GenerateParams` (the command's options),
-    or its fields as keywords (``id_column`` and ``text_columns`` required).
+    or its fields as keywords (``id_column`` and ``text`` required).
 
     Each prompt is the conversation without its last assistant turn, rendered
     by the tokenizer's chat template with the generation prompt added (the
@@ -247,7 +247,7 @@ def generate_hf(
     from evalkit.model.pins import adapter_record, base_pins
     from evalkit.model.prompts import read_prompts
 
-    id_column, text_columns = given.id_column, given.text_columns
+    id_column, text_columns = given.id_column, given.text
     max_new_tokens, batch_size = given.max_new_tokens, given.batch_size
     adapter_path = given.adapter
     loaded = load_model(

@@ -74,7 +74,7 @@ class GenerateParams(ModelParams):
     )
     hf_split: str | None = hf_split_field()
     id_column: str = id_field("Id column of the split.", required=True)
-    text_columns: tuple[str, ...] = text_field(TEXT_HELP, flag="--text")
+    text: tuple[str, ...] = text_field(TEXT_HELP, renamed=("text_columns",))
     max_new_tokens: int = max_new_tokens_field(256, "At most this many tokens per output.")
     batch_size: int = option(
         8,
@@ -154,6 +154,7 @@ def _plan_field(name: str, help: str, **changes: Any) -> Any:
         metavar=changes.get("metavar", spec.metavar),
         check=spec.check,
         aliases=spec.aliases,
+        renamed=spec.renamed,
     )
 
 
@@ -161,7 +162,7 @@ def _plan_field(name: str, help: str, **changes: Any) -> Any:
 class SmokeParams(ModelParams):
     """The options of ``evalkit.smoke`` and ``evalkit smoke``.
 
-    ``r``, ``targets``, ``seq_len`` and ``batch`` are :class:`PlanParams`'
+    ``r``, ``targets``, ``seq_len`` and ``batch_size`` are :class:`PlanParams`'
     fields, checked as the plan checks them; the plan of the run is made
     from this object (:meth:`plan_params`).
     """
@@ -186,7 +187,7 @@ class SmokeParams(ModelParams):
     seq_len: int = _plan_field(
         "seq_len", "Tokens per sequence: each is cut (start kept) and padded to it, as planned."
     )
-    batch: int = _plan_field("batch", "Sequences per step.")
+    batch_size: int = _plan_field("batch_size", "Sequences per step.")
     lr: float = option(1e-4, check=_learning_rate, help="AdamW learning rate.")
     grad_checkpointing: bool = option(False, help="Checkpoint every decoder layer (as planned).")
     loss: Loss | None = option(
@@ -228,7 +229,7 @@ class SmokeParams(ModelParams):
             r=self.r,
             targets=self.targets,
             seq_len=self.seq_len,
-            batch=self.batch,
+            batch_size=self.batch_size,
             grad_checkpointing=self.grad_checkpointing,
         )
 

@@ -92,11 +92,11 @@ def read_prompts(
     chat = read_chat(table, list(text_columns))
     if not chat.is_conversation:
         raise UsageError(
-            f"{source}: {{text_columns}} {' '.join(text_columns)} holds plain text, not "
+            f"{source}: {{text}} {' '.join(text_columns)} holds plain text, not "
             "conversations; "
             "generate renders conversations with the chat template (write each example as "
             "messages: [{role, content}, …])",
-            refs=["text_columns"],
+            refs=["text"],
         )
     require_template(tokenizer, str(tokenizer_folder))
     prompts = template_conversations(chat, prompt=True)

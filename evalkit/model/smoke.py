@@ -66,7 +66,7 @@ def _device_memory_gb(device: str) -> float | None:
 def throughput(prepared: Prepared, outcome: Outcome) -> Throughput:
     """Rates of the phases that ran: training after its warm-up step, the pass, the save.
 
-    A training step computes every position of its batch, ``batch`` x
+    A training step computes every position of its batch, ``batch_size`` x
     ``seq_len`` (each row is padded to it).
     """
     from evalkit.model.generate import device_record
@@ -113,7 +113,7 @@ def smoke(
 
     The base in ``base`` is loaded on ``device`` in ``dtype``; a new LoRA
     adapter of rank ``r`` (PEFT's default targets unless ``targets``), or
-    the whole model, trains with AdamW on batches of ``batch`` rows of the
+    the whole model, trains with AdamW on batches of ``batch_size`` rows of the
     conversations in ``text``, each cut and padded to ``seq_len`` tokens, the
     loss on the tokens ``evalkit tokens`` reports as supervised. Then a short
     greedy generation, the adapter (or model) saved and reloaded in a fresh

@@ -118,7 +118,7 @@ def prepare(
     )
 
     given = SmokeParams.build(params, values)
-    method, seq_len, batch = given.method, given.seq_len, given.batch
+    method, seq_len, batch = given.method, given.seq_len, given.batch_size
     base_path = Path(base)
     config = check_model_folder(base_path)
     _refuse_quantized(config, base_path)
@@ -153,7 +153,7 @@ def prepare(
         # torch.optim.AdamW's default on a GPU: the foreach kernel, with its sqrt temporary.
         optimizer="adamw-foreach",
         attention="sdpa",
-        eval_batch=len(prompts),
+        eval_batch_size=len(prompts),
         eval_tokens=max(len(ids) for ids in prompts) + given.max_new_tokens,
         export="adapter" if method == "lora" else None,
     )

@@ -157,7 +157,7 @@ def generate_vllm(
     prompts = read_prompts(
         table,
         given.id_column,
-        given.text_columns,
+        given.text,
         loaded.tokenizer,
         tokenizer_folder=loaded.tokenizer_folder,
     )
@@ -200,7 +200,7 @@ def generate_vllm(
         generation=generation,
         device=DeviceInfo(type=report["device"], name=report["name"], cuda=report.get("cuda")),
         dtype=report["dtype"],
-        text_columns=given.text_columns,
+        text_columns=given.text,
         vllm=VllmSettings.model_validate(report["settings"]),
     )
 

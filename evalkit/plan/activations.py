@@ -171,7 +171,7 @@ class Activations:
 
 def activations(shape: ModelShape, options: Options, sizes: Dtypes) -> Activations:
     """Saved activations and logits of one step of ``--batch-size`` x ``--seq-len`` tokens."""
-    tokens = options.seq_len * options.batch
+    tokens = options.seq_len * options.batch_size
     block = block_terms(shape, options, sizes)
     layers = shape.num_layers
     if options.grad_checkpointing:

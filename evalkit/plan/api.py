@@ -95,13 +95,13 @@ def _options(options: Options) -> PlanOptions:
         quant=options.quant,
         kbit_prep=options.kbit_prep,
         seq_len=options.seq_len,
-        batch=options.batch,
+        batch=options.batch_size,  # the record keeps its key
         grad_checkpointing=options.grad_checkpointing,
         optimizer=options.optimizer,
         precision=options.precision,
         attention=options.attention,
         gpus=options.gpus,
-        eval_batch=options.eval_batch,
+        eval_batch=options.eval_batch_size,  # the record keeps its key
         eval_tokens=options.eval_tokens,
         export=options.export,
         save_total_limit=options.save_total_limit,
@@ -226,8 +226,8 @@ def plan(
     :class:`~evalkit.plan.options.PlanParams` (the command's options), or
     its fields as keywords: ``method``, ``r``, ``targets`` (``"all-linear"``
     or comma-separated names), ``quant``, ``kbit_prep``, ``seq_len``,
-    ``batch``, ``grad_checkpointing``, ``optimizer``, ``precision``,
-    ``attention``, ``gpus``, ``eval_batch``, ``eval_tokens``, ``export``.
+    ``batch_size``, ``grad_checkpointing``, ``optimizer``, ``precision``,
+    ``attention``, ``gpus``, ``eval_batch_size``, ``eval_tokens``, ``export``.
     Each phase's amount is a lower bound of its peak allocated memory: a GPU
     with less cannot run it. Unset options default as PEFT does (r=8, its
     per-family targets), as QLoRA's recipe does (nf4-dq, k-bit preparation,

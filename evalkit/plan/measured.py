@@ -40,6 +40,8 @@ _OPTION_COLUMNS = (
 )
 _INTEGER = {"r", "seq_len", "batch", "gpus", "eval_batch", "eval_tokens"}
 _BOOLEAN = {"kbit_prep", "grad_checkpointing"}
+# The measurements' columns keep their names; the plan's parameters are spelled these ways.
+_PARAMETER = {"batch": "batch_size", "eval_batch": "eval_batch_size"}
 
 
 @dataclass(frozen=True)
@@ -72,12 +74,13 @@ def _options(row: dict[str, str]) -> dict[str, Any]:
         text = row[column].strip()
         if not text:
             continue
+        parameter = _PARAMETER.get(column, column)
         if column in _INTEGER:
-            options[column] = int(text)
+            options[parameter] = int(text)
         elif column in _BOOLEAN:
-            options[column] = text.lower() == "true"
+            options[parameter] = text.lower() == "true"
         else:
-            options[column] = text
+            options[parameter] = text
     return options
 
 

@@ -28,6 +28,7 @@ from evalkit.plan.work import EvalWork
 UNITS = ("seconds", "tokens_per_second")
 _OPTIONS = ("method", "r", "targets", "seq_len", "grad_checkpointing", "gpus", "eval_batch")
 _INTEGER = {"r", "seq_len", "gpus", "eval_batch"}
+_PARAMETER = {"eval_batch": "eval_batch_size"}  # the table's column -> the plan's parameter
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,13 @@ def _options(row: dict[str, str]) -> dict[str, Any]:
         text = row[column].strip()
         if not text:
             continue
+        parameter = _PARAMETER.get(column, column)
         if column in _INTEGER:
-            options[column] = int(text)
+            options[parameter] = int(text)
         elif column == "grad_checkpointing":
-            options[column] = text.lower() == "true"
+            options[parameter] = text.lower() == "true"
         else:
-            options[column] = text
+            options[parameter] = text
     return options
 
 
@@ -92,7 +94,7 @@ def check_time_row(row: dict[str, str], configs: Path) -> CheckedTime:
             examples=int(row["eval_examples"]),
             prompt_tokens=int(row["eval_prompt_tokens"]),
             new_tokens=int(row["eval_new_tokens"]),
-            batch=options.eval_batch,
+            batch=options.eval_batch_size,
         )
         hours = eval_bound(shape, options, work, gpu).hours
     measured = shortest_seconds(row["measured"], row["unit"], _work_tokens(row))

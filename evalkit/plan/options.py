@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from evalkit.errors import ParameterError, UsageError
-from evalkit.options import Params, option, takes
+from evalkit.options import Params, option, takes, warn_renamed
 from evalkit.plan import bounds
 from evalkit.plan.bounds import count, figure
 from evalkit.plan.config import ModelShape
@@ -80,10 +80,10 @@ class PlanParams(Params):
         check=count(bounds.MAX_TOKENS, "tokens"),
         help="Tokens per training sequence (the padded or packed length).",
     )
-    batch: int = option(
+    batch_size: int = option(
         1,
-        flag="--batch-size",
         aliases=("--batch",),
+        renamed=("batch",),
         metavar="N",
         check=count(bounds.MAX_BATCH, "sequences"),
         help="Sequences per step, per GPU.",
@@ -114,10 +114,10 @@ class PlanParams(Params):
         check=count(bounds.MAX_GPUS, "GPUs"),
         help="Shard weights, gradients and optimizer states over N GPUs (FSDP/ZeRO-3).",
     )
-    eval_batch: int = option(
+    eval_batch_size: int = option(
         DEFAULT_EVAL_BATCH,
-        flag="--eval-batch-size",
         aliases=("--eval-batch",),
+        renamed=("eval_batch",),
         metavar="N",
         check=count(bounds.MAX_BATCH, "sequences"),
         help="Sequences generated at once when evaluating.",
@@ -256,13 +256,13 @@ class Options:
     quant: Quant | None  # qlora only
     kbit_prep: bool  # qlora only: PEFT's prepare_model_for_kbit_training
     seq_len: int
-    batch: int
+    batch_size: int
     grad_checkpointing: bool
     optimizer: Optimizer
     precision: Precision
     attention: Attention
     gpus: int
-    eval_batch: int
+    eval_batch_size: int
     eval_tokens: int
     export: Export | None  # None for full fine-tuning: it saves its weights
     save_total_limit: int = 1  # checkpoints kept on disk at once (the order sheet's)
@@ -271,6 +271,18 @@ class Options:
     def adapter(self) -> bool:
         """Whether a LoRA adapter is trained (lora, qlora) rather than the weights (full)."""
         return self.method != "full"
+
+    @property
+    def batch(self) -> int:
+        """Deprecated spelling of :attr:`batch_size` (warns)."""
+        warn_renamed("batch", "batch_size", "Options")
+        return self.batch_size
+
+    @property
+    def eval_batch(self) -> int:
+        """Deprecated spelling of :attr:`eval_batch_size` (warns)."""
+        warn_renamed("eval_batch", "eval_batch_size", "Options")
+        return self.eval_batch_size
 
 
 def resolve_targets(shape: ModelShape, spec: str | None) -> tuple[tuple[str, ...], str]:
@@ -374,14 +386,14 @@ def resolve_options(
         quant=(quant or "nf4-dq") if qlora else None,
         kbit_prep=prepared,
         seq_len=seq_len,
-        batch=chosen_params.batch,
+        batch_size=chosen_params.batch_size,
         # prepare_model_for_kbit_training turns gradient checkpointing on by default.
         grad_checkpointing=prepared if grad_checkpointing is None else grad_checkpointing,
         optimizer=chosen_params.optimizer,
         precision=chosen_params.precision,
         attention=chosen_params.attention,
         gpus=chosen_params.gpus,
-        eval_batch=chosen_params.eval_batch,
+        eval_batch_size=chosen_params.eval_batch_size,
         eval_tokens=seq_len if eval_tokens is None else eval_tokens,
         export=None if method == "full" else (export or "merge"),
         save_total_limit=chosen_params.save_total_limit,

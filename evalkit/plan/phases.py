@@ -160,10 +160,10 @@ def _eval(shape: ModelShape, options: Options, weights: WeightBytes, sizes: Dtyp
         {
             **weights.terms(options.gpus),
             "kv_cache": kv_cache_bytes(
-                shape, options.eval_batch, options.eval_tokens, sizes.activation
+                shape, options.eval_batch_size, options.eval_tokens, sizes.activation
             ),
             # generate() keeps the last position's logits per sequence, in fp32.
-            "logits": FP32 * shape.vocab_size * options.eval_batch,
+            "logits": FP32 * shape.vocab_size * options.eval_batch_size,
         }
     )
 

@@ -100,7 +100,7 @@ def _way_down(phase: str, options: Options, size: float, replan: Replan) -> str 
         # Saving the adapter needs no more than loading did: it always fits where the rest does.
         return "export the adapter alone, or merge on the CPU"
     if phase == "eval":
-        batch = _largest_fitting(options.eval_batch, size, replan, "eval_batch")
+        batch = _largest_fitting(options.eval_batch_size, size, replan, "eval_batch_size")
         if batch is not None:
             plural = "s" if batch > 1 else ""
             return f"generate {batch} sequence{plural} at a time (--eval-batch-size {batch})"
@@ -116,7 +116,7 @@ def _way_down(phase: str, options: Options, size: float, replan: Replan) -> str 
     for advice, change in changes:
         if _fits(replan(**change), size):
             return advice
-    batch = _largest_fitting(options.batch, size, replan, "batch")
+    batch = _largest_fitting(options.batch_size, size, replan, "batch_size")
     return None if batch is None else f"train with --batch-size {batch} (and gradient accumulation)"
 
 

@@ -108,7 +108,7 @@ def _differences(measured: Measured, options: Options) -> list[str]:
         "r": options.r,
         "targets": ",".join(options.targets),
         "seq_len": options.seq_len,
-        "batch": options.batch,
+        "batch": options.batch_size,  # smoke.json's key
         "grad_checkpointing": options.grad_checkpointing,
     }
     return [
@@ -244,7 +244,7 @@ def plan_time(
     tokens = _tokens(request)
     epochs = _epochs(request.epochs)
     work = eval_work(
-        request.eval_examples, request.eval_new_tokens, options.eval_tokens, options.eval_batch
+        request.eval_examples, request.eval_new_tokens, options.eval_tokens, options.eval_batch_size
     )
     gpus = choose(tuple(request.gpu))
     inputs = _campaign_inputs(request, work)
@@ -295,7 +295,7 @@ def plan_time(
         if request.preemptible:
             cadence = plan_cadence(
                 measured_rates,
-                step_tokens=options.batch * options.seq_len,
+                step_tokens=options.batch_size * options.seq_len,
                 run_tokens=epoch_tokens,
                 plan_checkpoint_bytes=checkpoint_bytes,
                 save_every=request.save_every,

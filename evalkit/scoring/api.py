@@ -92,7 +92,7 @@ def score(
     or pyarrow frames (predictions: an id and an output column). The options
     are a :class:`~evalkit.scoring.options.ScoreParams`, or keywords that
     make one. File predictions are read per ``pred_format`` (``auto``
-    recognises them); ``id_col`` and ``output_col`` name the id (a dotted
+    recognises them); ``id_column`` and ``output_column`` name the id (a dotted
     path for nested records) and the raw text. Duplicate prediction ids are
     an error unless ``on_duplicate`` is ``first`` or ``last``; predictions
     for ids not in gold are counted and ignored. ``workers`` sets the

@@ -155,9 +155,9 @@ def _require_a_match(
     if unknown_ids == predictions.height:
         raise InvalidTable(
             f"{pred_path}: none of its {predictions.height:,} ids is an id of {gold_path} "
-            f"(e.g. {example!r} here, {gold['id'][0]!r} there); check {{id_col}} and that "
+            f"(e.g. {example!r} here, {gold['id'][0]!r} there); check {{id_column}} and that "
             "these predictions are for this gold file",
-            refs=["id_col"],
+            refs=["id_column"],
         )
 
 
@@ -253,7 +253,7 @@ def compute_score(
     ``hf_split`` chosen), the card and base made, the ledger chosen.
     """
     on_duplicate, workers = given.on_duplicate, given.workers
-    id_col, output_col = given.id_col, given.output_col
+    id_col, output_col = given.id_column, given.output_column
     contract_path = None if isinstance(contract, Contract) else Path(contract)
     loaded = contract if isinstance(contract, Contract) else load_contract(contract)
     label = str(contract_path) if contract_path else f"contract {loaded.name}"

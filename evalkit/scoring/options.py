@@ -82,13 +82,18 @@ class ScoreParams(LookParams):
     pred_format: PredFormat = option(
         "auto", help="Shape of the predictions; auto recognises each from the file."
     )
-    id_col: str | None = id_field(
+    id_column: str | None = id_field(
         "Id column of the predictions, a dotted path for nested records (doc.qid). "
         "Default: the contract's id (doc.<id> for lm-eval; custom_id for openai-batch).",
         aliases=("--id-col",),
+        renamed=("id_col",),
     )
-    output_col: str | None = option(
-        None, metavar="COL", help="Column with the raw model text (default: output)."
+    output_column: str | None = option(
+        None,
+        flag="--output-col",
+        metavar="COL",
+        renamed=("output_col",),
+        help="Column with the raw model text (default: output).",
     )
     on_duplicate: OnDuplicate = option(
         "error", help="What to do when an id has several predictions."

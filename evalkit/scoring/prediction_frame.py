@@ -38,8 +38,8 @@ def read_prediction_input(
             predictions,
             pred_format=pred_format,
             default_id=default_id,
-            id_col=id_col,
-            output_col=output_col,
+            id_column=id_col,
+            output_column=output_col,
         )
         return table, None
     if pred_format not in ("auto", FRAME_FORMAT):

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from evalkit.errors import MalformedFile, ParameterError, UnknownColumn, UnreadableFile, UsageError
 from evalkit.io import _json_rules as jsonl
 from evalkit.io import sha256_file, sha256_input
+from evalkit.options import renamed_keywords
 from evalkit.scoring.harness import (
     STRUCTURED_CALLS,
     json_array,
@@ -241,8 +242,8 @@ def _no_output(name: str, output_col: str, columns: list[str]) -> UnknownColumn:
     listing = ", ".join(columns[:20]) or "(none)"
     return UnknownColumn(
         f"{name}: no record has an output column {output_col!r}; the columns are: {listing}; "
-        "pass {output_col}",
-        refs=["output_col"],
+        "pass {output_column}",
+        refs=["output_column"],
     )
 
 
@@ -378,17 +379,18 @@ def _source_bytes(source: Path, loaded: PredictionBytes | None) -> bytes:
     return read_bytes(source)
 
 
+@renamed_keywords(id_col="id_column", output_col="output_column")
 def read_predictions(
     path: str | os.PathLike[str],
     *,
     pred_format: str = "auto",
     default_id: str,
-    id_col: str | None = None,
-    output_col: str | None = None,
+    id_column: str | None = None,
+    output_column: str | None = None,
 ) -> PredictionTable:
     """Read a predictions file, pipe or folder into evalkit's four-column shape.
 
-    ``id_col`` (default: the contract's id, ``default_id``) may be a dotted
+    ``id_column`` (default: the contract's id, ``default_id``) may be a dotted
     path into nested records; for ``lm-eval`` it defaults to
     ``doc.<default_id>``. For ``openai-batch`` the id is ``custom_id`` and the
     text the first choice's message; for ``lm-eval`` the text is ``resps[0][0]``.
@@ -417,22 +419,22 @@ def read_predictions(
         )
     if fmt == "hf" and loaded is not None:
         raise UsageError(f"{source}: a pipe cannot hold a Hugging Face dataset folder")
-    if fmt in ("openai-batch", "lm-eval") and output_col is not None:
+    if fmt in ("openai-batch", "lm-eval") and output_column is not None:
         raise ParameterError(
-            "output_col", f"does not apply to {{pred_format}} {fmt}", refs=["pred_format"]
+            "output_column", f"does not apply to {{pred_format}} {fmt}", refs=["pred_format"]
         )
-    if fmt == "openai-batch" and id_col not in (None, "custom_id"):
+    if fmt == "openai-batch" and id_column not in (None, "custom_id"):
         raise ParameterError(
-            "id_col",
+            "id_column",
             "does not apply to {pred_format} openai-batch (custom_id is)",
             refs=["pred_format"],
         )
-    output = output_col or DEFAULT_OUTPUT_COLUMN
+    output = output_column or DEFAULT_OUTPUT_COLUMN
     if fmt == "lm-eval":
-        id_col = id_col or f"doc.{default_id}"
-    id_col = id_col or default_id
+        id_column = id_column or f"doc.{default_id}"
+    id_column = id_column or default_id
     name = str(source)
-    frame = _read(fmt, source, loaded, name, id_col, output)
+    frame = _read(fmt, source, loaded, name, id_column, output)
     return PredictionTable(frame=frame, format=fmt, sha256=loaded.sha256 if loaded else None)
 
 

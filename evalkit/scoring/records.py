@@ -85,7 +85,7 @@ def require_id(where: str, found: bool, value: Any, id_col: str) -> str:
     text = id_text(value, id_col, where) if found else None
     if text is None:
         raise UnknownColumn(
-            f"{where}: the record has no id {id_col!r}; pass the id field with {{id_col}}",
-            refs=["id_col"],
+            f"{where}: the record has no id {id_col!r}; pass the id field with {{id_column}}",
+            refs=["id_column"],
         )
     return text

@@ -174,7 +174,7 @@ def check_tokens(
     pyarrow frame, or a file), or one table (a frame is then named ``data``).
     ``params`` is a :class:`~evalkit.tokens.options.TokensParams` (the
     command's options), or its fields as keywords (``text=``,
-    ``max_seq_length=``, ...).
+    ``seq_len=``, ...).
 
     ``text`` is a column of conversations or of text, two columns (prompt
     and completion) or three (Alpaca's instruction, input and output);
@@ -233,7 +233,7 @@ def _check_tokens(files: Splits, given: TokensParams, tokenizer: Path | str) -> 
     """The tokens check of ``files`` under ``given`` (see :func:`check_tokens`)."""
     columns = list(given.text)
     id_column, system, tools = given.id_column, given.system, given.tools
-    max_seq_length, truncation_mode = given.max_seq_length, given.truncation_mode
+    max_seq_length, truncation_mode = given.seq_len, given.truncation_mode
     sample = 0 if given.sample is None else given.sample
     seed = given.seed
     folder = Path(tokenizer)

@@ -34,10 +34,10 @@ class TokensParams(Params):
     system: str | None = system_field()
     tools: str | None = tools_field("passed to the chat template")
     id_column: str | None = id_field("Id column naming examples (default: row).")
-    max_seq_length: int | None = option(
+    seq_len: int | None = option(
         None,
-        flag="--seq-len",
         aliases=("--max-seq-length",),
+        renamed=("max_seq_length",),
         metavar="N",
         check=functools.partial(params.positive, unit="tokens"),
         help="Training length limit: count what it cuts (answers, stop tokens).",
