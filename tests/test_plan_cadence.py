@@ -231,10 +231,33 @@ def test_the_cadence_on_the_command_line(run_cli, tmp_path) -> None:
     assert "no --save-every keeps" in " ".join(result.stdout.split())
 
 
+def _resume(checkpoint: dict) -> dict:
+    """A whole ``resume`` block of a smoke report (a ResumeCheck) around ``checkpoint``.
+
+    The fields this test is not about get a plain value of their type, taken
+    from the model's own schema, so the block stays whole as the model grows.
+    """
+    from evalkit.records._resume import ResumeCheck
+
+    schema = ResumeCheck.model_json_schema()
+
+    def plain(field: dict) -> object:
+        kinds = [field.get("type")] + [option.get("type") for option in field.get("anyOf", [])]
+        if "null" in kinds:
+            return None
+        return {"array": [], "boolean": True, "integer": 1, "number": 1.0, "string": "",
+                "object": {}}.get(kinds[0], {})  # fmt: skip
+
+    block = {name: plain(field) for name, field in schema["properties"].items()}
+    args = {"file": None, "sha256": None, "given": {}, "set_by_smoke": {}, "overridden": []}
+    checkpoint = {"resumable": True, "problems": []} | checkpoint
+    return block | {"ok": True, "trainer_args": args, "checkpoint": checkpoint}
+
+
 def test_a_measured_trainer_checkpoint_is_read_from_resume(run_cli, tmp_path) -> None:
-    """smoke --resume-at adds resume.checkpoint: {files, bytes, save_seconds}."""
-    resume = {"ok": True, "checkpoint": {"files": ["optimizer.pt"], "bytes": 60_000_000,
-                                         "save_seconds": 1.5}}  # fmt: skip
+    """smoke --resume-at adds resume.checkpoint: {files, bytes, save_seconds, ...}."""
+    resume = _resume({"files": {"optimizer.pt": 60_000_000}, "bytes": 60_000_000,
+                      "save_seconds": 1.5})  # fmt: skip
     smoke = _smoke(tmp_path / "smoke.json", LLAMA7, resume=resume)
     target = tmp_path / "plan.json"
     result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", smoke,
@@ -245,7 +268,7 @@ def test_a_measured_trainer_checkpoint_is_read_from_resume(run_cli, tmp_path) ->
     # A step of 1,024 tokens at 1,000/s; within 10 minutes: (600 - 1.5) / 1.024 = 584.47.
     assert cadence["save_every_for_max"] == 584 and cadence["save_every"] == 584
     checkpoint = {"files": {}, "bytes": 43_310, "save_seconds": None}  # it did not save
-    unsaved = _smoke(tmp_path / "unsaved.json", LLAMA7, resume={"checkpoint": checkpoint})
+    unsaved = _smoke(tmp_path / "unsaved.json", LLAMA7, resume=_resume(checkpoint))
     result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", unsaved,
                      "--preemptible", "--json", tmp_path / "unsaved-plan.json")  # fmt: skip
     assert result.exit_code == 0, result.stderr
@@ -253,11 +276,11 @@ def test_a_measured_trainer_checkpoint_is_read_from_resume(run_cli, tmp_path) ->
     assert cadence["checkpoint_bytes"] == 43_310  # smoke's, its save scaled from the adapter's
     assert cadence["save_seconds"] == pytest.approx(0.5 * 43_310 / 21_655)
     bad = _smoke(tmp_path / "bad.json", LLAMA7,
-                 resume={"checkpoint": {"files": [], "bytes": 0, "save_seconds": 1.0}})  # fmt: skip
+                 resume=_resume({"files": {}, "bytes": 0, "save_seconds": 1.0}))  # fmt: skip
     result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", bad, "--preemptible")
     assert_one_line_error(result, "--measured", "resume.checkpoint.bytes")
     bad = _smoke(tmp_path / "bad.json", LLAMA7,
-                 resume={"checkpoint": {"files": [], "bytes": 10, "save_seconds": -1}})  # fmt: skip
+                 resume=_resume({"files": {}, "bytes": 10, "save_seconds": -1}))  # fmt: skip
     result = run_cli("plan", "--config", LLAMA7, *CAMPAIGN, "--measured", bad, "--preemptible")
     assert_one_line_error(result, "--measured", "resume.checkpoint.save_seconds")
 
