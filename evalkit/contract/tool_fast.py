@@ -62,31 +62,29 @@ _NAME_LAST = rf"{_WS}\}}{_WS},{_WS}{_NAME_MEMBER}{_WS}\}}$"
 _KEY_END = rf"^{_WS}:{_WS}"
 
 
-def _inner_arguments(objects: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
-    """``(name, text between the arguments' braces)`` of strict call objects (trimmed).
+def _inner_arguments(objects: pl.Expr, name_first: bool) -> tuple[pl.Expr, pl.Expr]:
+    """``(name, text between the arguments' braces)`` of strict call objects (trimmed)
+    whose ``name`` comes first (``name_first``) or last.
 
     The object is known strict, so its parts are found by cutting at fixed
     tokens: a name holds no ``"``, and when the name comes last it is the text
-    after the last ``"`` that precedes the object's closing brace.
+    after the last ``"`` that precedes the object's closing brace. The two
+    orders are cut apart (the caller splits the rows), so that no row pays
+    for the other order's expressions.
     """
-    import polars as pl
-
-    first = objects.str.contains(_NAME_FIRST)
-    after = objects.str.replace(_NAME_FIRST, "").str.splitn('"', 2)
-    name_first = after.struct.field("field_0")
-    arguments_after = (
-        after.struct.field("field_1")
-        .str.replace(_AFTER_NAME, "")
-        .str.strip_chars_end(JSON_SPACE)
-        .str.head(-1)  # the object's "}"
-        .str.strip_chars_end(JSON_SPACE)
-        .str.head(-1)  # the arguments' "}"
-    )
-    name_last = objects.str.strip_chars_end(JSON_SPACE + "}").str.head(-1).str.split('"')
-    arguments_before = objects.str.replace(_ARGUMENTS_FIRST, "").str.replace(_NAME_LAST, "")
-    name = pl.when(first).then(name_first).otherwise(name_last.list.last())
-    inner = pl.when(first).then(arguments_after).otherwise(arguments_before)
-    return name, inner
+    if name_first:
+        after = objects.str.replace(_NAME_FIRST, "").str.splitn('"', 2)
+        arguments = (
+            after.struct.field("field_1")
+            .str.replace(_AFTER_NAME, "")
+            .str.strip_chars_end(JSON_SPACE)
+            .str.head(-1)  # the object's "}"
+            .str.strip_chars_end(JSON_SPACE)
+            .str.head(-1)  # the arguments' "}"
+        )
+        return after.struct.field("field_0"), arguments
+    name = objects.str.strip_chars_end(JSON_SPACE + "}").str.head(-1).str.split('"').list.last()
+    return name, objects.str.replace(_ARGUMENTS_FIRST, "").str.replace(_NAME_LAST, "")
 
 
 def _pair_parts(pairs: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
@@ -106,10 +104,17 @@ def call_objects(bodies: pl.Series) -> pl.DataFrame:
 
     frame = pl.DataFrame({"body": bodies.cast(pl.String)}).with_row_index("at")
     strict = frame.filter(pl.col("body").str.contains(STRICT_CALL).fill_null(False))
-    name, inner = _inner_arguments(pl.col("body").str.strip_chars(JSON_SPACE))
-    calls = strict.select(
-        "at", name.alias("name"), inner.str.extract_all(PAIR).alias("pairs")
-    ).with_columns(pl.col("pairs").list.len().alias("n_pairs"))
+    strict = strict.with_columns(pl.col("body").str.strip_chars(JSON_SPACE))
+    first = pl.col("body").str.contains(_NAME_FIRST)
+    orders = []
+    for name_first, rows in ((True, first), (False, ~first)):
+        name, inner = _inner_arguments(pl.col("body"), name_first)
+        orders.append(
+            strict.filter(rows).select(
+                "at", name.alias("name"), inner.str.extract_all(PAIR).alias("pairs")
+            )
+        )
+    calls = pl.concat(orders).with_columns(pl.col("pairs").list.len().alias("n_pairs"))
     key, value = _pair_parts(pl.col("pairs").list.first())
     few = calls.filter(pl.col("n_pairs") <= 1).select(
         "at",
@@ -169,29 +174,42 @@ def _call_texts(name: pl.Expr, arguments: pl.Expr) -> pl.Expr:
 
 
 def listed_calls(calls: pl.DataFrame, ordered: bool) -> pl.DataFrame:
-    """Per ``at`` (in order of first appearance): ``n_calls``, ``names``, ``arguments``,
-    ``calls`` (the canonical text of the list, sorted unless ``ordered``) and
-    ``function`` (the class: the sorted distinct names joined by ``+``).
+    """Per ``at`` (ascending): ``n_calls``, ``names``, ``arguments``, ``calls`` (the
+    canonical text of the list, sorted unless ``ordered``) and ``function`` (the class:
+    the sorted distinct names joined by ``+``).
 
     ``calls`` holds one row per call (``at``, ``name``, ``arguments``), in the
-    order written; every name needs no escape in JSON.
+    order written; every name needs no escape in JSON. Most lists hold one
+    call, and those are put together without list operations (sorting and
+    joining polars lists costs a few µs a row).
     """
     import polars as pl
 
+    texts = calls.with_columns(_call_texts(pl.col("name"), pl.col("arguments")).alias("text"))
+    several = pl.col("at").is_duplicated()
+    single = texts.filter(~several).select(
+        "at",
+        pl.lit(1, pl.UInt32).alias("n_calls"),
+        pl.concat_list("name").alias("names"),
+        pl.concat_list("arguments").alias("arguments"),
+        pl.concat_str(pl.lit("["), "text", pl.lit("]")).alias("calls"),
+        pl.col("name").alias("function"),
+    )
     grouped = (
-        calls.with_columns(_call_texts(pl.col("name"), pl.col("arguments")).alias("text"))
+        texts.filter(several)
         .group_by("at", maintain_order=True)
         .agg(pl.col("name").alias("names"), "arguments", "text")
     )
-    texts = pl.col("text") if ordered else pl.col("text").list.sort()
-    return grouped.select(
+    listed = pl.col("text") if ordered else pl.col("text").list.sort()
+    parallel = grouped.select(
         "at",
         pl.col("names").list.len().cast(pl.UInt32).alias("n_calls"),
         "names",
         "arguments",
-        pl.concat_str(pl.lit("["), texts.list.join(","), pl.lit("]")).alias("calls"),
+        pl.concat_str(pl.lit("["), listed.list.join(","), pl.lit("]")).alias("calls"),
         pl.col("names").list.unique().list.sort().list.join("+").alias("function"),
     )
+    return pl.concat([single, parallel]).sort("at")
 
 
 __all__ = [
