@@ -91,6 +91,10 @@ class Matcher:
     """Whether it scores each row (an ``f1.<field>`` column and a mean F1)."""
     normalizes: ClassVar[bool] = False
     """Whether the tool-call comparison wants its strings normalised (``normal``)."""
+    keyed: ClassVar[bool] = False
+    """Whether two values match exactly when their canonical JSON texts (normalised when
+    ``normalizes``) are equal: tool-call content is then decided by keys in bulk
+    (:mod:`evalkit.contract.tool_content_keys`)."""
 
     def columns(
         self, frame: pl.DataFrame, gold_column: str, index: int, dtype: Any
@@ -201,6 +205,7 @@ class Exact(Matcher):
     """Same JSON type and value (``1 == 1.0``; a string never equals a number)."""
 
     name = "exact"
+    keyed = True
     description = "same JSON type and value (1 == 1.0; a string never equals a number)"
 
     def columns(
@@ -217,6 +222,7 @@ class Normalized(Matcher):
     """Strings equal after NFKC, lower-casing and whitespace collapsing; else as ``exact``."""
 
     name = "normalized"
+    keyed = True
     description = (
         "strings equal after Unicode NFKC, lower-casing and whitespace collapsing; "
         "other types as exact"

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from evalkit.contract.tool_names import STRUCTURED
+from evalkit.contract.tool_names import (
+    EMPTY,
+    EMPTY_DETAIL,
+    MISSING,
+    MISSING_DETAIL,
+    STRUCTURED,
+    UNPARSABLE_CALL,
+)
 from evalkit.contract.tool_rules import call_text, canonical_arguments, function_class
 from evalkit.contract.tool_syntax import find_calls
 
@@ -31,10 +38,6 @@ if TYPE_CHECKING:
     import polars as pl
 
     from evalkit.contract.model import Contract
-
-MISSING = "missing"
-EMPTY = "empty"
-UNPARSABLE_CALL = "unparsable_call"
 
 
 def tool_parsed_schema() -> dict[str, Any]:
@@ -57,7 +60,7 @@ def _parse_one(text: str | None, structured: str | None, syntax: str) -> tuple[A
     """``(error, detail, syntax, calls)`` of one output: calls as (name, canonical call
     text, canonical arguments text), None for an error."""
     if text is None and structured is None:
-        return MISSING, "no output for this id", None, None
+        return MISSING, MISSING_DETAIL, None, None
     calls: Any = None
     if structured:
         try:
@@ -72,7 +75,7 @@ def _parse_one(text: str | None, structured: str | None, syntax: str) -> tuple[A
     found = find_calls(text or "", calls, syntax)
     if found is None:
         if not (text or "").strip():
-            return EMPTY, "the output is blank (no text and no call)", None, None
+            return EMPTY, EMPTY_DETAIL, None, None
         return None, None, None, ()
     if found.problem is not None:
         return UNPARSABLE_CALL, found.problem, found.syntax, None
@@ -164,18 +167,44 @@ class ToolCallParser:
         else:
             frame = outputs.struct.unnest()
         keyed = frame.unique(maintain_order=True, keep="first").with_row_index("row")
-        parsed = _parse_rows(
-            keyed["output"].to_list(),
-            keyed["structured"].to_list(),
-            self.spec.syntax,
-            self.spec.mode,
-        )
+        parsed = _parse_keyed(keyed, self.spec.syntax, self.spec.mode)
         if keyed.height == frame.height:
             return parsed, pl.Series("row", range(frame.height), dtype=pl.UInt32)
         index = frame.join(
             keyed, on=["output", "structured"], how="left", nulls_equal=True, maintain_order="left"
         )["row"]
         return parsed, index
+
+
+def _parse_keyed(keyed: pl.DataFrame, syntax: str, mode: str) -> pl.DataFrame:
+    """Parsed columns of each distinct (``output``, ``structured``) row of ``keyed``, in order.
+
+    Outputs without structured calls are first decided in bulk where they
+    can be (:mod:`evalkit.contract.tool_fast_outputs`); the rest, one by one.
+    """
+    import polars as pl
+
+    from evalkit.contract.tool_fast_outputs import decided_outputs
+
+    plain = keyed["structured"].is_null()
+    positions = pl.Series(range(keyed.height), dtype=pl.UInt32)
+    decided = decided_outputs(
+        keyed["output"].filter(plain), syntax, mode != "set", tool_parsed_schema()
+    )
+    decided_at = positions.filter(plain).gather(decided["at"])
+    rest = positions.filter(~positions.is_in(decided_at.implode()))
+    if not len(rest):
+        return decided.drop("at")
+    exact = _parse_rows(
+        keyed["output"].gather(rest).to_list(),
+        keyed["structured"].gather(rest).to_list(),
+        syntax,
+        mode,
+    )
+    if not decided.height:
+        return exact
+    placed = decided.drop("at").with_columns(decided_at.alias("at"))
+    return pl.concat([placed, exact.with_columns(rest.alias("at"))]).sort("at").drop("at")
 
 
 def _parse_rows(

@@ -185,9 +185,60 @@ def format_verdicts(rows: pl.DataFrame, contract: Contract, catalog: ToolCatalog
     return pl.DataFrame([error.alias("error"), detail.alias("error_detail")])
 
 
+def _compared(
+    distinct: pl.DataFrame, rules: CallRules, names: list[str], scored_fields: list[str]
+) -> pl.DataFrame:
+    """``distinct`` (pairs of canonical call lists) with ``c``, ``m<i>`` and ``f<i>``.
+
+    Pairs that keys decide (:mod:`evalkit.contract.tool_content_keys`) are
+    compared in bulk, the others call by call.
+    """
+    import orjson
+    import polars as pl
+
+    from evalkit.contract.tool_content_keys import compare_by_keys, keys_apply
+
+    columns = [
+        "calls",
+        GOLD_CALLS,
+        "c",
+        *(f"m{i}" for i in range(len(names))),
+        *(f"f{i}" for i in range(len(scored_fields))),
+    ]
+    parts = []
+    rest = distinct
+    if keys_apply(rules):
+        keyed = compare_by_keys(distinct.rename({GOLD_CALLS: "gold"}), rules)
+        positions = pl.Series(range(distinct.height), dtype=pl.UInt32)
+        parts.append(
+            distinct.select("calls", GOLD_CALLS).gather(keyed["at"]).hstack(keyed.drop("at"))
+        )
+        rest = distinct.filter(~positions.is_in(keyed["at"].implode()))
+    if rest.height:
+        parsed = [
+            (orjson.loads(p), orjson.loads(g))
+            for p, g in zip(rest["calls"], rest[GOLD_CALLS], strict=True)
+        ]
+        normal = normalized_strings(rules, [side for pair in parsed for side in pair])
+        verdicts = [compare_calls(rules, p, g, normal) for p, g in parsed]
+        parts.append(
+            rest.with_columns(
+                pl.Series("c", [v.correct for v in verdicts], dtype=pl.Boolean),
+                *(
+                    pl.Series(f"m{i}", [v.fields[n] for v in verdicts], dtype=pl.Boolean)
+                    for i, n in enumerate(names)
+                ),
+                *(
+                    pl.Series(f"f{i}", [v.f1[n] for v in verdicts], dtype=pl.Float64)
+                    for i, n in enumerate(scored_fields)
+                ),
+            ).select(columns)
+        )
+    return pl.concat([part.select(columns) for part in parts])
+
+
 def _content(rows: pl.DataFrame, valid: pl.Series, contract: Contract) -> dict[str, pl.Series]:
     """``content_correct``, ``match.<field>`` and ``f1.<field>`` of every row."""
-    import orjson
     import polars as pl
 
     rules = CallRules.of(contract)
@@ -205,23 +256,7 @@ def _content(rows: pl.DataFrame, valid: pl.Series, contract: Contract) -> dict[s
     if slow.any():
         pairs = rows.filter(slow).select("calls", GOLD_CALLS)
         distinct = pairs.unique(maintain_order=True)
-        parsed = [
-            (orjson.loads(p), orjson.loads(g))
-            for p, g in zip(distinct["calls"], distinct[GOLD_CALLS], strict=True)
-        ]
-        normal = normalized_strings(rules, [side for pair in parsed for side in pair])
-        verdicts = [compare_calls(rules, p, g, normal) for p, g in parsed]
-        table = distinct.with_columns(
-            pl.Series("c", [v.correct for v in verdicts], dtype=pl.Boolean),
-            *(
-                pl.Series(f"m{i}", [v.fields[n] for v in verdicts], dtype=pl.Boolean)
-                for i, n in enumerate(names)
-            ),
-            *(
-                pl.Series(f"f{i}", [v.f1[n] for v in verdicts], dtype=pl.Float64)
-                for i, n in enumerate(scored_fields)
-            ),
-        )
+        table = _compared(distinct, rules, names, scored_fields)
         found = pairs.join(table, on=["calls", GOLD_CALLS], how="left", maintain_order="left")
         positions = slow.arg_true()
         correct = correct.scatter(positions, found["c"])

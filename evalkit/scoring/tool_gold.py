@@ -114,12 +114,19 @@ def _gold_call(name: str, arguments: dict[str, Any]) -> GoldCall:
     return name, call_text(name, canonical), canonical, arguments
 
 
-def _calls_from_column(gold: Table, contract: Contract, ids: list[str]) -> list[list[GoldCall]]:
+def _calls_from_column(
+    gold: Table, contract: Contract, ids: list[str], rows: list[int] | None = None
+) -> list[list[GoldCall]]:
+    """The gold calls of each row (of ``rows`` only, when given), read the exact way."""
     assert contract.gold_calls is not None
+    if rows is not None and not rows:
+        return []
     column = contract.gold_calls
     calls = []
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
-    for row, value in enumerate(gold.values(column)):
+    values = gold.values(column)
+    for row in range(len(values)) if rows is None else rows:
+        value = values[row]
         if type(value) is str:  # the usual gold text: _fast_gold, inlined (it runs per row)
             try:
                 parsed = loads(value)
@@ -281,6 +288,70 @@ def _gold_keys(
     return classes, keys
 
 
+def _from_column(
+    gold: Table, contract: Contract, ids: list[str]
+) -> tuple[pl.Series, pl.Series, pl.Series, ToolCatalog]:
+    """Classes, keys and tools digests of a ``gold_calls`` column, and the tools catalog.
+
+    Rows of the common shape are read and checked in bulk
+    (:mod:`evalkit.scoring.tool_gold_fast`), the others one by one; when a
+    bulk check fails, every row is read the exact way, which raises the
+    error of the first row that breaks a rule.
+    """
+    import polars as pl
+
+    from evalkit.scoring.tool_gold_fast import bulk_gold, bulk_problem
+
+    assert contract.gold_calls is not None
+    column, ordered = contract.gold_calls, (contract.output.calls or "set") != "set"
+    series = gold.frame[column]
+    bulk = None
+    if series.dtype == pl.String and not gold.is_nested(column):
+        bulk = bulk_gold(series, ordered)
+    if bulk is None or not len(bulk.rows):
+        calls = _calls_from_column(gold, contract, ids)
+        digests, catalog = _row_tools(gold, contract, ids, None)
+        classes, keys = _gold_keys(calls, digests.to_list(), catalog, contract, gold.label, ids)
+        return (
+            pl.Series(classes, dtype=pl.String),
+            pl.Series(keys, dtype=pl.String),
+            digests,
+            catalog,
+        )
+    positions = pl.Series(range(len(series)), dtype=pl.UInt32)
+    rest = positions.filter(~positions.is_in(bulk.rows.implode()))
+    calls = _calls_from_column(gold, contract, ids, rest.to_list())
+    digests, catalog = _row_tools(gold, contract, ids, None)
+    try:
+        if bulk_problem(bulk, digests, catalog, contract):
+            raise InvalidTable("a bulk gold row breaks a rule")
+        classes, keys = _gold_keys(
+            calls, digests.gather(rest).to_list(), catalog, contract, gold.label, ids
+        )
+    except (InvalidTable, InvalidContract):  # the exact reading names the first such row
+        every = _calls_from_column(gold, contract, ids)
+        classes, keys = _gold_keys(every, digests.to_list(), catalog, contract, gold.label, ids)
+        return (
+            pl.Series(classes, dtype=pl.String),
+            pl.Series(keys, dtype=pl.String),
+            digests,
+            catalog,
+        )
+    frame = pl.concat(
+        [
+            pl.DataFrame({"at": bulk.rows, "class": bulk.classes, "key": bulk.keys}),
+            pl.DataFrame(
+                {
+                    "at": rest,
+                    "class": pl.Series(classes, dtype=pl.String),
+                    "key": pl.Series(keys, dtype=pl.String),
+                }
+            ),
+        ]
+    ).sort("at")
+    return frame["class"], frame["key"], digests, catalog
+
+
 def read_tool_gold(gold: Table, contract: Contract, label: str) -> ToolGold:
     """The gold frame and tools catalog of a ``parse: tool_calls`` contract (see the module)."""
     import polars as pl
@@ -301,18 +372,19 @@ def read_tool_gold(gold: Table, contract: Contract, label: str) -> ToolGold:
         raise InvalidTable(f"{gold.label}: the {noun} has no rows")
     id_series = checked_ids(frame, gold.label, contract.id_column, noun)
     ids = id_series.to_list()
-    chat_tools = None
     if contract.gold_answer is not None:
         calls, chat_tools = _calls_from_answers(gold, contract, ids, label)
+        digests, catalog = _row_tools(gold, contract, ids, chat_tools)
+        classes, keys = _gold_keys(calls, digests.to_list(), catalog, contract, gold.label, ids)
+        class_series = pl.Series(classes, dtype=pl.String)
+        key_series = pl.Series(keys, dtype=pl.String)
     else:
-        calls = _calls_from_column(gold, contract, ids)
-    digests, catalog = _row_tools(gold, contract, ids, chat_tools)
-    classes, keys = _gold_keys(calls, digests.to_list(), catalog, contract, gold.label, ids)
+        class_series, key_series, digests, catalog = _from_column(gold, contract, ids)
     columns = [
         id_series.alias("id"),
         frame[contract.id_column].alias(GOLD_PREFIX + contract.id_column),
-        pl.Series(GOLD_PREFIX + FUNCTION_CLASS, classes, dtype=pl.String),
-        pl.Series(CALLS_COLUMN, keys, dtype=pl.String),
+        class_series.alias(GOLD_PREFIX + FUNCTION_CLASS),
+        key_series.alias(CALLS_COLUMN),
         digests.alias(TOOLS_COLUMN),
     ]
     for _, column in contract.gold_references:
