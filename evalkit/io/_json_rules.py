@@ -45,6 +45,7 @@ REFERENCE_BYTES = 2 << 20
 # cannot be that deep: shorter than this, or with fewer brackets.
 ARROW_SAFE_LINE_BYTES = 4_096
 ARROW_SAFE_BRACKETS = 1_000
+_SCAN_BLOCK = 1 << 20  # bytes per block of the line scan
 
 
 class _FloatText(float):
@@ -265,7 +266,14 @@ def _longest_safe_line(data: bytes) -> int | None:
     """The length of the longest line, or None when a line might nest too deeply for pyarrow."""
     import numpy as np
 
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    # A block at a time: one comparison over a 70 MB file made a 70 MB mask in fresh
+    # pages, 0.15-0.2 s of CPU per file, where 1 MB blocks take 0.04 s.
+    found = [
+        np.flatnonzero(raw[first : first + _SCAN_BLOCK] == 10) + first
+        for first in range(0, len(raw), _SCAN_BLOCK)
+    ]
+    ends = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
     starts = np.r_[0, ends + 1]
     lengths = np.r_[ends, len(data)] - starts
     for index in np.flatnonzero(lengths > ARROW_SAFE_LINE_BYTES).tolist():
