@@ -3,7 +3,9 @@
 Run: ``.venv/bin/python bench/bench_audit.py`` (``--n 1000000`` items,
 ``--reference-size 50000`` for the datasketch comparison, ``--keep DIR`` to
 keep the generated files, ``--baseline-code DIR`` to time another checkout's
-audit of the same files alternately with this one's, ``--repeats`` times).
+audit of the same files alternately with this one's, ``--repeats`` times;
+``--n 100000 --process-ratio`` for the whole audit process against datasketch
+on every text, wall and CPU seconds).
 
 Data: ``n`` texts of 20-80 words drawn from a 50,000-word Zipf-like
 vocabulary (common words repeat, as in real text, which makes more LSH
@@ -35,6 +37,7 @@ import os
 import platform
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -163,7 +166,8 @@ def run_cli_audit(folder: Path, code: Path | None = None) -> tuple[float, float,
             os.pathsep
         )
     started = time.perf_counter()
-    completed = subprocess.run(command, capture_output=True, text=True, env=env)
+    # ``python -m`` puts the working directory first on the path: run from the checkout.
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, cwd=code)
     seconds = time.perf_counter() - started
     if completed.returncode not in (0, 1):
         raise SystemExit(f"audit failed: {completed.stderr}")
@@ -198,19 +202,14 @@ def recall(report: dict, planted: pl.DataFrame) -> dict[str, float]:
     }
 
 
-def reference(rows: pl.DataFrame, planted: pl.DataFrame, size: int) -> dict[str, float]:
-    """datasketch vs evalkit on the same subsample (both find near pairs at 0.8)."""
+def datasketch_search(texts: pl.Series) -> tuple[set[frozenset[int]], set[frozenset[int]]]:
+    """datasketch's near pairs (MinHash estimate >= the threshold) and LSH candidates:
+    ``MinHash.bulk`` over the same normalised word 3-shingles, ``MinHashLSH`` with the
+    same 128 permutations and threshold."""
     from datasketch import MinHash, MinHashLSH
 
-    from evalkit.leakage import duplicate_components, normalize_texts
+    from evalkit.leakage import normalize_texts
 
-    members = planted.filter(pl.col("kind") == "near").head(size // 20)
-    chosen = set(members["a"]) | set(members["b"])
-    others = rows.filter(~pl.col("id").is_in(list(chosen))).head(size - len(chosen))
-    sample = pl.concat([rows.filter(pl.col("id").is_in(list(chosen))), others])
-    texts = sample["text"]
-
-    started = time.perf_counter()
     normalized = normalize_texts(texts).to_list()
     shingles = [
         [" ".join(words[i : i + 3]).encode() for i in range(max(len(words) - 2, 1))]
@@ -220,13 +219,66 @@ def reference(rows: pl.DataFrame, planted: pl.DataFrame, size: int) -> dict[str,
     lsh = MinHashLSH(threshold=THRESHOLD, num_perm=128)
     for index, minhash in enumerate(hashes):
         lsh.insert(index, minhash)
-    datasketch_pairs, datasketch_candidates = set(), set()
+    pairs, candidates = set(), set()
     for index, minhash in enumerate(hashes):
         for other in lsh.query(minhash):
             if other != index:
-                datasketch_candidates.add(frozenset((index, other)))
+                candidates.add(frozenset((index, other)))
                 if minhash.jaccard(hashes[other]) >= THRESHOLD:
-                    datasketch_pairs.add(frozenset((index, other)))
+                    pairs.add(frozenset((index, other)))
+    return pairs, candidates
+
+
+def process_ratio(folder: Path, rows: pl.DataFrame, baseline: Path | None, rounds: int) -> None:
+    """The whole ``evalkit audit`` process against datasketch on every text, alternating.
+
+    datasketch runs in this process after its imports (its algorithm alone);
+    the audit as users run it (imports, reading, every check, writing). Wall
+    and CPU seconds (user + system; the audit's include its threads) per round.
+    """
+    codes = {"this": ROOT} | ({"baseline": baseline} if baseline is not None else {})
+    wall: dict[str, list[float]] = {name: [] for name in [*codes, "datasketch"]}
+    cpu: dict[str, list[float]] = {name: [] for name in [*codes, "datasketch"]}
+    import datasketch  # noqa: F401  (imported before the clock starts)
+
+    print(f"whole process vs datasketch, {rows.height:,} texts; load {os.getloadavg()[0]:.1f}")
+    for turn in range(rounds):
+        order = list(codes.items()) if turn % 2 == 0 else list(codes.items())[::-1]
+        for name, code in order:
+            seconds, used, _ = timed_audit(folder, code)
+            wall[name].append(seconds)
+            cpu[name].append(used)
+        started, used = time.perf_counter(), time.process_time()
+        datasketch_search(rows["text"])
+        wall["datasketch"].append(time.perf_counter() - started)
+        cpu["datasketch"].append(time.process_time() - used)
+        print(f"  round {turn + 1}: load {os.getloadavg()[0]:.1f}")
+    for name in wall:
+        print(
+            f"{name}: wall {', '.join(f'{v:.2f}' for v in wall[name])} s (median "
+            f"{statistics.median(wall[name]):.2f}); CPU {', '.join(f'{v:.2f}' for v in cpu[name])}"
+            f" s (median {statistics.median(cpu[name]):.2f})"
+        )
+    for name in codes:
+        print(
+            f"datasketch / {name} audit: wall "
+            f"{statistics.median(wall['datasketch']) / statistics.median(wall[name]):.1f}x, CPU "
+            f"{statistics.median(cpu['datasketch']) / statistics.median(cpu[name]):.1f}x"
+        )
+
+
+def reference(rows: pl.DataFrame, planted: pl.DataFrame, size: int) -> dict[str, float]:
+    """datasketch vs evalkit on the same subsample (both find near pairs at 0.8)."""
+    from evalkit.leakage import duplicate_components
+
+    members = planted.filter(pl.col("kind") == "near").head(size // 20)
+    chosen = set(members["a"]) | set(members["b"])
+    others = rows.filter(~pl.col("id").is_in(list(chosen))).head(size - len(chosen))
+    sample = pl.concat([rows.filter(pl.col("id").is_in(list(chosen))), others])
+    texts = sample["text"]
+
+    started = time.perf_counter()
+    datasketch_pairs, datasketch_candidates = datasketch_search(texts)
     datasketch_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
@@ -307,6 +359,12 @@ def main() -> None:
         "files runs alternately with this one's, --repeats times each, for a before/after ratio",
     )
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--process-ratio",
+        action="store_true",
+        help="only the whole audit process (and --baseline-code's) against datasketch on all "
+        "--n texts, alternating, --repeats rounds: wall and CPU seconds and their ratios",
+    )
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -318,6 +376,13 @@ def main() -> None:
     for name in ("train", "val", "test"):
         rows.filter(pl.col("split") == name).drop("split").write_parquet(folder / f"{name}.parquet")
 
+    if args.process_ratio:
+        try:
+            process_ratio(folder, rows, args.baseline_code, args.repeats)
+        finally:
+            if args.keep is None:
+                shutil.rmtree(folder, ignore_errors=True)
+        return
     try:
         if args.baseline_code is not None:
             compare_code(folder, args.baseline_code, args.repeats)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,12 +66,37 @@ def _environment(code: Path) -> dict[str, str]:
     return env
 
 
-def _timed(command: list[str], code: Path) -> float:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# CPU seconds (user + system) of each timed run, by the name of what ran: on a
+# shared machine they move much less than wall seconds.
+CPU: dict[str, list[float]] = {}
+
+
+def _timed(command: list[str], code: Path, name: str = "") -> float:
     """Seconds of one run of ``command`` against the checkout at ``code`` (the working
-    directory is the checkout, since ``python -m`` puts it first on the path)."""
+    directory is the checkout, since ``python -m`` puts it first on the path); its CPU
+    seconds (the whole process tree's) go to ``CPU[name]``."""
+    used = _children_cpu()
     started = time.perf_counter()
     subprocess.run(command, check=True, env=_environment(code), cwd=code, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    CPU.setdefault(name, []).append(_children_cpu() - used)
+    return seconds
+
+
+def _cpu_line(names: list[str], reference: str) -> str:
+    """Median CPU seconds of each run and their ratios to the reference's."""
+    medians = {name: _median(CPU[name]) for name in [*names, reference]}
+    parts = [
+        f"{name} {medians[name]:.2f} s ({_seconds(CPU[name])}; reference / this "
+        f"{medians[reference] / medians[name]:.1f}×)"
+        for name in names
+    ]
+    return f"CPU (user + system), median: {'; '.join(parts)}; reference {medians[reference]:.2f} s"
 
 
 def _median(values: list[float]) -> float:
@@ -100,13 +126,15 @@ def bench_split(folder: Path, items: int, repeat: int, codes: dict[str, Path]) -
             command = [sys.executable, "-m", "evalkit", "split", str(data), "--out", str(out),
                        "--group", "group", "--stratify", "label", "--id", "id", "--ratios",
                        ",".join(map(str, RATIOS)), "--force", "--quiet"]  # fmt: skip
-            times[name].append(_timed(command, code))
+            times[name].append(_timed(command, code, f"split {name}"))
             assigned = pl.read_parquet(out / "assignments.parquet")
             joined = frame.select("id").join(assigned, on="id", maintain_order="left")
             qualities[name] = quality(
                 labels, joined["split"].replace_strict(code_of).to_numpy(), targets
             )
+        used = time.process_time()
         reference.append(run_sgkf(frame)[0])
+        CPU.setdefault("split reference", []).append(time.process_time() - used)
     reference_median = _median(reference)
     for name, values in times.items():
         ratio = reference_median / _median(values)
@@ -115,6 +143,7 @@ def bench_split(folder: Path, items: int, repeat: int, codes: dict[str, Path]) -
               f"quality {json.dumps(qualities[name])} |")  # fmt: skip
     print(f"| reference: StratifiedGroupKFold two-stage recipe, in process after imports "
           f"and reading: {_seconds(reference)} s | {reference_median:.3f} | |")  # fmt: skip
+    print(_cpu_line([f"split {name}" for name in codes], "split reference"))
     print(f"load average {load_average()} at the end of the split runs")
 
 
@@ -182,10 +211,11 @@ def bench_score(folder: Path, rows: int, repeat: int, codes: dict[str, Path]) ->
     for _ in range(repeat):
         for name, code in codes.items():
             out = folder / f"score-{name}"
-            times[name].append(_timed(_score_command(gold, pred, out), code))
-        started = time.perf_counter()
+            times[name].append(_timed(_score_command(gold, pred, out), code, f"score {name}"))
+        started, used = time.perf_counter(), time.process_time()
         expected = reference_score(gold, pred, folder / "reference")
         reference.append(time.perf_counter() - started)
+        CPU.setdefault("score reference", []).append(time.process_time() - used)
         for name in codes:
             counts = _written_counts(folder / f"score-{name}")
             agree[name] = agree.get(name, True) and counts == expected
@@ -197,6 +227,7 @@ def bench_score(folder: Path, rows: int, repeat: int, codes: dict[str, Path]) ->
               f"counts agree: {agree[name]} |")  # fmt: skip
     print(f"| reference: naive scorer (json + jsonschema, one process): {_seconds(reference)} s "
           f"| {reference_median:.3f} | |")  # fmt: skip
+    print(_cpu_line([f"score {name}" for name in codes], "score reference"))
     print(f"load average {load_average()} at the end of the score runs")
 
 

@@ -18,18 +18,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import evalkit.io._json_rules
+import evalkit.io._jsonl
 import evalkit.io._prefix as fast_jsonl
 from evalkit.errors import MalformedFile
 from evalkit.io import json_lines, read_table
 from evalkit.io._jsonl import _read_tolerant
 
 
-@pytest.fixture(autouse=True, params=["small-file path", "pyarrow path"])
+@pytest.fixture(autouse=True, params=["small-file path", "mid-size path", "pyarrow path"])
 def reader_path(request, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test twice: as a small file (polars with the first lines' types, checked by
-    the reference reader) and as a large one (pyarrow's parser reads and vouches)."""
-    if request.param == "pyarrow path":
+    """Every test three times: as a small file (polars with the first lines' types, checked
+    by the reference reader), as a mid-size one (flat lines proven by polars, else pyarrow)
+    and as a large one (pyarrow's parser reads and vouches)."""
+    if request.param != "small-file path":
         monkeypatch.setattr(evalkit.io._json_rules, "REFERENCE_BYTES", 0)
+    if request.param == "pyarrow path":
+        monkeypatch.setattr(evalkit.io._jsonl, "FLAT_BYTES", 0)
     return request.param
 
 

@@ -150,3 +150,43 @@ def test_progress_bars_on_a_terminal(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "hashing texts" in captured.err and "checking candidate pairs" in captured.err
+
+
+def test_union_find_numbers_components_as_scipy_does() -> None:
+    """``within.components`` replaced scipy's ``connected_components``: same numbering
+    (by each component's smallest node), on random graphs with loops and repeated edges."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from evalkit.leakage.within import components
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 80))
+        m = int(rng.integers(0, 120))
+        left, right = rng.integers(0, n, m), rng.integers(0, n, m)
+        graph = coo_matrix((np.ones(m, dtype=np.int8), (left, right)), shape=(n, n))
+        expected = connected_components(graph, directed=False)[1]
+        assert components(n, left, right).tolist() == expected.tolist()
+    path = np.arange(999)
+    assert components(1000, path[::-1] + 1, path[::-1]).tolist() == [0] * 1000
+    assert components(0, path[:0], path[:0]).tolist() == []
+
+
+def test_buckets_list_their_members_in_ascending_order() -> None:
+    """``buckets_of`` sorts unstably, then orders each bucket: the buckets a stable sort gives."""
+    from evalkit.leakage.candidates import buckets_of
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(0, 200))
+        keys = rng.integers(0, int(rng.integers(1, 300)), n).astype(np.uint64)
+        order = np.argsort(keys, kind="stable")
+        runs = np.split(order, np.flatnonzero(np.diff(keys[order])) + 1) if n else []
+        expected = [run.tolist() for run in runs if len(run) >= 2]
+        buckets = buckets_of(keys)
+        got = [
+            buckets.members[start:end].tolist()
+            for start, end in zip(buckets.starts[:-1], buckets.starts[1:], strict=True)
+        ]
+        assert got == expected

@@ -45,6 +45,7 @@ REFERENCE_BYTES = 2 << 20
 # cannot be that deep: shorter than this, or with fewer brackets.
 ARROW_SAFE_LINE_BYTES = 4_096
 ARROW_SAFE_BRACKETS = 1_000
+_SCAN_BLOCK = 1 << 20  # bytes per block of the line scan
 
 
 class _FloatText(float):
@@ -250,6 +251,12 @@ def arrow_ids_are_text(table: pa.Table, id_columns: Sequence[str]) -> bool:
     return True
 
 
+def has_record_bytes(data: bytes) -> bool:
+    """Whether ``data`` holds anything but whitespace: ``bool(data.strip())`` without the
+    copy of the whole file that ``strip`` makes (70 MB of predictions, read twice)."""
+    return bool(data) and not data.isspace()
+
+
 def arrow_safe(data: bytes) -> bool:
     """Whether no line of ``data`` could nest deeply enough to crash pyarrow's parser."""
     return _longest_safe_line(data) is not None
@@ -259,7 +266,14 @@ def _longest_safe_line(data: bytes) -> int | None:
     """The length of the longest line, or None when a line might nest too deeply for pyarrow."""
     import numpy as np
 
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    # A block at a time: one comparison over a 70 MB file made a 70 MB mask in fresh
+    # pages, 0.15-0.2 s of CPU per file, where 1 MB blocks take 0.04 s.
+    found = [
+        np.flatnonzero(raw[first : first + _SCAN_BLOCK] == 10) + first
+        for first in range(0, len(raw), _SCAN_BLOCK)
+    ]
+    ends = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
     starts = np.r_[0, ends + 1]
     lengths = np.r_[ends, len(data)] - starts
     for index in np.flatnonzero(lengths > ARROW_SAFE_LINE_BYTES).tolist():
@@ -278,7 +292,7 @@ def arrow_table(data: bytes) -> pa.Table | None:
     an integer too large for 64 bits (pyarrow makes it a float), or nesting
     past the limit.
     """
-    longest = _longest_safe_line(data) if data.strip() else None
+    longest = _longest_safe_line(data) if has_record_bytes(data) else None
     if longest is None:
         return None
     import pyarrow as pa

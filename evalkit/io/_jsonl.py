@@ -40,6 +40,8 @@ from evalkit.io._prefix import read_with_prefix_types
 if TYPE_CHECKING:
     import polars as pl
 
+# Flat JSONL up to this size is proven and read by polars, not pyarrow (:func:`_read_flat`).
+FLAT_BYTES = 16 << 20
 # Bytes that make a line blank (Python's bytes.strip() set, newline aside).
 _BLANK = np.frombuffer(b" \t\r\x0b\x0c", dtype=np.uint8)
 # Blank bytes that JSON readers do not take as whitespace.
@@ -204,7 +206,7 @@ def read_json_frame(
     if not data or data.isspace():
         return JsonFrame(pl.DataFrame())
     if len(data) > rules.REFERENCE_BYTES:
-        read = _read_by_arrow(data, columns, ids)
+        read = _read_flat(data, columns, ids) or _read_by_arrow(data, columns, ids)
         if read is not None:
             return read
     try:
@@ -239,6 +241,35 @@ def first_line(error: BaseException) -> str:
     """The first line of a library's error message (its own words, without the trace)."""
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def _read_flat(data: bytes, columns: Sequence[str] | None, ids: Sequence[str]) -> JsonFrame | None:
+    """A file of up to ``FLAT_BYTES`` of flat lines read by polars, when the lines prove the
+    rules (:func:`_flat_verdict`), as a smaller file is read; None: let pyarrow read it.
+
+    For such a file pyarrow costs more than the check: importing it (with
+    pyarrow.compute) took 0.1 s of CPU of a 0.6 s ``split`` of 100,000 items,
+    whose 3.8 MB the check reads in 0.03 s. Only frames without nested columns
+    are taken, which pyarrow's reader would type the same (every line's keys
+    and scalar types proven); past ``FLAT_BYTES`` pyarrow's parse on every
+    core wins.
+    """
+    if columns is not None or len(data) > FLAT_BYTES:
+        return None
+    import polars as pl
+
+    try:
+        fast = read_with_prefix_types(data)
+    except (pl.exceptions.PolarsError, OSError, ValueError):
+        return None
+    if fast is None or fast.flat_lines is None:
+        return None
+    frame = fast.frame
+    if any(dtype.is_nested() for dtype in frame.schema.values()):
+        return None
+    if not _flat_verdict(fast.flat_lines, frame, ids):
+        return None
+    return JsonFrame(frame)
 
 
 def _read_by_arrow(

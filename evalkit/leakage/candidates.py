@@ -44,17 +44,24 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 def buckets_of(keys: np.ndarray) -> Buckets:
     """Group texts by band key, keeping only the groups of two or more texts."""
-    order = np.argsort(keys, kind="stable")
+    # An unstable sort (half the time of a stable one on 64-bit keys, 25 times per
+    # audit); the few texts that share a bucket are then put in ascending order,
+    # as a stable sort leaves them.
+    n = len(keys)
+    order = np.argsort(keys)
     ordered = keys[order]
-    new = np.ones(len(keys), dtype=bool)
+    new = np.ones(n, dtype=bool)
     new[1:] = ordered[1:] != ordered[:-1]
     first = np.flatnonzero(new)
-    sizes = np.diff(np.append(first, len(keys)))
+    sizes = np.diff(np.append(first, n))
     shared = sizes >= 2
     members = order[np.repeat(shared, sizes)].astype(np.int64)
     starts = np.zeros(int(shared.sum()) + 1, dtype=np.int64)
     np.cumsum(sizes[shared], out=starts[1:])
-    return Buckets(members=members, starts=starts)
+    owner = np.repeat(np.arange(len(starts) - 1, dtype=np.int64), sizes[shared])
+    ranked = owner * n + members
+    ranked.sort()
+    return Buckets(members=ranked % n if n else members, starts=starts)
 
 
 def expand_blocks(

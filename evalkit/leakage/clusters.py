@@ -2,8 +2,8 @@
 
 Rows whose normalised texts are equal, or whose word-shingle sets have a
 Jaccard similarity at or above the threshold, are linked; the clusters are the
-connected components of those links (union-find semantics, computed by
-scipy's ``connected_components``), so near duplicates chain: if a ~ b and
+connected components of those links (union-find,
+:func:`evalkit.leakage.within.components`), so near duplicates chain: if a ~ b and
 b ~ c, all three share a cluster even when a and c are further apart.
 """
 
@@ -19,6 +19,7 @@ from evalkit.leakage.minhash import choose_lsh
 from evalkit.leakage.normalize import as_text_series, normalize_texts
 from evalkit.leakage.progress import Progress
 from evalkit.leakage.search import find_similar_pairs
+from evalkit.leakage.within import components
 
 
 def distinct_texts(normalized: pl.Series) -> tuple[pl.Series, np.ndarray, np.ndarray]:
@@ -60,9 +61,6 @@ def duplicate_components(
     stderr when it is a terminal. ``engine="ray"`` computes the same labels on
     a Ray cluster (``ray`` says which; see :mod:`evalkit.leakage.distributed`).
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     params = choose_lsh(threshold, seed=seed)
     series = as_text_series(texts)
     if engine not in ("local", "ray"):
@@ -78,9 +76,7 @@ def duplicate_components(
     if len(distinct) == 0:
         return labels
     pairs = find_similar_pairs(distinct, params, progress=Progress(progress))
-    n = len(distinct)
-    graph = coo_matrix((np.ones(len(pairs.left), dtype=np.int8), (pairs.left, pairs.right)), (n, n))
-    _, component = connected_components(graph, directed=False)
+    component = components(len(distinct), pairs.left, pairs.right)
     row_component = component[text_index]
     # Label each cluster by its first row: the minimum row position per component.
     first_row = np.full(int(component.max()) + 1, np.iinfo(np.int64).max, dtype=np.int64)

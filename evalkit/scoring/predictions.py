@@ -220,7 +220,7 @@ def _read_arrow_pieces(data: bytes, name: str, id_col: str, output_col: str) -> 
 
     frames, id_types, columns = [], set(), []
     for piece in _pieces(data):
-        if not piece.strip():
+        if not jsonl.has_record_bytes(piece):
             continue
         table = jsonl.arrow_table(piece)
         if table is None:
