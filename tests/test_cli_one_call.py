@@ -141,7 +141,7 @@ def test_audit(run_cli, tmp_path: Path, split_folder: Path) -> None:
         lambda: evalkit.audit(
             split_folder,
             id_column="ticket_id",
-            text_column=("text",),
+            text=("text",),
             group=("conversation_id",),
             near_dup=0.8,
             json=report,
@@ -192,7 +192,7 @@ def test_tokens(run_cli, tmp_path: Path) -> None:
             tokenizer=TOKENIZER,
             text=("messages",),
             id_column="ticket_id",
-            max_seq_length=512,
+            seq_len=512,
             json=report,
             html=page,
             html_page=tokens_page,

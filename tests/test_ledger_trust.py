@@ -161,8 +161,14 @@ def test_the_same_rows_re_encoded_add_to_the_same_count(run_cli, data) -> None:
 
 
 def test_a_look_is_recorded_before_its_result_is_published(run_cli, data, monkeypatch) -> None:
-    def killed(*args, **kwargs):  # the process dies while the folder is being renamed
-        raise KeyboardInterrupt
+    from evalkit.io import _writes
+
+    publish = _writes._publish
+
+    def killed(temporary, path, directory=False):  # the process dies renaming the folder
+        if directory:
+            raise KeyboardInterrupt
+        publish(temporary, path, directory)  # a file inside the staging folder
 
     monkeypatch.setattr("evalkit.io._writes._publish", killed)
     result = run_cli("score", "--contract", TRIAGE, "--gold", data / "test.parquet",

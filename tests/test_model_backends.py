@@ -152,7 +152,7 @@ def test_hf_regenerates_a_run_of_another_backend_controls_alone(
 
 @pytest.mark.slow
 def test_a_version_1_run_reads_as_an_hf_run(tiny: TinyModels, tmp_path) -> None:
-    from evalkit.model.pins import read_run
+    from evalkit.records import read_run
 
     run = Path(shutil.copytree(tiny.run, tmp_path / "run"))
     record = json.loads((run / "run.json").read_text())
