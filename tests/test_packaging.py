@@ -21,7 +21,7 @@ def test_the_wheel_ships_py_typed(tmp_path: Path) -> None:
         ROOT,
         source,
         ignore=shutil.ignore_patterns(
-            ".venv", ".git", "*.egg-info", "build", "demo-out", ".*cache"
+            ".venv*", ".git", "*.egg-info", "build", "demo-out", ".*cache", ".hypothesis"
         ),
     )
     subprocess.run(
